@@ -1,0 +1,5 @@
+import sys
+
+from oomrec.cli import main
+
+sys.exit(main())

@@ -1,0 +1,114 @@
+"""The Typer apps every command module registers on, and what all commands share.
+
+Commands are thin: they turn options into library calls and render the result. Every error a
+user can cause ends as one line on stderr and exit status 2 (see OneLineErrors).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from oomrec import __version__
+from oomrec.errors import EXIT_INTERRUPTED, EXIT_USAGE, OomrecError
+
+
+class OneLineErrors(TyperGroup):
+    """The root command: maps every user error to one line on stderr and exit status 2."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args=args,
+                prog_name=prog_name or "oomrec",
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+            code = rv if isinstance(rv, int) else 0
+        except typer.TyperException as exc:
+            # Typer's usage errors (unknown option, bad value) carry the command's context.
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "oomrec"
+            _error(f"{exc.format_message()} (see '{where} --help')", where)
+            code = EXIT_USAGE
+        except OomrecError as exc:
+            _error(str(exc))
+            code = EXIT_USAGE
+        except OSError as exc:
+            # An I/O failure the code did not foresee is still the user's environment, not a bug.
+            where = f": {exc.filename}" if exc.filename else ""
+            _error(f"{exc.strerror or exc}{where}")
+            code = EXIT_USAGE
+        except (typer.Abort, KeyboardInterrupt):
+            code = EXIT_INTERRUPTED
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _error(message: str, where: str = "oomrec") -> None:
+    # One line, whatever the message held.
+    flat = " ".join(message.split())
+    typer.echo(f"{where}: error: {flat}", err=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"oomrec {__version__}")
+        raise typer.Exit()
+
+
+app = typer.Typer(
+    cls=OneLineErrors,
+    help="Never launch a benchmark cell that is certain to run out of memory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+record_app = typer.Typer(
+    help="Read and maintain the OOM record file.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(record_app, name="record")
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Never launch a benchmark cell that is certain to run out of memory.
+
+    oomrec keeps an empirical record of which (model, prompt length) cells ran out of memory,
+    skips them in later sweeps, and uses git history to drop records a memory fix made stale.
+    """
+
+
+RecordOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--record",
+        help="The record file. Default: $OOMREC_RECORD, else `record` in pyproject's "
+        "tool.oomrec table, else benchmarks/.oom-record under the git top level (or the cwd).",
+        show_default=False,
+        dir_okay=True,
+    ),
+]

@@ -1,0 +1,76 @@
+"""`oomrec record add`: append one record by hand."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated
+
+import typer
+
+from oomrec.cli.app import RecordOption, record_app
+from oomrec.cli.common import open_record
+from oomrec.errors import OomrecError
+from oomrec.hardware import detect, normalize
+from oomrec.records import UNKNOWN_COMMIT, OomRecord, check_length, check_model_name, format_line
+
+
+@record_app.command("add")
+def record_add(
+    model: Annotated[str, typer.Argument(help="The model's directory name.")],
+    length: Annotated[str, typer.Argument(help="The prompt length (tokens) that OOMed.")],
+    commit: Annotated[
+        str | None,
+        typer.Option("--commit", help="The code revision it OOMed on. Default: HEAD."),
+    ] = None,
+    hardware: Annotated[
+        str | None,
+        typer.Option("--hardware", help="Hardware tag, e.g. gb10. Default: this host's."),
+    ] = None,
+    any_hardware: Annotated[
+        bool,
+        typer.Option("--any-hardware", help="Record no hardware: the record applies to all."),
+    ] = False,
+    source: Annotated[
+        str, typer.Option("--source", help="Where the OOM was seen (a CSV path, a note).")
+    ] = "manual",
+    record: RecordOption = None,
+) -> None:
+    """Append an OOM record by hand.
+
+    Example: oomrec record add gemma-4-31b-it-4bit 32768 --commit HEAD~2 --hardware gb10
+    """
+    check_model_name(model)
+    prompt_target_len = check_length(length)
+    if hardware is not None and any_hardware:
+        raise OomrecError("--hardware and --any-hardware exclude each other; pick one")
+    tag = None if any_hardware else _hardware_tag(hardware)
+    record_file, _ = open_record(record)
+    new = OomRecord(
+        model=model,
+        prompt_target_len=prompt_target_len,
+        date=date.today().isoformat(),
+        commit=_commit_sha(commit),
+        peak_bytes=None,
+        source_csv=source,
+        hardware=tag,
+    )
+    record_file.append([new])
+    typer.echo(f"added to {record_file.shown_as}: {format_line(new)}")
+
+
+def _hardware_tag(given: str | None) -> str:
+    if given is None:
+        return detect()
+    tag = normalize(given)
+    if tag is None:
+        raise OomrecError(f"--hardware {given!r} names no hardware; give a tag such as gb10")
+    return tag
+
+
+def _commit_sha(rev: str | None) -> str:
+    from oomrec import gitutil
+
+    repo = gitutil.open_repo()
+    if rev is None:
+        return gitutil.head_sha(repo) or UNKNOWN_COMMIT
+    return gitutil.resolve_commit(repo, rev)

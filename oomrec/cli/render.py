@@ -1,0 +1,70 @@
+"""How records look on a terminal: one table layout for every command that shows records."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from oomrec.records import OomRecord
+
+GIB = 1024**3
+
+
+def short_commit(commit: str) -> str:
+    """`abcdef12`, `abcdef12-dirty`, or the text as written when it is not hex."""
+    base, dirty, _ = commit.partition("-dirty")
+    if base and all(c in "0123456789abcdefABCDEF" for c in base):
+        return base[:8] + ("-dirty" if dirty else "")
+    return commit or "-"
+
+
+def peak_gib(peak_bytes: int | None) -> str:
+    return "-" if peak_bytes is None else f"{peak_bytes / GIB:.1f}"
+
+
+def record_table(
+    records: Iterable[OomRecord],
+    title: str | None = None,
+    extra: Sequence[str] = (),
+    extra_values: Sequence[Sequence[str]] = (),
+) -> Table:
+    """A table of records; `extra` names columns appended after the standard ones."""
+    table = Table(title=title, title_justify="left")
+    for name, justify in (
+        ("model", "left"),
+        ("length", "right"),
+        ("hardware", "left"),
+        ("date", "left"),
+        ("commit", "left"),
+        ("peak GiB", "right"),
+        ("source", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name in extra:
+        table.add_column(name)
+    for i, rec in enumerate(records):
+        table.add_row(
+            rec.model,
+            str(rec.prompt_target_len),
+            rec.hardware or "-",
+            rec.date,
+            short_commit(rec.commit),
+            peak_gib(rec.peak_bytes),
+            rec.source_csv or "-",
+            *(extra_values[i] if extra_values else ()),
+        )
+    return table
+
+
+def stdout_console() -> Console:
+    # Data goes to stdout; soft_wrap keeps long cells whole when piped.
+    return Console(file=sys.stdout, soft_wrap=not sys.stdout.isatty())
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")

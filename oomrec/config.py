@@ -1,0 +1,93 @@
+"""Where things are: the repository root, `[tool.oomrec]` settings, the record file's path.
+
+The repository root is found by walking up to a `.git` entry rather than by asking git: it is
+needed by commands (and `--help`-speed paths) that must not pay GitPython's import cost.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oomrec.errors import OomrecError
+
+DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
+RECORD_ENV = "OOMREC_RECORD"
+
+
+def find_repo_root(start: Path | None = None) -> Path | None:
+    """The nearest directory at or above `start` holding `.git` (a dir, or a file for worktrees)."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The `[tool.oomrec]` table of the repository's pyproject.toml, and where it was found."""
+
+    repo_root: Path | None
+    tool: dict[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+
+    @property
+    def base(self) -> Path:
+        """What relative paths in settings are relative to: the repo root, else the cwd."""
+        return self.repo_root or Path.cwd()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.tool.get(key, default)
+
+
+def load_settings(start: Path | None = None) -> Settings:
+    root = find_repo_root(start)
+    pyproject = (root or (start or Path.cwd())) / "pyproject.toml"
+    if not pyproject.is_file():
+        return Settings(repo_root=root)
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise OomrecError(
+            f"{pyproject}: cannot read [tool.oomrec] ({_first_line(exc)}); fix the file's TOML"
+        ) from None
+    tool = data.get("tool", {}).get("oomrec", {})
+    if not isinstance(tool, dict):
+        raise OomrecError(f"{pyproject}: [tool.oomrec] must be a table")
+    return Settings(repo_root=root, tool=tool, source=pyproject)
+
+
+def record_path(cli_value: Path | None, settings: Settings) -> Path:
+    """The record file, by precedence: --record, $OOMREC_RECORD, [tool.oomrec] record, default.
+
+    The default is `benchmarks/.oom-record` under the git top level, else under the cwd.
+    """
+    if cli_value is not None:
+        return cli_value
+    env = os.environ.get(RECORD_ENV)
+    if env:
+        return Path(env)
+    configured = settings.get("record")
+    if configured is not None:
+        if not isinstance(configured, str) or not configured:
+            raise OomrecError(
+                f"{settings.source}: [tool.oomrec] record must be a non-empty path string"
+            )
+        return settings.base / configured
+    return settings.base / DEFAULT_RECORD
+
+
+def display_path(path: Path) -> str:
+    """A path as the user would like to read it: relative to the cwd when it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

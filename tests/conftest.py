@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.gitrepo import IDENTITY, Repo
+
+SHARED_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mlxcel-benchmarks"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every test gets a git identity, a fixed hardware tag and no inherited oomrec settings."""
+    for key, value in IDENTITY.items():
+        monkeypatch.setenv(key, value)
+    # No user or system git config: CI's fresh machine has none either.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("OOMREC_HARDWARE", "testhw")
+    for name in (
+        "OOMREC_RECORD",
+        "OOMREC_IGNORE_RECORD",
+        "MLXCEL_BENCH_IGNORE_OOM_RECORD",
+        "MLXCEL_BENCH_FAKE_OOM",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
+    """A real git repository with one commit; the cwd is its top level."""
+    r = Repo(tmp_path / "repo")
+    r.commit("initial commit")
+    monkeypatch.chdir(r.path)
+    return r
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli() -> Iterator[Callable[..., CliResult]]:
+    """Run oomrec in-process through Typer's CliRunner, stdout and stderr apart."""
+    from oomrec.cli import app
+
+    runner = CliRunner()
+
+    def run(*args: str, input: str | None = None) -> CliResult:
+        result = runner.invoke(app, list(args), input=input, catch_exceptions=False)
+        return CliResult(result.exit_code, result.stdout, result.stderr)
+
+    yield run
