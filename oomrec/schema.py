@@ -1,0 +1,68 @@
+"""The bench harness's CSV layout: its header, its trailing classification token, its skip rows.
+
+A harness row is 14 or 15 named columns, then (on non-success rows) an unnamed trailing token
+such as `SKIP:oom` or `FAIL:bench`. The quoted `prompt` field may hold commas and some rows carry
+an extra empty field before the token, so the token is always read from the end of the row.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+
+HEADER_14 = (
+    "model,model_path,prompt_tokens,generated_tokens,prefill_ms,prefill_tok_s,decode_ms,"
+    "decode_tok_s,date,hardware,mlx_version,build_type,max_tokens,prompt"
+)
+HEADER_15 = HEADER_14 + ",prompt_target_len"
+HEADER = HEADER_15
+
+TRUE_OOM = "SKIP:oom"
+OOM_BACKSTOP = "SKIP:oom_backstop"
+OOM_RECORD = "SKIP:oom_record"
+FAIL_TIMEOUT = "FAIL:timeout"
+FAIL_BENCH = "FAIL:bench"
+FAIL_NO_OUTPUT = "FAIL:no_output"
+SUCCESS = "ok"
+
+FAKE_OOM_PROMPT = "(faked via MLXCEL_BENCH_FAKE_OOM)"
+
+_TOKEN = re.compile(r"(?:SKIP|FAIL):\S*")
+
+
+def split_row(line: str) -> list[str]:
+    """The fields of one CSV line (its prompt may be quoted and hold commas)."""
+    try:
+        return next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return line.split(",")
+
+
+def trailing_token(fields: list[str]) -> str | None:
+    """The row's classification token: its last field when that is `SKIP:...`/`FAIL:...`."""
+    if not fields:
+        return None
+    last = fields[-1].strip()
+    return last if _TOKEN.fullmatch(last) else None
+
+
+def is_true_oom(token: str | None) -> bool:
+    """Only `SKIP:oom` itself is OOM evidence; `SKIP:oom_estimate` and the rest are not."""
+    return token == TRUE_OOM
+
+
+def skip_row(
+    model: str,
+    model_path: str,
+    date: str,
+    max_tokens: int | str,
+    length: int | str,
+    token: str,
+    prompt: str = "",
+) -> str:
+    """A metric-less row exactly as the harness writes it (no line ending).
+
+    `{model},{model_path},,,,,,,{date},,,,{max_tokens},"{prompt}",{length},{token}`: the prompt is
+    wrapped in literal quotes without escaping, as the harness's `\\"$prompt\\"` does.
+    """
+    return f'{model},{model_path},,,,,,,{date},,,,{max_tokens},"{prompt}",{length},{token}'
