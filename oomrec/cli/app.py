@@ -31,7 +31,8 @@ class OneLineErrors(TyperGroup):
         try:
             rv = super().main(
                 args=args,
-                prog_name=prog_name or "oomrec",
+                # One name in every message, however oomrec was started (-m, tests).
+                prog_name="oomrec",
                 complete_var=complete_var,
                 standalone_mode=False,
                 **extra,
@@ -72,14 +73,13 @@ def _version(value: bool) -> None:
 
 app = typer.Typer(
     cls=OneLineErrors,
-    help="Never launch a benchmark cell that is certain to run out of memory.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 record_app = typer.Typer(
-    help="Read and maintain the OOM record file.",
+    help="Read and maintain the OOM record file.\n\nExample: oomrec record list --json",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -97,8 +97,11 @@ def _root(
 ) -> None:
     """Never launch a benchmark cell that is certain to run out of memory.
 
-    oomrec keeps an empirical record of which (model, prompt length) cells ran out of memory,
-    skips them in later sweeps, and uses git history to drop records a memory fix made stale.
+    It records which (model, prompt length) cells ran out of memory and skips them later.
+
+    Git history tells it which records a memory fix has made stale.
+
+    Example: oomrec sweep --demo
     """
 
 

@@ -13,7 +13,9 @@ from oomrec.records import Loaded, RecordFile
 def open_record(cli_value: Path | None) -> tuple[RecordFile, Settings]:
     settings = load_settings()
     path = record_path(cli_value, settings)
-    return RecordFile(path, shown_as=display_path(path)), settings
+    # A path the user typed is shown as typed; a derived one relative to where they stand.
+    shown = str(cli_value) if cli_value is not None else display_path(path)
+    return RecordFile(path, shown_as=shown), settings
 
 
 def print_warnings(loaded: Loaded) -> None:

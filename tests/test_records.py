@@ -1,0 +1,244 @@
+"""The record model, the line format and the record file (load, append, rewrite)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oomrec.errors import OomrecError
+from oomrec.records import (
+    NotARecord,
+    OomRecord,
+    RecordFile,
+    format_line,
+    parse_line,
+)
+
+SHA = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
+
+
+def test_harness_written_line_parses() -> None:
+    line = f"gemma-4-31b-it-4bit,32768,2026-07-03,{SHA[:8]},,benchmarks/cuda_gb10.csv"
+    assert parse_line(line) == OomRecord(
+        model="gemma-4-31b-it-4bit",
+        prompt_target_len=32768,
+        date="2026-07-03",
+        commit=SHA[:8],
+        peak_bytes=None,
+        source_csv="benchmarks/cuda_gb10.csv",
+        hardware=None,
+    )
+    # A harness line without hardware is written back exactly as the harness wrote it.
+    assert format_line(parse_line(line)) == line
+
+
+def test_oomrec_line_with_quoted_source_round_trips() -> None:
+    rec = OomRecord("m", 512, "2026-01-02", SHA, 123456789, 'runs/a,b "x".csv', "gb10")
+    line = format_line(rec)
+    assert line == f'm,512,2026-01-02,{SHA},123456789,"runs/a,b ""x"".csv",gb10'
+    assert parse_line(line) == rec
+
+
+def test_fields_are_quoted_only_when_needed() -> None:
+    rec = OomRecord("m", 1, "2026-01-02", "abc1234-dirty", None, "plain.csv", "m1ultra")
+    assert format_line(rec) == "m,1,2026-01-02,abc1234-dirty,,plain.csv,m1ultra"
+
+
+_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=0, max_size=20
+)
+
+
+@given(
+    model=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789.-_", min_size=1, max_size=30),
+    length=st.integers(min_value=0, max_value=10**7),
+    commit=st.one_of(st.just("unknown"), st.text(alphabet="0123456789abcdef", min_size=7)),
+    peak=st.one_of(st.none(), st.integers(min_value=0, max_value=2**50)),
+    source=_text.filter(lambda s: s == s.strip()),
+    hardware=st.one_of(st.none(), st.text(alphabet="abcdefgh0123456789-", min_size=1)),
+)
+def test_any_record_round_trips(
+    model: str, length: int, commit: str, peak: int | None, source: str, hardware: str | None
+) -> None:
+    rec = OomRecord(model, length, "2026-11-29", commit, peak, source, hardware)
+    assert parse_line(format_line(rec)) == rec
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("m,512,2026-01-01,abc,", "5 fields, needs at least 6"),
+        (",512,2026-01-01,abc,,s", "empty model"),
+        ("m,abc,2026-01-01,abc,,s", "length 'abc' is not a number"),
+        ("m,-1,2026-01-01,abc,,s", "length '-1' is not a number"),
+        ("m,512,yesterday,abc,,s", "date 'yesterday' is not YYYY-MM-DD"),
+        ("m,512,2026-02-30,abc,,s", "date '2026-02-30' is not YYYY-MM-DD"),
+        ("m,512,2026-01-01,abc,lots,s", "peak_bytes 'lots' is not a number"),
+    ],
+)
+def test_unparsable_lines_say_why(line: str, reason: str) -> None:
+    with pytest.raises(NotARecord) as info:
+        parse_line(line)
+    assert str(info.value) == reason
+
+
+def test_load_tolerates_missing_and_empty_files(tmp_path: Path) -> None:
+    assert RecordFile(tmp_path / "missing").load().lines == []
+    (tmp_path / "empty").write_bytes(b"")
+    assert RecordFile(tmp_path / "empty").load().lines == []
+
+
+def test_load_tolerates_bom_crlf_blank_lines_and_no_final_newline(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_bytes(
+        b"\xef\xbb\xbfa,1,2026-01-01,unknown,,s\r\n\r\n\nb,2,2026-01-02,unknown,,s,gb10"
+    )
+    loaded = RecordFile(path).load()
+    assert [(r.model, r.prompt_target_len, r.hardware) for r in loaded.records] == [
+        ("a", 1, None),
+        ("b", 2, "gb10"),
+    ]
+    assert loaded.warnings == []
+
+
+def test_unparsed_line_warns_once_with_its_line_number(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_text("a,1,2026-01-01,u,,s\n\nbad,abc,2026-01-01,u,,s\n")
+    loaded = RecordFile(path, shown_as="benchmarks/.oom-record").load()
+    assert [str(w) for w in loaded.warnings] == [
+        "warning: benchmarks/.oom-record:3: not a record (length 'abc' is not a number), kept as is"
+    ]
+
+
+def test_append_adds_lines_and_never_glues_onto_a_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "rec"
+    record_file = RecordFile(path)
+    assert record_file.append([OomRecord("a", 1, "2026-01-01", "unknown")]) == 1
+    with path.open("a") as fh:
+        fh.write("hand-written,2,2026-01-01,unknown,,s")  # no newline
+    record_file.append([OomRecord("b", 3, "2026-01-01", "unknown", None, "x", "gb10")])
+    assert path.read_text() == (
+        "a,1,2026-01-01,unknown,,\n"
+        "hand-written,2,2026-01-01,unknown,,s\n"
+        "b,3,2026-01-01,unknown,,x,gb10\n"
+    )
+
+
+def test_rewrite_keeps_unparsed_lines_verbatim_and_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    original = (
+        "keep1,1,2026-01-01,unknown,,s\n"
+        "# a comment someone wrote\n"
+        "drop,2,2026-01-01,unknown,,s\n"
+        "garbage \xe9\x0b with a vertical tab,,,\n"
+        "keep2,3,2026-01-01,unknown,,s\r\n"
+    )
+    path.write_bytes(original.encode("utf-8") + b"raw \xff\xfe bytes,1\n")
+    RecordFile(path).rewrite(
+        lambda loaded: [
+            line for line in loaded.lines if line.record is None or line.record.model != "drop"
+        ]
+    )
+    assert path.read_bytes() == (
+        b"keep1,1,2026-01-01,unknown,,s\n"
+        b"# a comment someone wrote\n"
+        + "garbage \xe9\x0b with a vertical tab,,,\n".encode()
+        + b"keep2,3,2026-01-01,unknown,,s\n"
+        b"raw \xff\xfe bytes,1\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec", "rec.lock"]
+
+
+def test_rewrite_keeps_the_file_mode(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_text("a,1,2026-01-01,unknown,,s\n")
+    path.chmod(0o640)
+    RecordFile(path).rewrite(lambda loaded: loaded.lines)
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_rewrite_refuses_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.write_text("a,1,2026-01-01,unknown,,s\n")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with pytest.raises(OomrecError, match=r"is a symlink; refusing to rewrite it"):
+        RecordFile(link).rewrite(lambda loaded: [])
+    assert real.read_text() == "a,1,2026-01-01,unknown,,s\n"
+    assert link.is_symlink()
+
+
+def test_rewrite_and_append_refuse_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(OomrecError, match="not a regular file"):
+        RecordFile(tmp_path).rewrite(lambda loaded: [])
+    with pytest.raises(OomrecError, match="not a regular file"):
+        RecordFile(tmp_path).append([OomRecord("a", 1, "2026-01-01", "unknown")])
+
+
+_APPENDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from oomrec.records import OomRecord, RecordFile
+
+    path, who, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    record_file = RecordFile(path)
+    for i in range(count):
+        record_file.append([OomRecord(f"w{who}", i, "2026-01-01", "unknown", i, "src", "hw")])
+    """
+)
+
+
+def _appenders(path: Path, writers: int, count: int) -> list[subprocess.Popen[bytes]]:
+    return [
+        subprocess.Popen([sys.executable, "-c", _APPENDER, str(path), str(w), str(count)])
+        for w in range(writers)
+    ]
+
+
+def _expected_lines(writers: int, count: int) -> set[str]:
+    return {f"w{w},{i},2026-01-01,unknown,{i},src,hw" for w in range(writers) for i in range(count)}
+
+
+def test_concurrent_appends_from_processes_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    procs = _appenders(path, writers=8, count=500)
+    assert [p.wait() for p in procs] == [0] * 8
+    lines = path.read_text().splitlines()
+    assert len(lines) == 4000
+    assert set(lines) == _expected_lines(8, 500)
+
+
+def test_rewrite_under_concurrent_appends_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_text("".join(f"old,{i},2026-01-01,unknown,,s\n" for i in range(200)))
+    procs = _appenders(path, writers=2, count=300)
+    record_file = RecordFile(path)
+    rewrites = 0
+    # Rewrite (dropping the old lines a few at a time) for as long as the appenders run.
+    while any(p.poll() is None for p in procs) or rewrites < 3:
+        floor = 2 * (rewrites + 1)
+        record_file.rewrite(
+            lambda loaded, floor=floor: [
+                line
+                for line in loaded.lines
+                if line.record is None
+                or line.record.model != "old"
+                or line.record.prompt_target_len >= floor
+            ]
+        )
+        rewrites += 1
+    assert [p.wait() for p in procs] == [0, 0]
+    lines = path.read_text().splitlines()
+    appended = [line for line in lines if not line.startswith("old,")]
+    assert len(appended) == 600
+    assert set(appended) == _expected_lines(2, 300)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert os.path.getsize(path) > 0
