@@ -66,3 +66,14 @@ def skip_row(
     wrapped in literal quotes without escaping, as the harness's `\\"$prompt\\"` does.
     """
     return f'{model},{model_path},,,,,,,{date},,,,{max_tokens},"{prompt}",{length},{token}'
+
+
+def line_token(line: str) -> str | None:
+    """The trailing token of one raw row, read as the harness reads it (awk's `$NF`).
+
+    Only the text after the last comma counts, as in the harness, so a prompt whose inner quotes
+    the harness left unescaped cannot move the token, as it can for a CSV parser.
+    """
+    last = line.rsplit(",", 1)[-1].rstrip()
+    # Tokens hold no quote: `"..., SKIP:oom"` is the end of a quoted prompt, not a token.
+    return last if _TOKEN.fullmatch(last) and '"' not in last else None
