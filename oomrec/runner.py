@@ -1,0 +1,328 @@
+"""Running one cell: an argv from a template (never a shell), its own process group, a timeout,
+the child's peak RSS and the tail of its combined output.
+
+The template is split once, as a shell would split it, and each argument is filled with
+`str.format`-style placeholders. The filled argv is executed directly, so whatever a model name
+holds (`;`, `$(...)`, spaces) reaches the runner as one literal argument and runs nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import string
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oomrec.errors import OomrecError
+
+# Each placeholder with a value of its type, to try a template's format specs before any cell.
+_SAMPLE_VALUES: dict[str, object] = {
+    "model": "m",
+    "model_path": "./models/m",
+    "length": 512,
+    "max_tokens": 32,
+    "warmup_tokens": 4,
+    "cell_csv": "cell.csv",
+}
+PLACEHOLDERS = tuple(_SAMPLE_VALUES)
+OUTPUT_TAIL_BYTES = 64 * 1024
+# After the runner exits, how long its output pipe may stay open (held by a process that left
+# its group) before oomrec stops reading.
+_DRAIN_S = 1.0
+_READ_CHUNK = 65536
+# waitid(WNOWAIT) lets oomrec kill what is left of the group while the leader is still a zombie,
+# so its pid (the group id) cannot have been reused; macOS gains waitid only in Python 3.13.
+_HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+
+
+@dataclass(frozen=True)
+class RunnerTemplate:
+    """A runner command line with placeholders, split and validated once."""
+
+    text: str
+    args: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str, where: str = "--runner") -> RunnerTemplate:
+        """Split `text` like a shell and check every placeholder; OomrecError when unusable."""
+        try:
+            args = tuple(shlex.split(text))
+        except ValueError as exc:
+            raise OomrecError(
+                f"{where} {text!r}: cannot split it ({exc}); fix its quoting"
+            ) from None
+        if not args:
+            raise OomrecError(f"{where} is empty; give the command that runs one cell")
+        for arg in args:
+            _check_placeholders(arg, where)
+        return cls(text, args)
+
+    def fill(self, values: Mapping[str, object]) -> list[str]:
+        return [arg.format_map(values) for arg in self.args]
+
+    def anchored(self, base: Path) -> RunnerTemplate:
+        """The template with a relative program path (`scripts/x.sh`) made absolute under `base`,
+        so a runner configured for the repository root runs from any directory in it."""
+        program = self.args[0]
+        if "/" not in program or Path(program).is_absolute() or _names_placeholder(program):
+            return self
+        return RunnerTemplate(self.text, (str(base / program), *self.args[1:]))
+
+    def check_executable(self, where: str = "--runner") -> None:
+        """OomrecError unless the program exists and is executable (when it has no placeholder).
+
+        A program path with a `/` is taken from the cwd, a bare name is looked up on PATH.
+        """
+        program = self.args[0]
+        if _names_placeholder(program):
+            return
+        if "/" not in program:
+            if shutil.which(program) is None:
+                raise OomrecError(
+                    f"{where}: {program!r} is not an executable on PATH; give its path"
+                )
+            return
+        path = Path(program)
+        if not path.is_file():
+            raise OomrecError(f"{where}: {program} does not exist; give the runner's path")
+        if not os.access(path, os.X_OK):
+            raise OomrecError(f"{where}: {program} is not executable; run chmod +x {program}")
+
+
+def _check_placeholders(arg: str, where: str) -> None:
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(arg) if name is not None]
+    except ValueError as exc:
+        raise OomrecError(
+            f"{where}: bad braces in {arg!r} ({exc}); write {{{{ and }}}} for literal braces"
+        ) from None
+    for name in fields:
+        if name not in PLACEHOLDERS:
+            raise OomrecError(
+                f"{where}: unknown placeholder {{{name}}} in {arg!r}; "
+                f"use {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
+            )
+    try:
+        arg.format_map(_SAMPLE_VALUES)
+    except (ValueError, TypeError) as exc:
+        raise OomrecError(f"{where}: cannot fill {arg!r} ({exc}); check its format spec") from None
+
+
+def _names_placeholder(arg: str) -> bool:
+    return any(name is not None for _, name, _, _ in string.Formatter().parse(arg))
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """How one launched cell ended."""
+
+    argv: tuple[str, ...]
+    # As subprocess reports it: negative when killed by that signal.
+    returncode: int
+    timed_out: bool
+    output_tail: str
+    peak_rss_bytes: int | None
+    seconds: float
+    # How much the cgroup v2 `oom_kill` counter grew during the cell; None when unreadable.
+    oom_kills_delta: int | None
+    # Why the program could not be started at all, or None.
+    exec_error: str | None = None
+
+
+def run_cell(
+    argv: list[str],
+    timeout: float | None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> CellRun:
+    """Run `argv` in a new session (its own process group) and wait for it.
+
+    On timeout the whole group is killed. When the runner exits, whatever it left running in its
+    group is killed too, so no stray process holds memory into the next cell. An exception raised
+    while waiting (KeyboardInterrupt on SIGINT/SIGTERM) kills the group, reaps the child and
+    propagates.
+    """
+    oom_before = cgroup_oom_kills()
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=None if env is None else dict(env),
+            cwd=cwd,
+        )
+    except OSError as exc:
+        return CellRun(tuple(argv), 127, False, "", None, 0.0, None, exc.strerror or str(exc))
+    assert proc.stdout is not None
+    watcher = _ExitWatcher(proc.pid)
+    tail = bytearray()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        timed_out = _pump(proc.stdout.fileno(), watcher, proc.pid, tail, deadline)
+    finally:
+        _kill_group(proc.pid)
+        status, rusage = watcher.reap()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.stdout.close()
+    seconds = time.perf_counter() - start
+    delta = None
+    if oom_before is not None and proc.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL):
+        after = cgroup_oom_kills()
+        delta = None if after is None else after - oom_before
+    return CellRun(
+        argv=tuple(argv),
+        returncode=proc.returncode,
+        timed_out=timed_out,
+        output_tail=bytes(tail).decode("utf-8", errors="replace"),
+        peak_rss_bytes=_peak_bytes(rusage),
+        seconds=seconds,
+        oom_kills_delta=delta,
+    )
+
+
+def _pump(
+    out_fd: int, watcher: _ExitWatcher, pid: int, tail: bytearray, deadline: float | None
+) -> bool:
+    """Read the child's output into `tail` until it exits and its pipe closes; True on timeout."""
+    timed_out = False
+    pipe_open = True
+    drain_until: float | None = None
+    with selectors.DefaultSelector() as sel:
+        sel.register(out_fd, selectors.EVENT_READ)
+        sel.register(watcher.fileno(), selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            wait: float | None = None
+            if watcher.exited:
+                if not pipe_open:
+                    return timed_out
+                if drain_until is None:
+                    # Leftovers of the group would hold the pipe open; the leader is a zombie
+                    # until reaped, so its group id cannot have been reused.
+                    _kill_group(pid)
+                    drain_until = now + _DRAIN_S
+                wait = drain_until - now
+                if wait <= 0:
+                    return timed_out
+            elif deadline is not None:
+                wait = deadline - now
+                if wait <= 0:
+                    _kill_group(pid)
+                    timed_out = True
+                    deadline = None
+                    continue
+            for key, _ in sel.select(wait):
+                if key.fd == out_fd:
+                    chunk = os.read(out_fd, _READ_CHUNK)
+                    if chunk:
+                        tail += chunk
+                        del tail[:-OUTPUT_TAIL_BYTES]
+                    else:
+                        sel.unregister(out_fd)
+                        pipe_open = False
+                else:
+                    sel.unregister(key.fd)
+                    watcher.ready()
+
+
+class _ExitWatcher:
+    """Tells the reading loop, through a file descriptor, that the child has exited (unreaped).
+
+    On Linux a pidfd becomes readable at the exit itself; elsewhere a thread blocks in waitid
+    (or wait4) and writes to a pipe. Starting a thread costs ~1 ms per cell on a busy machine,
+    more than all of oomrec's own per-cell work, so the pidfd comes first.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exited = False
+        self._reaped: tuple[int, int, Any] | None = None
+        self._thread: threading.Thread | None = None
+        try:
+            self._fds = (os.pidfd_open(pid),)
+        except (AttributeError, OSError):
+            self._fds = os.pipe()
+            self._thread = threading.Thread(target=self._wait, name=f"oomrec-{pid}", daemon=True)
+            self._thread.start()
+
+    def fileno(self) -> int:
+        return self._fds[0]
+
+    def ready(self) -> None:
+        """The descriptor became readable: the child has exited."""
+        self.exited = True
+
+    def _wait(self) -> None:
+        if _HAS_WAITID:
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+        else:
+            self._reaped = os.wait4(self.pid, 0)
+        os.write(self._fds[1], b"x")
+
+    def reap(self) -> tuple[int, Any]:
+        """Wait for the exit and reap the child: its wait status and rusage. Closes the fds."""
+        if self._thread is not None:
+            self._thread.join()
+        for fd in self._fds:
+            os.close(fd)
+        _, status, rusage = self._reaped or os.wait4(self.pid, 0)
+        return status, rusage
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _peak_bytes(rusage: Any) -> int | None:
+    # ru_maxrss is in KiB on Linux, in bytes on macOS.
+    peak = int(rusage.ru_maxrss) * (1 if sys.platform == "darwin" else 1024)
+    return peak or None
+
+
+def cgroup_oom_kills() -> int | None:
+    """This process's cgroup v2 `oom_kill` count (children share it); None when unreadable."""
+    path = _memory_events_path()
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+@functools.cache
+def _memory_events_path() -> Path | None:
+    try:
+        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("0::"):
+            rel = line[3:].strip().lstrip("/")
+            # Pure v2 mounts at /sys/fs/cgroup; hybrid systems put v2 at .../unified.
+            for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+                candidate = root / rel / "memory.events"
+                if candidate.is_file():
+                    return candidate
+    return None

@@ -1,0 +1,182 @@
+"""Running one cell: templates, process groups, timeouts, peak RSS, the output tail."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from oomrec.errors import OomrecError
+from oomrec.runner import OUTPUT_TAIL_BYTES, RunnerTemplate, run_cell
+
+PY = sys.executable
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie waiting for a (possibly non-reaping) init is gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state not in ("Z", "X")
+
+
+def gone(pid: int) -> bool:
+    """True once `pid` has died; SIGKILL is delivered at once but a process takes a moment to go."""
+    deadline = time.monotonic() + 10
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def wait_for_file(path: Path, seconds: float = 10.0) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+def test_template_is_split_like_a_shell_and_filled_per_argument() -> None:
+    template = RunnerTemplate.parse("run.sh '{model} here' --n={length:06d} {{literal}} {cell_csv}")
+    assert template.args == (
+        "run.sh",
+        "{model} here",
+        "--n={length:06d}",
+        "{{literal}}",
+        "{cell_csv}",
+    )
+    argv = template.fill(
+        {"model": "x;touch pwned", "model_path": "", "length": 512, "max_tokens": 1,
+         "warmup_tokens": 0, "cell_csv": "/tmp/c d.csv"}
+    )  # fmt: skip
+    assert argv == ["run.sh", "x;touch pwned here", "--n=000512", "{literal}", "/tmp/c d.csv"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("run.sh {modle}", "unknown placeholder {modle} in '{modle}'; use {model}, {model_path}"),
+        ("run.sh {}", "unknown placeholder {} in"),
+        ("run.sh {0}", "unknown placeholder {0} in"),
+        ("run.sh {model.upper}", "unknown placeholder {model.upper}"),
+        ("run.sh {model[0]}", "unknown placeholder {model[0]}"),
+        ("run.sh {model", "bad braces in '{model'"),
+        ("run.sh model}", "bad braces in 'model}'"),
+        ("run.sh {length:s}", "cannot fill '{length:s}'"),
+        ("run.sh 'unclosed", "cannot split it (No closing quotation)"),
+        ("   ", "--runner is empty"),
+    ],
+)
+def test_bad_templates_are_rejected_up_front(text: str, message: str) -> None:
+    with pytest.raises(OomrecError, match=None) as info:
+        RunnerTemplate.parse(text)
+    assert message in str(info.value)
+
+
+def test_check_executable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(OomrecError, match=r"\./run\.sh is not executable; run chmod \+x"):
+        RunnerTemplate.parse("./run.sh {model}").check_executable()
+    script.chmod(0o755)
+    RunnerTemplate.parse("./run.sh {model}").check_executable()
+    with pytest.raises(OomrecError, match=r"\./nope\.sh does not exist"):
+        RunnerTemplate.parse("./nope.sh").check_executable()
+    with pytest.raises(OomrecError, match="'no-such-runner-x' is not an executable on PATH"):
+        RunnerTemplate.parse("no-such-runner-x {model}").check_executable()
+    # A program named by a placeholder can only be checked when it runs.
+    RunnerTemplate.parse("{model_path}/run.sh").check_executable()
+
+
+def test_anchored_makes_a_relative_program_absolute(tmp_path: Path) -> None:
+    template = RunnerTemplate.parse("scripts/run.sh {model}").anchored(tmp_path)
+    assert template.args == (str(tmp_path / "scripts/run.sh"), "{model}")
+    assert RunnerTemplate.parse("python3 x").anchored(tmp_path).args == ("python3", "x")
+
+
+def test_exit_status_output_and_signal() -> None:
+    run = run_cell(
+        [PY, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"], 30
+    )
+    assert (run.returncode, run.timed_out, run.exec_error) == (3, False, None)
+    assert run.output_tail == "out\nerr\n"
+    killed = run_cell([PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], 30)
+    assert killed.returncode == -signal.SIGKILL
+    assert not killed.timed_out
+
+
+def test_output_tail_keeps_the_last_64_kib() -> None:
+    code = "import sys; sys.stdout.write('x' * 300_000 + 'THE END'); sys.stdout.flush()"
+    run = run_cell([PY, "-c", code], 30)
+    assert len(run.output_tail.encode()) == OUTPUT_TAIL_BYTES
+    assert run.output_tail.endswith("xTHE END")
+
+
+def test_peak_rss_is_measured() -> None:
+    code = "b = bytearray(96 << 20); b[::4096] = b'x' * (len(b) // 4096)"
+    run = run_cell([PY, "-c", code], 30)
+    assert run.peak_rss_bytes is not None
+    assert run.peak_rss_bytes >= 96 << 20
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen(['sleep', '60'])\n"
+        f"open({str(pids)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    run = run_cell([PY, "-c", code], timeout=1.0)
+    assert run.timed_out
+    assert run.returncode == -signal.SIGKILL
+    assert gone(int(pids.read_text()))
+
+
+def test_what_the_runner_leaves_behind_is_killed_and_not_waited_for(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    code = (
+        "import subprocess\n"
+        "child = subprocess.Popen(['sleep', '60'])\n"
+        f"open({str(pids)!r}, 'w').write(str(child.pid))\n"
+    )
+    run = run_cell([PY, "-c", code], timeout=30)
+    assert (run.returncode, run.timed_out) == (0, False)
+    assert gone(int(pids.read_text()))
+
+
+def test_an_interrupt_while_waiting_kills_the_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    code = f"import os, time; open({str(pids)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_cell([PY, "-c", code], timeout=30)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert gone(int(wait_for_file(pids)))
+
+
+def test_a_program_that_cannot_start_is_reported() -> None:
+    run = run_cell(["/no/such/runner"], 30)
+    assert run.exec_error == "No such file or directory"
+    assert run.returncode == 127
