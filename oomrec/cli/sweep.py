@@ -1,0 +1,416 @@
+"""`oomrec sweep`: run a (model x prompt length) grid, never launching a cell certain to OOM."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from datetime import date
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from oomrec import demo as demo_mod
+from oomrec.cli.app import RecordOption, app
+from oomrec.cli.common import open_record, print_warnings
+from oomrec.cli.render import print_json
+from oomrec.config import display_path, load_settings
+from oomrec.errors import EXIT_INTERRUPTED
+from oomrec.hardware import detect
+from oomrec.records import RecordFile
+from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
+from oomrec.sweep import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_WARMUP_TOKENS,
+    RUN,
+    Cell,
+    CellResult,
+    Decision,
+    Options,
+    Plan,
+    Planner,
+    Sweep,
+    SweepConfig,
+    SweepResult,
+    configure,
+    ignore_record_from_env,
+    plan_cells,
+    preview,
+)
+
+MIB = 1024 * 1024
+# Summary columns in this order; any other token follows, alphabetically.
+_TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_BACKSTOP, OOM_RECORD)
+
+
+@app.command("sweep")
+def sweep(
+    models: Annotated[
+        str | None,
+        typer.Option("--models", help='Model directory names, space-separated: "A B C".'),
+    ] = None,
+    lengths: Annotated[
+        str | None,
+        typer.Option(
+            "--lengths",
+            help='Prompt lengths in tokens, space-separated. Default: "512 2048 8192 32768".',
+        ),
+    ] = None,
+    runner: Annotated[
+        str | None,
+        typer.Option(
+            "--runner",
+            metavar="TEMPLATE",
+            help="The command for one cell, run without a shell; placeholders: {model} "
+            "{model_path} {length} {max_tokens} {warmup_tokens} {cell_csv}. Default: "
+            "scripts/bench_decode.sh with the harness's arguments, when it exists.",
+        ),
+    ] = None,
+    models_dir: Annotated[
+        str | None,
+        typer.Option("--models-dir", help="Where model directories are. Default: ./models."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            help="The aggregate CSV (replaced). Default: "
+            "benchmarks/{backend}_{hw}_longprompt_{date}.csv.",
+            dir_okay=False,
+        ),
+    ] = None,
+    record: RecordOption = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", help="Seconds before a cell's process group is killed. Default: 1800."
+        ),
+    ] = None,
+    cooldown: Annotated[
+        float, typer.Option("--cooldown", min=0, help="Seconds to wait between launched cells.")
+    ] = 0.0,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, help="Decode tokens per cell.")
+    ] = DEFAULT_MAX_TOKENS,
+    warmup_tokens: Annotated[
+        int, typer.Option("--warmup-tokens", min=0, help="Warmup decode tokens per cell.")
+    ] = DEFAULT_WARMUP_TOKENS,
+    fake_oom: Annotated[
+        str | None,
+        typer.Option(
+            "--fake-oom",
+            metavar="MODEL:LEN[,...]",
+            help="Testing hook: do not launch these cells, treat them as true OOMs. "
+            "Default: $MLXCEL_BENCH_FAKE_OOM.",
+        ),
+    ] = None,
+    ignore_record: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-record",
+            help="Launch cells the record would pre-skip (new OOMs are still recorded). Also "
+            "$MLXCEL_BENCH_IGNORE_OOM_RECORD=1 or $OOMREC_IGNORE_RECORD=1.",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; launch nothing, write nothing.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON summary on stdout (the log on stderr).")
+    ] = False,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="Sweep the built-in synthetic models under a real memory limit, in "
+            "./oomrec-demo/ (no models, no GPU needed).",
+        ),
+    ] = False,
+) -> None:
+    """Run a benchmark sweep, never launching a cell that is certain to run out of memory.
+
+    Before each launch: the backstop, then the OOM record, then --fake-oom (see the README).
+
+    Defaults come from the tool.oomrec table of pyproject.toml; flags override them.
+
+    Example: oomrec sweep --models "llama-3.1-8b-4bit qwen2.5-7b-4bit" --lengths "512 2048 8192"
+    """
+    hardware = detect()
+    day = date.today().isoformat()
+    demo_dirs = demo_mod.layout(demo_mod.DEMO_DIR, hardware, day) if demo else None
+    if demo_dirs is not None and record is None:
+        # The demo keeps its record beside its CSV, away from the repository's real record.
+        path = demo_dirs.record
+        record_file, settings = RecordFile(path, shown_as=display_path(path)), load_settings()
+    else:
+        record_file, settings = open_record(record)
+    opts = Options(
+        models=models,
+        lengths=lengths,
+        runner=runner,
+        models_dir=models_dir,
+        output=output,
+        timeout=timeout,
+        cooldown=cooldown,
+        max_tokens=max_tokens,
+        warmup_tokens=warmup_tokens,
+        fake_oom=fake_oom,
+        ignore_record=ignore_record,
+        demo=demo_dirs,
+    )
+    config = configure(opts, settings, record_file, hardware=hardware, day=day)
+    loaded = record_file.load()
+    print_warnings(loaded)
+    planner = Planner(
+        loaded.lines,
+        record_file.shown_as,
+        hardware,
+        ignore_record=config.ignore_record,
+        fake_oom=config.fake_oom,
+    )
+    plan = plan_cells(config)
+    log = sys.stderr if as_json else sys.stdout
+    _say(log, *_header(config, plan, planner, "--ignore-record" if ignore_record else None))
+
+    if dry_run:
+        decided = preview(plan, planner)
+        if as_json:
+            print_json(_plan_json(config, plan, decided))
+        else:
+            _say(log, *_plan_lines(decided))
+        return
+
+    if demo_dirs is not None:
+        demo_mod.prepare(demo_dirs)
+    if log.isatty():
+        with _ProgressReporter(log, len(plan.cells)) as reporter:
+            result = Sweep(config, planner, reporter).run(plan)
+    else:
+        result = Sweep(config, planner, _LineReporter(log, len(plan.cells))).run(plan)
+
+    if as_json:
+        print_json(_result_json(config, plan, result))
+    _summary(log, config, plan, result, demo)
+    if result.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _say(stream: TextIO, *lines: str) -> None:
+    for line in lines:
+        print(line, file=stream, flush=True)
+
+
+def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None) -> list[str]:
+    n_models = len(config.models) - len(plan.missing)
+    lines = [
+        f"sweep: {n_models} models x {len(config.lengths)} lengths = {len(plan.cells)} cells "
+        f"on {config.hardware}",
+        f"  runner:  {config.runner.text}",
+        f"  models:  {config.models_dir_shown}",
+        f"  output:  {display_path(config.output)}",
+        f"  record:  {config.record.shown_as} ({planner.applicable_records} records apply to "
+        f"{config.hardware})",
+    ]
+    if config.ignore_record:
+        why = flag or f"{ignore_record_from_env()}=1"
+        lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
+    if plan.models_dir_missing:
+        lines.append(
+            f"models dir {config.models_dir_shown} does not exist: no model can run "
+            "(pass --models-dir or set models_dir in [tool.oomrec])"
+        )
+    else:
+        lines.extend(
+            f"[miss] {m} (not found under {config.models_dir_shown}, skipping)"
+            for m in plan.missing
+        )
+    return lines
+
+
+def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
+    lines = []
+    for cell, decision in decided:
+        line = f"  {cell.model} @ {cell.length}: {decision.action}"
+        if decision.record_line:
+            line += f" ({decision.reason}: {decision.record_line})"
+        elif decision.reason:
+            line += f" ({decision.reason})"
+        lines.append(line)
+    to_run = sum(1 for _, d in decided if d.action == RUN)
+    lines.append(
+        f"dry run: {to_run} to run, {len(decided) - to_run} to skip; "
+        "nothing launched, nothing written"
+    )
+    return lines
+
+
+def cell_line(done: int, total: int, result: CellResult) -> str:
+    """One finished cell, as the log shows it."""
+    line = f"[{done}/{total}] {result.cell.model} @ {result.cell.length}: {result.token}"
+    details = []
+    if result.launched and result.seconds is not None:
+        details.append(f"{result.seconds:.1f} s")
+    if result.peak_rss_bytes is not None:
+        details.append(f"peak {result.peak_rss_bytes / MIB:.0f} MiB")
+    if result.token != SUCCESS:
+        reason = result.reason
+        if result.record_line:
+            reason += f": {result.record_line}"
+        details.append(reason)
+    if details:
+        line += f" ({'; '.join(details)})"
+    return line
+
+
+class _LineReporter:
+    """Plain log lines, one per finished cell (not a terminal: CI, a pipe, a file)."""
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.stream = stream
+        self.total = total
+
+    def log(self, message: str) -> None:
+        _say(self.stream, message)
+
+    def cell_started(self, done: int, cell: Cell) -> None:
+        pass
+
+    def cell_done(self, done: int, result: CellResult) -> None:
+        _say(self.stream, cell_line(done, self.total, result))
+        if result.recorded:
+            _say(self.stream, f"  recorded: {result.recorded}")
+
+
+class _ProgressReporter(_LineReporter):
+    """On a terminal: the same lines, under a live bar (cells done/total, current cell, ETA)."""
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        super().__init__(stream, total)
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(file=stream),
+            transient=True,
+        )
+        self.task = self.progress.add_task("starting", total=total)
+
+    def __enter__(self) -> _ProgressReporter:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def log(self, message: str) -> None:
+        self.progress.console.print(message, markup=False, highlight=False)
+
+    def cell_started(self, done: int, cell: Cell) -> None:
+        self.progress.update(self.task, description=f"{cell.model} @ {cell.length}")
+
+    def cell_done(self, done: int, result: CellResult) -> None:
+        self.log(cell_line(done, self.total, result))
+        if result.recorded:
+            self.log(f"  recorded: {result.recorded}")
+        self.progress.update(self.task, completed=done)
+
+
+def _ordered_tokens(counts: Counter[str]) -> list[str]:
+    known = [t for t in _TOKEN_ORDER if t in counts]
+    return known + sorted(t for t in counts if t not in _TOKEN_ORDER)
+
+
+def _summary(
+    stream: TextIO, config: SweepConfig, plan: Plan, result: SweepResult, demo: bool
+) -> None:
+    per_model = result.counts()
+    totals: Counter[str] = sum(per_model.values(), Counter())
+    if per_model:
+        table = Table(title="cells per model and classification", title_justify="left")
+        tokens = _ordered_tokens(totals)
+        table.add_column("model")
+        for token in tokens:
+            table.add_column(token, justify="right")
+        table.add_column("total", justify="right")
+        for model, counts in per_model.items():
+            table.add_row(model, *(str(counts[t]) for t in tokens), str(counts.total()))
+        table.add_row("all", *(str(totals[t]) for t in tokens), str(totals.total()), style="bold")
+        Console(file=stream, soft_wrap=not stream.isatty()).print(table)
+    new = sum(1 for r in result.results if r.recorded)
+    lines = [
+        f"rows: {display_path(result.output)}" if result.output else "rows: none written",
+        f"record: {new} new OOM records in {config.record.shown_as}",
+    ]
+    if result.interrupted:
+        running = result.interrupted_cell
+        what = f"{running.model} @ {running.length} was killed; " if running else ""
+        lines.append(f"interrupted: {what}{len(result.results)} of {len(plan.cells)} cells done")
+    elif demo:
+        if new:
+            lines.append(
+                "next: run `oomrec sweep --demo` again: the OOMs just recorded pre-skip their "
+                "cells (SKIP:oom_record)"
+            )
+        elif totals[OOM_RECORD]:
+            lines.append("next: `oomrec sweep --demo --ignore-record` re-tests the skipped cells")
+        lines.append(f"the record: oomrec record list --record {config.record.shown_as}")
+    _say(stream, *lines)
+
+
+def _base_json(config: SweepConfig, plan: Plan) -> dict[str, object]:
+    return {
+        "hardware": config.hardware,
+        "output": str(config.output),
+        "record": config.record.shown_as,
+        "missing_models": list(plan.missing),
+        "models_dir_missing": plan.models_dir_missing,
+    }
+
+
+def _plan_json(
+    config: SweepConfig, plan: Plan, decided: list[tuple[Cell, Decision]]
+) -> dict[str, object]:
+    cells = [
+        {
+            "model": cell.model,
+            "length": cell.length,
+            "model_path": cell.model_path,
+            "action": decision.action,
+            "reason": decision.reason,
+            "record_line": decision.record_line,
+        }
+        for cell, decision in decided
+    ]
+    return {**_base_json(config, plan), "dry_run": True, "cells": cells}
+
+
+def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[str, object]:
+    per_model = result.counts()
+    running = result.interrupted_cell
+    return {
+        **_base_json(config, plan),
+        "dry_run": False,
+        "interrupted": result.interrupted,
+        "interrupted_cell": None
+        if running is None
+        else {"model": running.model, "length": running.length},
+        "cells": [r.to_dict() for r in result.results],
+        "counts": {model: dict(counts) for model, counts in per_model.items()},
+        "totals": dict(sum(per_model.values(), Counter())),
+        "new_records": [r.recorded for r in result.results if r.recorded],
+    }

@@ -1,0 +1,665 @@
+"""The sweep: a grid of (model x prompt length) cells, planned, then run one cell at a time.
+
+Each cell is checked in the harness's order before anything launches: the monotonic backstop
+(this model already ran out of memory at a length <= this one, earlier in this sweep), the
+persistent record (a recorded OOM of this model, on this hardware or on any, at a length <= this
+one), a faked OOM (a testing hook), and only then the runner. Every cell's row is appended to the
+aggregate CSV and flushed as soon as the cell ends, so an interrupted sweep leaves a valid CSV;
+every true OOM is appended to the record at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from oomrec import demo
+from oomrec.classify import Verdict, read_cell_csv, verdict_from_exit, verdict_from_row
+from oomrec.config import Settings, display_path
+from oomrec.errors import OomrecError
+from oomrec.records import (
+    UNKNOWN_COMMIT,
+    OomRecord,
+    RecordFile,
+    RecordLine,
+    check_model_name,
+    format_line,
+)
+from oomrec.runner import CellRun, RunnerTemplate, run_cell
+from oomrec.schema import (
+    FAIL_BENCH,
+    FAKE_OOM_PROMPT,
+    HEADER,
+    OOM_BACKSTOP,
+    OOM_RECORD,
+    TRUE_OOM,
+    skip_row,
+)
+
+DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
+DEFAULT_TIMEOUT_S = 1800.0
+DEFAULT_MAX_TOKENS = 32
+DEFAULT_WARMUP_TOKENS = 4
+IGNORE_RECORD_ENVS = ("MLXCEL_BENCH_IGNORE_OOM_RECORD", "OOMREC_IGNORE_RECORD")
+FAKE_OOM_ENV = "MLXCEL_BENCH_FAKE_OOM"
+RUN = "run"
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    model: str
+    length: int
+    # As the harness writes it into rows and passes it to the runner: `<models dir>/<model>`.
+    model_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to do with a cell before launching anything: RUN, a skip token, or a fake OOM."""
+
+    action: str
+    reason: str = ""
+    # `path:lineno: line` of the record that pre-skips the cell.
+    record_line: str | None = None
+
+    @property
+    def fake(self) -> bool:
+        return self.action == TRUE_OOM
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    models: tuple[str, ...]
+    lengths: tuple[int, ...]
+    models_dir: Path
+    # How the models dir is written into `model_path` (as the user gave it, e.g. `./models`).
+    models_dir_shown: str
+    runner: RunnerTemplate
+    output: Path
+    record: RecordFile
+    hardware: str
+    date: str
+    timeout: float | None = DEFAULT_TIMEOUT_S
+    cooldown: float = 0.0
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    ignore_record: bool = False
+    fake_oom: frozenset[tuple[str, int]] = frozenset()
+    # Models that count as present without a directory yet (the demo creates them before running).
+    provided_models: frozenset[str] = frozenset()
+    # Where records name the aggregate CSV from, and where HEAD is read.
+    repo_root: Path | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    cells: tuple[Cell, ...]
+    missing: tuple[str, ...]
+    models_dir_missing: bool
+
+
+def plan_cells(config: SweepConfig) -> Plan:
+    """Cells model-major, length-minor, for every model whose directory exists."""
+    dir_missing = not config.models_dir.is_dir() and not config.provided_models
+    cells: list[Cell] = []
+    missing: list[str] = []
+    prefix = config.models_dir_shown.rstrip("/")
+    for model in config.models:
+        if model in config.provided_models or (config.models_dir / model).is_dir():
+            cells.extend(Cell(model, n, f"{prefix}/{model}") for n in config.lengths)
+        else:
+            missing.append(model)
+    return Plan(tuple(cells), tuple(missing), dir_missing)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordHit:
+    length: int
+    where: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.text}"
+
+
+class Planner:
+    """Decides each cell before launch: backstop, then record, then fake OOM, else run."""
+
+    def __init__(
+        self,
+        record_lines: Sequence[RecordLine],
+        record_name: str,
+        hardware: str,
+        *,
+        ignore_record: bool = False,
+        fake_oom: frozenset[tuple[str, int]] = frozenset(),
+    ) -> None:
+        self.ignore_record = ignore_record
+        self.fake_oom = fake_oom
+        self.oom_min: dict[str, int] = {}
+        # Per model, the records of this hardware (or of none), smallest length first.
+        self.records: dict[str, list[RecordHit]] = {}
+        for line in record_lines:
+            rec = line.record
+            if rec is None or rec.hardware not in (None, hardware):
+                continue
+            hit = RecordHit(rec.prompt_target_len, f"{record_name}:{line.lineno}", line.text)
+            self.records.setdefault(rec.model, []).append(hit)
+        for hits in self.records.values():
+            hits.sort(key=lambda h: h.length)
+
+    @property
+    def applicable_records(self) -> int:
+        return sum(len(hits) for hits in self.records.values())
+
+    def record_hit(self, model: str, length: int) -> RecordHit | None:
+        """The record with the smallest length <= `length` for `model`, if any."""
+        hits = self.records.get(model)
+        return hits[0] if hits and hits[0].length <= length else None
+
+    def decide(self, cell: Cell) -> Decision:
+        oom_at = self.oom_min.get(cell.model)
+        if oom_at is not None and cell.length >= oom_at:
+            return Decision(
+                OOM_BACKSTOP,
+                f"{cell.model} was SKIP:oom at {oom_at} <= {cell.length} tokens in this sweep",
+            )
+        if not self.ignore_record:
+            hit = self.record_hit(cell.model, cell.length)
+            if hit is not None:
+                return Decision(
+                    OOM_RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
+                )
+        if (cell.model, cell.length) in self.fake_oom:
+            return Decision(TRUE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
+        return Decision(RUN)
+
+    def note_oom(self, model: str, length: int) -> None:
+        self.oom_min[model] = min(length, self.oom_min.get(model, length))
+
+
+def preview(plan: Plan, planner: Planner) -> list[tuple[Cell, Decision]]:
+    """Every cell's decision as a dry run sees it: faked OOMs feed the backstop, nothing runs."""
+    decided = []
+    for cell in plan.cells:
+        decision = planner.decide(cell)
+        if decision.fake:
+            planner.note_oom(cell.model, cell.length)
+        decided.append((cell, decision))
+    return decided
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    token: str
+    reason: str
+    launched: bool = False
+    seconds: float | None = None
+    peak_rss_bytes: int | None = None
+    record_line: str | None = None
+    # The record line appended for this cell, when it was a true OOM.
+    recorded: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.cell.model,
+            "length": self.cell.length,
+            "model_path": self.cell.model_path,
+            "verdict": self.token,
+            "reason": self.reason,
+            "launched": self.launched,
+            "seconds": None if self.seconds is None else round(self.seconds, 3),
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "record_line": self.record_line,
+            "recorded": self.recorded,
+        }
+
+
+@dataclass
+class SweepResult:
+    results: list[CellResult] = field(default_factory=list)
+    interrupted: bool = False
+    # The cell that was running (and was killed) when the sweep was interrupted.
+    interrupted_cell: Cell | None = None
+    # The aggregate CSV, once a row was written to it.
+    output: Path | None = None
+
+    def counts(self) -> dict[str, Counter[str]]:
+        """Per model, how many cells ended with each token."""
+        per_model: dict[str, Counter[str]] = {}
+        for r in self.results:
+            per_model.setdefault(r.cell.model, Counter())[r.token] += 1
+        return per_model
+
+
+class Reporter(Protocol):
+    """What the sweep tells its user while it runs."""
+
+    def log(self, message: str) -> None: ...
+
+    def cell_started(self, done: int, cell: Cell) -> None: ...
+
+    def cell_done(self, done: int, result: CellResult) -> None: ...
+
+
+class AggregateCsv:
+    """The sweep's CSV: created at its first row, each batch of rows written and flushed at once.
+
+    Like the harness, a sweep replaces the file: its header is that of the first row's source (a
+    real cell's CSV header, else the harness's 15-column header).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.header: str | None = None
+        self._fh: IO[str] | None = None
+
+    def add(self, rows: Sequence[str], header: str) -> str | None:
+        """Append rows; returns a warning when `header` differs from the file's."""
+        warning = None
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(  # noqa: SIM115  (held open across cells, closed by close())
+                self.path, "w", encoding="utf-8", errors="surrogateescape", newline=""
+            )
+            self.header = header
+            text = header + "\n"
+        else:
+            text = ""
+            if header != self.header:
+                warning = f"this cell's CSV header differs from {self.path}'s first line"
+        self._fh.write(text + "".join(row + "\n" for row in rows))
+        self._fh.flush()
+        return warning
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+class Sweep:
+    """Runs a planned sweep: one cell at a time, rows and records written as cells end."""
+
+    def __init__(self, config: SweepConfig, planner: Planner, reporter: Reporter) -> None:
+        self.config = config
+        self.planner = planner
+        self.reporter = reporter
+        self.csv = AggregateCsv(config.output)
+        self.result = SweepResult()
+        self._commit: str | None = None
+        self._launched_any = False
+
+    def run(self, plan: Plan) -> SweepResult:
+        """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done."""
+        try:
+            with (
+                _sigterm_as_interrupt(),
+                tempfile.TemporaryDirectory(prefix="oomrec-cells-") as tmp,
+            ):
+                cell_csv = Path(tmp) / "cell.csv"
+                for done, cell in enumerate(plan.cells):
+                    self.result.interrupted_cell = cell
+                    self.reporter.cell_started(done, cell)
+                    result = self._one(cell, cell_csv)
+                    self.result.results.append(result)
+                    self.result.interrupted_cell = None
+                    self.reporter.cell_done(done + 1, result)
+        except KeyboardInterrupt:
+            self.result.interrupted = True
+        finally:
+            self.csv.close()
+        return self.result
+
+    def _one(self, cell: Cell, cell_csv: Path) -> CellResult:
+        decision = self.planner.decide(cell)
+        if decision.action in (OOM_BACKSTOP, OOM_RECORD):
+            result = CellResult(
+                cell, decision.action, decision.reason, record_line=decision.record_line
+            )
+            self._write([self._skip_row(cell, decision.action)], HEADER)
+            return result
+        if decision.fake:
+            result = CellResult(cell, TRUE_OOM, decision.reason)
+            self._write([self._skip_row(cell, TRUE_OOM, FAKE_OOM_PROMPT)], HEADER)
+        else:
+            result = self._launch(cell, cell_csv)
+        if result.token == TRUE_OOM:
+            self.planner.note_oom(cell.model, cell.length)
+            result.recorded = self._append_record(cell, result.peak_rss_bytes)
+        return result
+
+    def _launch(self, cell: Cell, cell_csv: Path) -> CellResult:
+        if self._launched_any and self.config.cooldown > 0:
+            time.sleep(self.config.cooldown)
+        self._launched_any = True
+        cell_csv.unlink(missing_ok=True)
+        argv = self.config.runner.fill(
+            {
+                "model": cell.model,
+                "model_path": cell.model_path,
+                "length": cell.length,
+                "max_tokens": self.config.max_tokens,
+                "warmup_tokens": self.config.warmup_tokens,
+                "cell_csv": str(cell_csv),
+            }
+        )
+        run = run_cell(argv, self.config.timeout)
+        written = read_cell_csv(cell_csv)
+        cell_csv.unlink(missing_ok=True)
+        if written.rows:
+            verdict = verdict_from_row(written.rows[0])
+            self._write(written.rows, written.header or HEADER)
+        else:
+            verdict = _verdict_without_row(run)
+            self._write([self._skip_row(cell, verdict.token)], HEADER)
+        return CellResult(
+            cell,
+            verdict.token,
+            verdict.reason,
+            launched=True,
+            seconds=run.seconds,
+            peak_rss_bytes=run.peak_rss_bytes,
+        )
+
+    def _skip_row(self, cell: Cell, token: str, prompt: str = "") -> str:
+        c = self.config
+        return skip_row(
+            cell.model, cell.model_path, c.date, c.max_tokens, cell.length, token, prompt
+        )
+
+    def _write(self, rows: Sequence[str], header: str) -> None:
+        warning = self.csv.add(rows, header)
+        self.result.output = self.csv.path
+        if warning:
+            self.reporter.log(f"warning: {warning}")
+
+    def _append_record(self, cell: Cell, peak: int | None) -> str:
+        record = OomRecord(
+            model=cell.model,
+            prompt_target_len=cell.length,
+            date=self.config.date,
+            commit=self._head(),
+            peak_bytes=peak,
+            source_csv=source_name(self.config.output, self.config.repo_root),
+            hardware=self.config.hardware,
+        )
+        self.config.record.append([record])
+        return format_line(record)
+
+    def _head(self) -> str:
+        if self._commit is None:
+            # GitPython costs ~0.17 s to import: paid once, and only by a sweep that saw an OOM.
+            from oomrec import gitutil
+
+            repo = gitutil.open_repo(self.config.repo_root)
+            self._commit = gitutil.head_sha(repo) or UNKNOWN_COMMIT
+        return self._commit
+
+
+def _verdict_without_row(run: CellRun) -> Verdict:
+    if run.exec_error is not None:
+        return Verdict(FAIL_BENCH, f"cannot run {run.argv[0]}: {run.exec_error}")
+    verdict = verdict_from_exit(
+        run.returncode,
+        run.output_tail,
+        timed_out=run.timed_out,
+        oom_kills_delta=run.oom_kills_delta,
+    )
+    if verdict.is_true_oom:
+        return verdict
+    # What the runner said last is usually why it failed; an OOM's reason names its message.
+    lines = [line.strip() for line in run.output_tail.splitlines() if line.strip()]
+    last = f"; last output: {lines[-1][:200]!r}" if lines else ""
+    return Verdict(verdict.token, verdict.reason + last)
+
+
+def source_name(output: Path, repo_root: Path | None) -> str:
+    """How a record names the aggregate CSV: relative to the repo root when under it."""
+    resolved = output.resolve()
+    for base in (repo_root, Path.cwd()):
+        if base is not None:
+            with contextlib.suppress(ValueError):
+                return str(resolved.relative_to(base.resolve()))
+    return str(resolved)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends a sweep as Ctrl-C does: the running cell killed, the CSV left valid."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
+    """Model names from a space-separated string or a list; OomrecError when none or bad."""
+    if isinstance(value, str):
+        names = value.split()
+    elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        names = list(value)
+    else:
+        raise OomrecError(f"{where}: models must be a space-separated string or a list of names")
+    if not names:
+        raise OomrecError(f"{where}: no models; give at least one model directory name")
+    for name in names:
+        try:
+            check_model_name(name)
+        except OomrecError as exc:
+            raise OomrecError(f"{where}: {exc}") from None
+    return tuple(names)
+
+
+def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
+    """Prompt lengths from a space-separated string or a list; each a positive integer."""
+    if isinstance(value, str):
+        items: list[Any] = value.split()
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise OomrecError(f"{where}: lengths must be a space-separated string or a list")
+    if not items:
+        raise OomrecError(f"{where}: no lengths; give at least one prompt length")
+    lengths = []
+    for item in items:
+        text = str(item).strip()
+        if isinstance(item, bool) or not (text.isascii() and text.isdigit()) or int(text) < 1:
+            raise OomrecError(
+                f"{where}: length {item!r} is not a positive integer; give token counts"
+            )
+        lengths.append(int(text))
+    return tuple(lengths)
+
+
+def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
+    """`model:len[,model:len...]` as pairs; empty entries are skipped, as the harness does."""
+    pairs = set()
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        model, sep, length = entry.rpartition(":")
+        if not sep or not model or not (length.isascii() and length.isdigit()):
+            raise OomrecError(
+                f"{where}: {entry!r} is not model:length; write e.g. gemma-4-31b-it-4bit:32768"
+            )
+        pairs.add((model, int(length)))
+    return frozenset(pairs)
+
+
+def ignore_record_from_env() -> str | None:
+    """The environment variable that disables the record pre-skip, if one is set to 1."""
+    return next((name for name in IGNORE_RECORD_ENVS if os.environ.get(name) == "1"), None)
+
+
+DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
+DEFAULT_RUNNER_ARGS = (
+    "{model_path} --prompt-tokens {length} --max-tokens {max_tokens} "
+    "--warmup-tokens {warmup_tokens} --output {cell_csv}"
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked for on the command line; None means "not given"."""
+
+    models: str | None = None
+    lengths: str | None = None
+    runner: str | None = None
+    # As typed, so rows carry `./models/x` exactly as the harness writes it.
+    models_dir: str | None = None
+    output: Path | None = None
+    timeout: float | None = None
+    cooldown: float = 0.0
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    fake_oom: str | None = None
+    ignore_record: bool = False
+    # Where `--demo` reads and writes; None without --demo.
+    demo: demo.DemoLayout | None = None
+
+
+def configure(
+    opts: Options, settings: Settings, record: RecordFile, *, hardware: str, day: str
+) -> SweepConfig:
+    """The sweep's configuration: flags first, then `[tool.oomrec]`, then defaults.
+
+    `--demo` ignores `[tool.oomrec]` and defaults everything to the demo under ./oomrec-demo/.
+    """
+    where = f"{settings.source} [tool.oomrec]"
+    demo_dirs = opts.demo
+    tool: dict[str, Any] = {} if demo_dirs else settings.tool
+
+    if demo_dirs is not None:
+        if opts.runner is not None:
+            raise OomrecError("--demo runs the built-in demo runner; drop --runner or --demo")
+        runner = RunnerTemplate.parse(demo.runner_template(hardware), "the demo runner")
+    elif opts.runner is not None:
+        runner = RunnerTemplate.parse(opts.runner, "--runner")
+        runner.check_executable("--runner")
+    elif "runner" in tool:
+        runner = _configured_runner(tool["runner"], f"{where} runner", settings.base)
+    elif (settings.base / DEFAULT_RUNNER_SCRIPT).is_file():
+        text = f"{shlex.quote(str(DEFAULT_RUNNER_SCRIPT))} {DEFAULT_RUNNER_ARGS}"
+        runner = _configured_runner(text, str(DEFAULT_RUNNER_SCRIPT), settings.base)
+    else:
+        raise OomrecError(
+            f"no runner: pass --runner TEMPLATE, set runner in [tool.oomrec], or add "
+            f"{DEFAULT_RUNNER_SCRIPT}; or try the demo: oomrec sweep --demo"
+        )
+
+    if opts.models is not None:
+        models = parse_models(opts.models, "--models")
+    elif demo_dirs is not None:
+        models = tuple(m.name for m in demo.MODELS)
+    elif "models" in tool:
+        models = parse_models(tool["models"], f"{where} models")
+    else:
+        raise OomrecError('no models: pass --models "A B C" or set models in [tool.oomrec]')
+
+    if opts.lengths is not None:
+        lengths = parse_lengths(opts.lengths, "--lengths")
+    elif "lengths" in tool:
+        lengths = parse_lengths(tool["lengths"], f"{where} lengths")
+    else:
+        lengths = DEFAULT_LENGTHS
+
+    if opts.models_dir is not None:
+        models_dir, models_dir_shown = Path(opts.models_dir), opts.models_dir
+    else:
+        if demo_dirs is not None:
+            models_dir = demo_dirs.models_dir
+        elif "models_dir" in tool:
+            models_dir = settings.base / _path_setting(tool["models_dir"], f"{where} models_dir")
+        else:
+            models_dir = settings.base / "models"
+        models_dir_shown = _as_typed(models_dir)
+
+    if opts.output is not None:
+        output = opts.output
+    elif demo_dirs is not None:
+        output = demo_dirs.output
+    elif "output" in tool:
+        output = settings.base / _path_setting(tool["output"], f"{where} output")
+    else:
+        from oomrec.hardware import detect_backend
+
+        name = f"{detect_backend()}_{hardware}_longprompt_{day}.csv"
+        output = settings.base / "benchmarks" / name
+
+    if opts.timeout is not None:
+        timeout = _positive(opts.timeout, "--timeout")
+    elif "timeout" in tool:
+        timeout = _positive(tool["timeout"], f"{where} timeout")
+    else:
+        timeout = DEFAULT_TIMEOUT_S
+
+    if opts.fake_oom is not None:
+        fake = parse_fake_oom(opts.fake_oom, "--fake-oom")
+    else:
+        fake = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV)
+
+    return SweepConfig(
+        models=models,
+        lengths=lengths,
+        models_dir=models_dir,
+        models_dir_shown=models_dir_shown,
+        runner=runner,
+        output=output,
+        record=record,
+        hardware=hardware,
+        date=day,
+        timeout=timeout,
+        cooldown=opts.cooldown,
+        max_tokens=opts.max_tokens,
+        warmup_tokens=opts.warmup_tokens,
+        ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
+        fake_oom=fake,
+        provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
+        repo_root=settings.repo_root,
+    )
+
+
+def _configured_runner(value: object, where: str, base: Path) -> RunnerTemplate:
+    if not isinstance(value, str):
+        raise OomrecError(f"{where} must be a string (a command line with placeholders)")
+    runner = RunnerTemplate.parse(value, where).anchored(base)
+    runner.check_executable(where)
+    return runner
+
+
+def _path_setting(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise OomrecError(f"{where} must be a non-empty path string")
+    return value
+
+
+def _positive(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise OomrecError(f"{where} must be a number of seconds > 0, not {value!r}")
+    return float(value)
+
+
+def _as_typed(path: Path) -> str:
+    """A directory as a user would type it: `./models` below the cwd, else the path itself."""
+    shown = display_path(path)
+    return shown if Path(shown).is_absolute() else f"./{shown}"

@@ -1,0 +1,596 @@
+"""`oomrec sweep` through the CLI, with real runner processes, in real git repositories."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from oomrec.schema import HEADER_15
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.test_runner import gone
+
+Cli = Callable[..., CliResult]
+TODAY = date.today().isoformat()
+
+# A runner that behaves per cell as told in behaviour.json ("model:length" or "model" -> action)
+# and logs every launch: `ok`, `row:TOKEN` (the runner's own skip row), `exit:N:TEXT`, `kill`
+# (SIGKILL itself), `sleep` (write its pid, then sleep), `argv` (write its argv as JSON).
+RUNNER = r"""#!/usr/bin/env python3
+import json, os, signal, sys, time
+from pathlib import Path
+
+here = Path(__file__).parent
+model, model_path, length, cell_csv = sys.argv[1:5]
+with open(here / "launched.txt", "a") as log:
+    log.write(f"{model}:{length}\n")
+table = json.loads((here / "behaviour.json").read_text())
+action = table.get(f"{model}:{length}", table.get(model, "ok"))
+header = "HEADER"
+tail = f'2026-07-03,hw,0.3.3,release,32,"Hello, how are you today?",{length}'
+row = f"{model},{model_path},,,,,,,{tail}"
+if action == "ok":
+    ok = f"{model},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}"
+    Path(cell_csv).write_text(f"{header}\n{ok}\n")
+elif action.startswith("row:"):
+    Path(cell_csv).write_text(f"{header}\n{row},{action[4:]}\n")
+elif action.startswith("exit:"):
+    _, code, text = action.split(":", 2)
+    print("loading model...", flush=True)
+    print(text, file=sys.stderr, flush=True)
+    sys.exit(int(code))
+elif action == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+elif action == "argv":
+    (here / "argv.json").write_text(json.dumps(sys.argv[1:]))
+    Path(cell_csv).write_text(f"{header}\n{row}\n")
+elif action == "sleep":
+    import subprocess
+    child = subprocess.Popen(["sleep", "60"])
+    (here / "pids.txt").write_text(f"{os.getpid()} {child.pid}\n")
+    time.sleep(60)
+""".replace("HEADER", HEADER_15)
+
+
+class Runner:
+    """The scripted runner of one test, in its own directory outside the repository."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.script = directory / "runner.py"
+        self.script.write_text(RUNNER)
+        self.script.chmod(0o755)
+        self.behave({})
+
+    def behave(self, table: dict[str, str]) -> None:
+        (self.dir / "behaviour.json").write_text(json.dumps(table))
+
+    @property
+    def template(self) -> str:
+        return f"{self.script} {{model}} {{model_path}} {{length}} {{cell_csv}}"
+
+    def launched(self) -> list[str]:
+        log = self.dir / "launched.txt"
+        return log.read_text().split() if log.exists() else []
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Runner:
+    return Runner(tmp_path / "runner")
+
+
+@pytest.fixture
+def models(repo: Repo) -> Callable[..., None]:
+    def make(*names: str) -> None:
+        for name in names:
+            (repo.path / "models" / name).mkdir(parents=True, exist_ok=True)
+
+    return make
+
+
+def ok_row(model: str, length: int) -> str:
+    return (
+        f"{model},./models/{model},{length},32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,"
+        f'"Hello, how are you today?",{length}'
+    )
+
+
+def skip(model: str, length: int, token: str) -> str:
+    """A skip row exactly as the bash harness writes it."""
+    return f'{model},./models/{model},,,,,,,{TODAY},,,,32,"",{length},{token}'
+
+
+def fake(model: str, length: int) -> str:
+    return (
+        f'{model},./models/{model},,,,,,,{TODAY},,,,32,"(faked via MLXCEL_BENCH_FAKE_OOM)",'
+        f"{length},SKIP:oom"
+    )
+
+
+def sweep(cli: Cli, runner: Runner, *args: str) -> CliResult:
+    return cli("sweep", "--runner", runner.template, "--output", "benchmarks/out.csv", *args)
+
+
+def csv_lines(repo: Repo, name: str = "benchmarks/out.csv") -> list[str]:
+    return (repo.path / name).read_text().splitlines()
+
+
+def record_text(repo: Repo) -> str | None:
+    path = repo.path / "benchmarks" / ".oom-record"
+    return path.read_text() if path.exists() else None
+
+
+def test_fake_oom_backstops_the_longer_cells_of_that_model_only(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a", "b")
+    result = sweep(cli, runner, "--models", "a b", "--lengths", "512 2048 8192",
+                   "--fake-oom", "a:2048")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert csv_lines(repo) == [
+        HEADER_15,
+        ok_row("a", 512),
+        fake("a", 2048),
+        skip("a", 8192, "SKIP:oom_backstop"),
+        ok_row("b", 512),
+        ok_row("b", 2048),
+        ok_row("b", 8192),
+    ]
+    assert runner.launched() == ["a:512", "b:512", "b:2048", "b:8192"]
+    assert record_text(repo) == f"a,2048,{TODAY},{repo.head()},,benchmarks/out.csv,testhw\n"
+    assert (
+        "[3/6] a @ 8192: SKIP:oom_backstop (a was SKIP:oom at 2048 <= 8192 tokens in this sweep)"
+        in result.stdout.splitlines()
+    )
+    assert "record: 1 new OOM records in benchmarks/.oom-record" in result.stdout
+
+
+def test_fake_oom_from_the_environment_and_a_first_skip_row_gets_the_harness_header(
+    cli: Cli,
+    repo: Repo,
+    runner: Runner,
+    models: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    models("a")
+    monkeypatch.setenv("MLXCEL_BENCH_FAKE_OOM", "a:512,,other:1")
+    runner.behave({"a": "row:FAIL:bench"})
+    assert sweep(cli, runner, "--models", "a", "--lengths", "512 2048").exit_code == 0
+    assert csv_lines(repo) == [HEADER_15, fake("a", 512), skip("a", 2048, "SKIP:oom_backstop")]
+    assert runner.launched() == []
+
+
+def test_unsorted_lengths_backstop_from_the_smallest_oom(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    oom = "exit:1:RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    runner.behave({"a:8192": oom, "a:2048": oom})
+    result = sweep(cli, runner, "--models", "a", "--lengths", "8192 2048 4096 512 16384")
+    assert result.exit_code == 0, result.stderr
+    assert runner.launched() == ["a:8192", "a:2048", "a:512"]
+    assert csv_lines(repo)[1:] == [
+        skip("a", 8192, "SKIP:oom"),
+        skip("a", 2048, "SKIP:oom"),
+        skip("a", 4096, "SKIP:oom_backstop"),
+        ok_row("a", 512),
+        skip("a", 16384, "SKIP:oom_backstop"),
+    ]
+    lines = (record_text(repo) or "").splitlines()
+    assert [line.split(",")[:2] for line in lines] == [["a", "8192"], ["a", "2048"]]
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    [
+        "exit:1:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB",
+        "exit:1:[metal::malloc] Attempting to allocate 8589934592 bytes which is greater than "
+        "the maximum allowed buffer size of 4294967296 bytes.",
+        "kill",
+    ],
+    ids=["cuda", "metal", "sigkill"],
+)
+def test_a_runner_that_runs_out_of_memory_is_a_true_oom(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None], behaviour: str
+) -> None:
+    models("a")
+    runner.behave({"a:2048": behaviour})
+    result = sweep(cli, runner, "--models", "a", "--lengths", "512 2048 8192")
+    assert result.exit_code == 0, result.stderr
+    assert csv_lines(repo)[1:] == [
+        ok_row("a", 512),
+        skip("a", 2048, "SKIP:oom"),
+        skip("a", 8192, "SKIP:oom_backstop"),
+    ]
+    model, length, day, commit, peak, source, hardware = (
+        (record_text(repo) or "").strip().split(",")
+    )
+    assert (model, length, day, commit, source, hardware) == (
+        "a", "2048", TODAY, repo.head(), "benchmarks/out.csv", "testhw",
+    )  # fmt: skip
+    assert peak.isdigit() and int(peak) > 0
+    assert "[2/3] a @ 2048: SKIP:oom (" in result.stdout
+    assert f"  recorded: a,2048,{TODAY}," in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "token", "extra"),
+    [
+        ("exit:1:Segmentation fault", "FAIL:bench", []),
+        ("exit:124:", "FAIL:timeout", []),
+        ("sleep", "FAIL:timeout", ["--timeout", "0.5"]),
+        ("exit:0:done", "FAIL:no_output", []),
+        ("row:SKIP:oom_estimate", "SKIP:oom_estimate", []),
+    ],
+    ids=["bench", "exit-124", "our-timeout", "no-output", "oom-estimate"],
+)
+def test_other_outcomes_feed_neither_layer(
+    cli: Cli,
+    repo: Repo,
+    runner: Runner,
+    models: Callable[..., None],
+    behaviour: str,
+    token: str,
+    extra: list[str],
+) -> None:
+    models("a")
+    runner.behave({"a:512": behaviour})
+    result = sweep(cli, runner, "--models", "a", "--lengths", "512 2048", *extra)
+    assert result.exit_code == 0, result.stderr
+    assert runner.launched() == ["a:512", "a:2048"]
+    rows = csv_lines(repo)[1:]
+    assert rows[0].endswith(f",512,{token}")
+    assert rows[1] == ok_row("a", 2048)
+    assert record_text(repo) is None
+    assert f"[1/2] a @ 512: {token} (" in result.stdout
+
+
+def test_a_failure_log_line_says_what_the_runner_said_last(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    runner.behave({"a": "exit:3:error: weights file is corrupt"})
+    result = sweep(cli, runner, "--models", "a", "--lengths", "512")
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("[1/1] ")]
+    assert line.startswith("[1/1] a @ 512: FAIL:bench (")
+    assert line.endswith(
+        "; exit 3, no out-of-memory message in its output; "
+        "last output: 'error: weights file is corrupt')"
+    )
+
+
+def test_the_record_pre_skips_its_model_at_and_above_its_length_on_this_hardware(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a", "b")
+    record = repo.path / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    text = (
+        "a,2048,2026-07-03,9bef3f2,,benchmarks/old.csv,testhw\n"
+        "a,512,2026-07-03,9bef3f2,,benchmarks/old.csv,gb10\n"
+        "b,8192,2026-07-03,9bef3f2,,benchmarks/old.csv\n"
+    )
+    record.write_text(text)
+    result = sweep(cli, runner, "--models", "a b", "--lengths", "512 2048 8192")
+    assert result.exit_code == 0, result.stderr
+    assert runner.launched() == ["a:512", "b:512", "b:2048"]
+    assert csv_lines(repo)[1:] == [
+        ok_row("a", 512),
+        skip("a", 2048, "SKIP:oom_record"),
+        skip("a", 8192, "SKIP:oom_record"),
+        ok_row("b", 512),
+        ok_row("b", 2048),
+        skip("b", 8192, "SKIP:oom_record"),
+    ]
+    assert (
+        "[3/6] a @ 8192: SKIP:oom_record (recorded OOM at 2048 <= 8192: benchmarks/.oom-record:1: "
+        "a,2048,2026-07-03,9bef3f2,,benchmarks/old.csv,testhw)"
+    ) in result.stdout.splitlines()
+    assert "record:  benchmarks/.oom-record (2 records apply to testhw)" in result.stdout
+    assert record.read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("flag", "env"),
+    [
+        ("--ignore-record", None),
+        (None, "MLXCEL_BENCH_IGNORE_OOM_RECORD"),
+        (None, "OOMREC_IGNORE_RECORD"),
+    ],
+)
+def test_ignoring_the_record_launches_recorded_cells_and_still_records(
+    cli: Cli,
+    repo: Repo,
+    runner: Runner,
+    models: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str | None,
+    env: str | None,
+) -> None:
+    models("a")
+    record = repo.path / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    record.write_text("a,512,2026-07-03,9bef3f2,,benchmarks/old.csv\n")
+    if env:
+        monkeypatch.setenv(env, "1")
+    runner.behave({"a:2048": "exit:1:std::bad_alloc"})
+    result = sweep(cli, runner, "--models", "a", "--lengths", "512 2048", *([flag] if flag else []))
+    assert result.exit_code == 0, result.stderr
+    assert runner.launched() == ["a:512", "a:2048"]
+    assert f"record pre-skip disabled by {flag or env + '=1'}" in result.stdout
+    lines = record.read_text().splitlines()
+    assert len(lines) == 2
+    assert lines[1].startswith(f"a,2048,{TODAY},{repo.head()},")
+
+
+def test_a_missing_model_dir_prints_miss_and_writes_no_rows(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    result = sweep(cli, runner, "--models", "ghost a", "--lengths", "512",
+                   "--fake-oom", "ghost:512")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "[miss] ghost (not found under ./models, skipping)" in result.stdout.splitlines()
+    assert csv_lines(repo) == [HEADER_15, ok_row("a", 512)]
+    assert record_text(repo) is None
+
+
+def test_a_missing_models_dir_is_said_once(cli: Cli, repo: Repo, runner: Runner) -> None:
+    result = sweep(cli, runner, "--models", "a b c", "--lengths", "512", "--fake-oom", "a:512")
+    assert result.exit_code == 0, result.stderr
+    said = [line for line in result.stdout.splitlines() if "./models" in line]
+    assert said == [
+        "  models:  ./models",
+        "models dir ./models does not exist: no model can run (pass --models-dir or set "
+        "models_dir in [tool.oomrec])",
+    ]
+    assert "[miss]" not in result.stdout
+    assert "rows: none written" in result.stdout
+    assert not (repo.path / "benchmarks").exists()
+
+
+def test_a_model_name_is_one_argument_and_never_a_command(
+    cli: Cli, repo: Repo, runner: Runner
+) -> None:
+    name = "x;touch pwned $(touch pwned2) `touch pwned3`"
+    (repo.path / "models" / name).mkdir(parents=True)
+    (repo.path / "pyproject.toml").write_text(
+        f"[tool.oomrec]\nmodels = [{json.dumps(name)}]\nlengths = [512]\n"
+    )
+    runner.behave({name: "argv"})
+    result = cli("sweep", "--runner", runner.template, "--output", "out.csv")
+    assert result.exit_code == 0, result.stderr
+    argv = json.loads((runner.dir / "argv.json").read_text())
+    assert argv[:3] == [name, f"./models/{name}", "512"]
+    assert not list(repo.path.rglob("pwned*"))
+    assert not list(runner.dir.glob("pwned*"))
+
+
+def test_pyproject_gives_defaults_flags_override_and_paths_are_from_the_repo_root(
+    cli: Cli,
+    repo: Repo,
+    runner: Runner,
+    models: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (repo.path / "weights" / "a").mkdir(parents=True)
+    (repo.path / "weights" / "b").mkdir(parents=True)
+    (repo.path / "scripts").mkdir()
+    script = repo.path / "scripts" / "cell.py"
+    script.write_text(runner.script.read_text())
+    script.chmod(0o755)
+    (repo.path / "scripts" / "behaviour.json").write_text("{}")
+    (repo.path / "pyproject.toml").write_text(
+        "[tool.oomrec]\n"
+        'runner = "scripts/cell.py {model} {model_path} {length} {cell_csv}"\n'
+        'models = "a b"\n'
+        "lengths = [512, 2048]\n"
+        'models_dir = "weights"\n'
+        'output = "results/sweep.csv"\n'
+        "timeout = 60\n"
+    )
+    (repo.path / "sub").mkdir()
+    monkeypatch.chdir(repo.path / "sub")
+    result = cli("sweep", "--lengths", "1024", "--fake-oom", "b:1024")
+    assert result.exit_code == 0, result.stderr
+    weights = repo.path / "weights"
+    assert (repo.path / "results" / "sweep.csv").read_text().splitlines() == [
+        HEADER_15,
+        f"a,{weights}/a,1024,32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,"
+        '"Hello, how are you today?",1024',
+        f'b,{weights}/b,,,,,,,{TODAY},,,,32,"(faked via MLXCEL_BENCH_FAKE_OOM)",1024,SKIP:oom',
+    ]
+    assert (repo.path / "scripts" / "launched.txt").read_text() == "a:1024\n"
+    assert record_text(repo) == f"b,1024,{TODAY},{repo.head()},,results/sweep.csv,testhw\n"
+
+
+def test_the_default_runner_is_the_harness_cell_script_with_its_arguments(
+    cli: Cli, repo: Repo, models: Callable[..., None]
+) -> None:
+    models("a")
+    (repo.path / "scripts").mkdir()
+    script = repo.path / "scripts" / "bench_decode.sh"
+    script.write_text(
+        "#!/usr/bin/env python3\n"
+        "import json, sys\n"
+        f"open({str(repo.path / 'argv.json')!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+    )
+    script.chmod(0o755)
+    result = cli("sweep", "--models", "a", "--lengths", "512", "--max-tokens", "16",
+                 "--warmup-tokens", "2")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    argv = json.loads((repo.path / "argv.json").read_text())
+    assert argv[:7] == ["./models/a", "--prompt-tokens", "512", "--max-tokens", "16",
+                        "--warmup-tokens", "2"]  # fmt: skip
+    assert argv[7] == "--output" and argv[8].endswith("cell.csv")
+    [output] = (repo.path / "benchmarks").glob("*.csv")
+    backend, hw, rest = output.name.split("_", 2)
+    assert backend in ("cuda", "rocm", "metal", "cpu")
+    assert (hw, rest) == ("testhw", f"longprompt_{TODAY}.csv")
+    assert output.read_text().splitlines()[1] == (
+        f'a,./models/a,,,,,,,{TODAY},,,,16,"",512,FAIL:no_output'
+    )
+    assert f"rows: benchmarks/{output.name}" in result.stdout
+
+
+def test_the_first_real_cell_gives_the_header_and_cooldown_is_accepted(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    header17 = HEADER_15 + ",mlxcel_commit,mlx_commit"
+    runner.script.write_text(RUNNER.replace(HEADER_15, header17))
+    result = sweep(cli, runner, "--models", "a", "--lengths", "512 2048", "--cooldown", "0.01",
+                   "--fake-oom", "a:2048")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert csv_lines(repo) == [header17, ok_row("a", 512), fake("a", 2048)]
+
+
+def test_dry_run_prints_the_plan_and_touches_nothing(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a", "b")
+    record = repo.path / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    record.write_text("b,2048,2026-07-03,9bef3f2,,benchmarks/old.csv,testhw\n")
+    result = sweep(cli, runner, "--models", "a b ghost", "--lengths", "512 2048 8192",
+                   "--fake-oom", "a:2048", "--dry-run")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[-7:] == [
+        "  a @ 512: run",
+        "  a @ 2048: SKIP:oom (faked via --fake-oom / MLXCEL_BENCH_FAKE_OOM)",
+        "  a @ 8192: SKIP:oom_backstop (a was SKIP:oom at 2048 <= 8192 tokens in this sweep)",
+        "  b @ 512: run",
+        "  b @ 2048: SKIP:oom_record (recorded OOM at 2048 <= 2048: benchmarks/.oom-record:1: "
+        "b,2048,2026-07-03,9bef3f2,,benchmarks/old.csv,testhw)",
+        "  b @ 8192: SKIP:oom_record (recorded OOM at 2048 <= 8192: benchmarks/.oom-record:1: "
+        "b,2048,2026-07-03,9bef3f2,,benchmarks/old.csv,testhw)",
+        "dry run: 2 to run, 4 to skip; nothing launched, nothing written",
+    ]
+    assert "[miss] ghost (not found under ./models, skipping)" in result.stdout
+    assert runner.launched() == []
+    assert not (repo.path / "benchmarks" / "out.csv").exists()
+    assert record.read_text().count("\n") == 1
+
+
+def test_json_summary_on_stdout_and_the_log_on_stderr(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    runner.behave({"a:2048": "kill"})
+    result = sweep(cli, runner, "--models", "a", "--lengths", "512 2048 8192", "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert [(c["length"], c["verdict"], c["launched"]) for c in summary["cells"]] == [
+        (512, "ok", True),
+        (2048, "SKIP:oom", True),
+        (8192, "SKIP:oom_backstop", False),
+    ]
+    assert summary["counts"] == {"a": {"ok": 1, "SKIP:oom": 1, "SKIP:oom_backstop": 1}}
+    assert summary["totals"] == {"ok": 1, "SKIP:oom": 1, "SKIP:oom_backstop": 1}
+    assert summary["hardware"] == "testhw"
+    assert summary["interrupted"] is False
+    assert len(summary["new_records"]) == 1
+    assert summary["cells"][1]["peak_rss_bytes"] > 0
+    assert "[2/3] a @ 2048: SKIP:oom (" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bogus"], "No such option: --bogus"),
+        (["--models", "  "], "--models: no models"),
+        (["--models", "a/b"], "--models: model name 'a/b' contains '/'"),
+        (["--lengths", "512 0"], "--lengths: length '0' is not a positive integer"),
+        (["--lengths", "512 abc"], "--lengths: length 'abc' is not a positive integer"),
+        (["--lengths", "1.5"], "--lengths: length '1.5' is not a positive integer"),
+        (["--lengths", "-5"], "--lengths: length '-5' is not a positive integer"),
+        (["--runner", "./run.py {modle}"], "--runner: unknown placeholder {modle}"),
+        (["--runner", "./nope.sh {model}"], "--runner: ./nope.sh does not exist"),
+        (["--runner", "./plain.txt {model}"], "--runner: ./plain.txt is not executable"),
+        (["--runner", "no-such-program-x"], "--runner: 'no-such-program-x' is not an executable"),
+        (["--fake-oom", "a"], "--fake-oom: 'a' is not model:length"),
+        (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
+        (["--demo", "--runner", "./run.py"], "--demo runs the built-in demo runner"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(
+    cli: Cli, repo: Repo, models: Callable[..., None], args: list[str], message: str
+) -> None:
+    models("a")
+    (repo.path / "plain.txt").write_text("")
+    run = repo.path / "run.py"
+    run.write_text("#!/bin/sh\n")
+    run.chmod(0o755)
+    base = ["--models", "a", "--runner", "./run.py {model}"]
+    result = cli("sweep", *base, *args)
+    assert result.exit_code == 2
+    assert len(result.stderr.splitlines()) == 1
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_no_runner_and_no_models_say_what_to_do(cli: Cli, repo: Repo) -> None:
+    result = cli("sweep", "--models", "a")
+    assert result.exit_code == 2
+    assert "no runner: pass --runner TEMPLATE" in result.stderr
+    assert "oomrec sweep --demo" in result.stderr
+    result = cli("sweep", "--runner", "true")
+    assert result.exit_code == 2
+    assert 'no models: pass --models "A B C"' in result.stderr
+
+
+def test_bad_pyproject_values_are_usage_errors(cli: Cli, repo: Repo) -> None:
+    (repo.path / "pyproject.toml").write_text("[tool.oomrec]\nmodels = 3\n")
+    result = cli("sweep", "--runner", "true")
+    assert result.exit_code == 2
+    assert "[tool.oomrec] models: models must be a space-separated string" in result.stderr
+    (repo.path / "pyproject.toml").write_text('[tool.oomrec]\nmodels = "a"\nlengths = [true]\n')
+    result = cli("sweep", "--runner", "true")
+    assert "length True is not a positive integer" in result.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_mid_cell_leaves_a_valid_csv_no_temp_files_and_no_child(
+    repo: Repo, runner: Runner, models: Callable[..., None], tmp_path: Path, signum: int
+) -> None:
+    models("a", "b")
+    runner.behave({"a:2048": "sleep"})
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oomrec", "sweep", "--runner", runner.template,
+         "--models", "a b", "--lengths", "512 2048", "--output", "out.csv"],
+        cwd=repo.path,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    pids_file = runner.dir / "pids.txt"
+    deadline = time.monotonic() + 30
+    while not (pids_file.exists() and pids_file.read_text().endswith("\n")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    rows = list(csv.reader((repo.path / "out.csv").open(newline="")))
+    assert rows[0] == HEADER_15.split(",")
+    assert [row[:3] for row in rows[1:]] == [["a", "./models/a", "512"]]
+    assert "interrupted: a @ 2048 was killed; 1 of 4 cells done" in stdout
+    assert list(tmp.iterdir()) == []
+    runner_pid, sleeper_pid = map(int, pids_file.read_text().split())
+    assert gone(runner_pid)
+    assert gone(sleeper_pid)
+    assert record_text(repo) is None
