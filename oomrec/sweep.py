@@ -50,6 +50,12 @@ DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
 DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_WARMUP_TOKENS = 4
+# The harness's own cell runner and how bench_longprompt.sh calls it.
+DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
+DEFAULT_RUNNER_ARGS = (
+    "{model_path} --prompt-tokens {length} --max-tokens {max_tokens} "
+    "--warmup-tokens {warmup_tokens} --output {cell_csv}"
+)
 IGNORE_RECORD_ENVS = ("MLXCEL_BENCH_IGNORE_OOM_RECORD", "OOMREC_IGNORE_RECORD")
 FAKE_OOM_ENV = "MLXCEL_BENCH_FAKE_OOM"
 RUN = "run"
@@ -230,8 +236,8 @@ class CellResult:
 class SweepResult:
     results: list[CellResult] = field(default_factory=list)
     interrupted: bool = False
-    # The cell that was running (and was killed) when the sweep was interrupted.
-    interrupted_cell: Cell | None = None
+    # The cell whose runner the interrupt killed, if one was running.
+    killed_cell: Cell | None = None
     # The aggregate CSV, once a row was written to it.
     output: Path | None = None
 
@@ -264,9 +270,10 @@ class AggregateCsv:
         self.path = path
         self.header: str | None = None
         self._fh: IO[str] | None = None
+        self._warned = False
 
     def add(self, rows: Sequence[str], header: str) -> str | None:
-        """Append rows; returns a warning when `header` differs from the file's."""
+        """Append rows; the first time `header` differs from the file's, returns a warning."""
         warning = None
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -277,8 +284,9 @@ class AggregateCsv:
             text = header + "\n"
         else:
             text = ""
-            if header != self.header:
-                warning = f"this cell's CSV header differs from {self.path}'s first line"
+            if header != self.header and not self._warned:
+                self._warned = True
+                warning = f"a cell's CSV header differs from the first line of {self.path}"
         self._fh.write(text + "".join(row + "\n" for row in rows))
         self._fh.flush()
         return warning
@@ -309,11 +317,9 @@ class Sweep:
             ):
                 cell_csv = Path(tmp) / "cell.csv"
                 for done, cell in enumerate(plan.cells):
-                    self.result.interrupted_cell = cell
                     self.reporter.cell_started(done, cell)
                     result = self._one(cell, cell_csv)
                     self.result.results.append(result)
-                    self.result.interrupted_cell = None
                     self.reporter.cell_done(done + 1, result)
         except KeyboardInterrupt:
             self.result.interrupted = True
@@ -354,7 +360,9 @@ class Sweep:
                 "cell_csv": str(cell_csv),
             }
         )
+        self.result.killed_cell = cell
         run = run_cell(argv, self.config.timeout)
+        self.result.killed_cell = None
         written = read_cell_csv(cell_csv)
         cell_csv.unlink(missing_ok=True)
         if written.rows:
@@ -509,13 +517,6 @@ def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
 def ignore_record_from_env() -> str | None:
     """The environment variable that disables the record pre-skip, if one is set to 1."""
     return next((name for name in IGNORE_RECORD_ENVS if os.environ.get(name) == "1"), None)
-
-
-DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
-DEFAULT_RUNNER_ARGS = (
-    "{model_path} --prompt-tokens {length} --max-tokens {max_tokens} "
-    "--warmup-tokens {warmup_tokens} --output {cell_csv}"
-)
 
 
 @dataclass(frozen=True)

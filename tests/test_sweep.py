@@ -594,3 +594,24 @@ def test_an_interrupt_mid_cell_leaves_a_valid_csv_no_temp_files_and_no_child(
     assert gone(runner_pid)
     assert gone(sleeper_pid)
     assert record_text(repo) is None
+
+
+def test_a_header_that_differs_from_the_first_rows_is_warned_about_once(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a", "b")
+    header17 = HEADER_15 + ",mlxcel_commit,mlx_commit"
+    runner.script.write_text(RUNNER.replace(HEADER_15, header17))
+    result = sweep(cli, runner, "--models", "a b", "--lengths", "512 2048",
+                   "--fake-oom", "a:512")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert csv_lines(repo) == [
+        HEADER_15,
+        fake("a", 512),
+        skip("a", 2048, "SKIP:oom_backstop"),
+        ok_row("b", 512),
+        ok_row("b", 2048),
+    ]
+    assert [line for line in result.stdout.splitlines() if line.startswith("warning:")] == [
+        "warning: a cell's CSV header differs from the first line of benchmarks/out.csv"
+    ]

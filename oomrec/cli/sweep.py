@@ -255,7 +255,7 @@ def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
     return lines
 
 
-def cell_line(done: int, total: int, result: CellResult) -> str:
+def _cell_line(done: int, total: int, result: CellResult) -> str:
     """One finished cell, as the log shows it."""
     line = f"[{done}/{total}] {result.cell.model} @ {result.cell.length}: {result.token}"
     details = []
@@ -287,9 +287,9 @@ class _LineReporter:
         pass
 
     def cell_done(self, done: int, result: CellResult) -> None:
-        _say(self.stream, cell_line(done, self.total, result))
+        self.log(_cell_line(done, self.total, result))
         if result.recorded:
-            _say(self.stream, f"  recorded: {result.recorded}")
+            self.log(f"  recorded: {result.recorded}")
 
 
 class _ProgressReporter(_LineReporter):
@@ -324,9 +324,7 @@ class _ProgressReporter(_LineReporter):
         self.progress.update(self.task, description=f"{cell.model} @ {cell.length}")
 
     def cell_done(self, done: int, result: CellResult) -> None:
-        self.log(cell_line(done, self.total, result))
-        if result.recorded:
-            self.log(f"  recorded: {result.recorded}")
+        super().cell_done(done, result)
         self.progress.update(self.task, completed=done)
 
 
@@ -357,8 +355,8 @@ def _summary(
         f"record: {new} new OOM records in {config.record.shown_as}",
     ]
     if result.interrupted:
-        running = result.interrupted_cell
-        what = f"{running.model} @ {running.length} was killed; " if running else ""
+        killed = result.killed_cell
+        what = f"{killed.model} @ {killed.length} was killed; " if killed else ""
         lines.append(f"interrupted: {what}{len(result.results)} of {len(plan.cells)} cells done")
     elif demo:
         if new:
@@ -401,14 +399,12 @@ def _plan_json(
 
 def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[str, object]:
     per_model = result.counts()
-    running = result.interrupted_cell
+    killed = result.killed_cell
     return {
         **_base_json(config, plan),
         "dry_run": False,
         "interrupted": result.interrupted,
-        "interrupted_cell": None
-        if running is None
-        else {"model": running.model, "length": running.length},
+        "killed_cell": None if killed is None else {"model": killed.model, "length": killed.length},
         "cells": [r.to_dict() for r in result.results],
         "counts": {model: dict(counts) for model, counts in per_model.items()},
         "totals": dict(sum(per_model.values(), Counter())),
