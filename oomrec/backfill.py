@@ -1,0 +1,453 @@
+"""Backfilling the record from existing benchmark CSVs (`oomrec record import-csv`).
+
+Each data row whose last field is exactly `SKIP:oom` becomes an OomRecord: model, length, date,
+commit, peak and hardware from the row's own columns where the file has them, else from the file
+(its name's host token, the commit that first added it, its modification date). The scan that
+finds those rows is csvscan's; this module maps them to records, asks git once for the adding
+commits, filters by hardware and leaves out what the record already holds.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import posixpath
+import re
+import stat
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date as Date
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oomrec import csvscan
+from oomrec.config import Settings
+from oomrec.errors import OomrecError
+from oomrec.hardware import normalize
+from oomrec.records import UNKNOWN_COMMIT, OomRecord, check_model_name
+
+if TYPE_CHECKING:
+    from oomrec.gitutil import AddedBy
+
+DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
+DEFAULT_FOLDER = "benchmarks"
+LENGTH_COLUMNS = ("prompt_target_len", "prompt_tokens")
+PEAK_BYTES_COLUMN = "peak_bytes"
+# Read as GiB (1024**3 bytes), the unit `record list` shows peaks in, so a value reads back as
+# the CSV wrote it. Were the harness's "GB" 10**9 bytes, the record would be 7% high: a peak
+# that errs large never makes a cell look safer than it is.
+PEAK_GIB_COLUMN = "mlx_peak_gb"
+GIB = 1024**3
+# Harness file names are `{backend}_{host}_...`; other names carry no host token.
+BACKENDS = frozenset({"cuda", "metal", "rocm", "pylm"})
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+Key = tuple[str, int, str | None, str, str]
+
+
+def record_key(record: OomRecord) -> Key:
+    """What makes an imported record the same as one already in the record file."""
+    return (
+        record.model,
+        record.prompt_target_len,
+        record.hardware,
+        record.commit,
+        record.source_csv,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BadRow:
+    """A `SKIP:oom` row that was not imported, and why."""
+
+    source: str
+    lineno: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.lineno}: SKIP:oom row not imported ({self.problem})"
+
+
+@dataclass
+class ImportReport:
+    """What an import found and did. `new` holds the records it adds (or would add)."""
+
+    hardware: str | None
+    files_read: int = 0
+    files_skipped: dict[str, list[str]] = field(default_factory=dict)
+    data_rows: int = 0
+    oom_rows: int = 0
+    new: list[OomRecord] = field(default_factory=list)
+    already_present: int = 0
+    other_hardware: Counter[str] = field(default_factory=Counter)
+    shortest_prompt: list[OomRecord] = field(default_factory=list)
+    bad_rows: list[BadRow] = field(default_factory=list)
+    no_adding_commit: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "hardware": self.hardware,
+            "files_read": self.files_read,
+            "files_skipped": self.files_skipped,
+            "data_rows": self.data_rows,
+            "oom_rows": self.oom_rows,
+            "added": len(self.new),
+            "already_present": self.already_present,
+            "other_hardware": sum(self.other_hardware.values()),
+            "other_hardware_tags": dict(sorted(self.other_hardware.items())),
+            "records": [r.to_dict() for r in self.new],
+            "shortest_prompt": [r.to_dict() for r in self.shortest_prompt],
+            "bad_rows": [
+                {"source": b.source, "line": b.lineno, "problem": b.problem} for b in self.bad_rows
+            ],
+            "no_adding_commit": self.no_adding_commit,
+        }
+
+
+def commit_columns(settings: Settings) -> tuple[str, ...]:
+    """The columns that hold a row's commit, first match wins: `[tool.oomrec] commit_columns`."""
+    configured = settings.get("commit_columns")
+    if configured is None:
+        return DEFAULT_COMMIT_COLUMNS
+    if (
+        not isinstance(configured, list)
+        or not configured
+        or not all(isinstance(c, str) and c.strip() for c in configured)
+    ):
+        raise OomrecError(
+            f"{settings.source}: [tool.oomrec] commit_columns must be a list of column names, "
+            'e.g. ["mlxcel_commit", "commit"]'
+        )
+    return tuple(c.strip() for c in configured)
+
+
+def default_paths(settings: Settings) -> list[Path]:
+    """`benchmarks/` under the git top level (or the cwd outside git)."""
+    folder = settings.base / DEFAULT_FOLDER
+    if not folder.is_dir():
+        raise OomrecError(
+            f"no {DEFAULT_FOLDER}/ folder in {settings.base}; pass the CSV files or folders "
+            "to import"
+        )
+    return [folder]
+
+
+def find_csv_files(paths: Sequence[Path]) -> tuple[list[str], list[csvscan.ScannedFile]]:
+    """Every file named and every `*.csv` below every folder named, sorted, each once.
+
+    Also returns what is not read at all: folders that cannot be listed, and FIFOs, sockets and
+    devices (a read could block or never end). A path that does not exist is an error, raised
+    before anything is read.
+    """
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise OomrecError(
+            f"{missing[0]}: no such file or folder; pass CSV files or folders to import"
+        )
+    files: set[str] = set()
+    refused: list[csvscan.ScannedFile] = []
+    for path in paths:
+        real = os.path.realpath(path)
+        try:
+            mode = os.stat(real).st_mode
+        except OSError:
+            # A dangling link: the read reports why.
+            files.add(real)
+            continue
+        if stat.S_ISDIR(mode):
+            _walk(real, files, refused)
+        elif stat.S_ISREG(mode):
+            files.add(real)
+        else:
+            refused.append(csvscan.ScannedFile(real, csvscan.NOT_A_FILE))
+    return sorted(files), refused
+
+
+def _walk(folder: str, files: set[str], refused: list[csvscan.ScannedFile]) -> None:
+    try:
+        with os.scandir(folder) as entries:
+            listed = list(entries)
+    except OSError as exc:
+        refused.append(csvscan.ScannedFile(folder, csvscan.UNREADABLE, exc.strerror or str(exc)))
+        return
+    for entry in listed:
+        try:
+            # The entry types come with the listing: no stat call per file.
+            if entry.is_dir(follow_symlinks=False):
+                # Searched whatever its name (`old.csv/` too); symlinked folders are not
+                # followed, so a link loop cannot trap the walk.
+                _walk(entry.path, files, refused)
+            elif not entry.name.lower().endswith(".csv"):
+                continue
+            elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                files.add(entry.path)
+            else:
+                refused.append(csvscan.ScannedFile(entry.path, csvscan.NOT_A_FILE))
+        except OSError as exc:
+            refused.append(
+                csvscan.ScannedFile(entry.path, csvscan.UNREADABLE, exc.strerror or str(exc))
+            )
+
+
+def import_csvs(
+    paths: Sequence[Path],
+    *,
+    root: Path,
+    in_git: bool,
+    existing: Iterable[OomRecord],
+    hardware: str | None,
+    commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS,
+) -> ImportReport:
+    """Find the `SKIP:oom` rows under `paths` and the records they make that are not yet known.
+
+    `root` is what sources are relative to; `in_git` says whether it is a git work tree (for
+    adding commits). `hardware` keeps rows of that tag and untagged rows; None keeps all.
+    Nothing is written: the caller appends `report.new`.
+    """
+    files, refused = find_csv_files(paths)
+    scanned = refused + csvscan.scan_files(files)
+    report = ImportReport(hardware=hardware)
+    root_str = str(root.resolve())
+    commit_names = tuple(commit_columns)
+    drafts: list[_Draft] = []
+    for result in scanned:
+        if result.skipped is not None:
+            source = _source(result.path, root_str)
+            shown = f"{source} ({result.detail})" if result.detail else source
+            report.files_skipped.setdefault(result.skipped, []).append(shown)
+            continue
+        report.files_read += 1
+        report.data_rows += result.data_rows
+        if not result.oom_rows and not result.bad_rows:
+            continue
+        source = _source(result.path, root_str)
+        report.oom_rows += len(result.oom_rows) + len(result.bad_rows)
+        report.bad_rows.extend(BadRow(source, b.lineno, b.problem) for b in result.bad_rows)
+        columns = _columns(result.header, commit_names)
+        host = _filename_host(result.path)
+        for row in result.oom_rows:
+            draft = _draft(row, columns, host, source, result.path)
+            if isinstance(draft, str):
+                report.bad_rows.append(BadRow(source, row.lineno, draft))
+            else:
+                drafts.append(draft)
+    report.bad_rows.sort(key=lambda b: (b.source, b.lineno))
+    added_by = _adding_commits(drafts, root, in_git, report)
+    _select(drafts, added_by, existing, report)
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    width: int
+    model: int
+    lengths: tuple[int, ...]
+    date: tuple[int, ...]
+    hardware: tuple[int, ...]
+    commits: tuple[int, ...]
+    peak_bytes: tuple[int, ...]
+    peak_gib: tuple[int, ...]
+
+
+@lru_cache(maxsize=256)
+def _columns(header: tuple[str, ...], commit_columns: tuple[str, ...]) -> _Columns:
+    # The first column of a name wins, as a reader going left to right would take it.
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        index.setdefault(name, i)
+
+    def at(*names: str) -> tuple[int, ...]:
+        return tuple(index[name] for name in names if name in index)
+
+    return _Columns(
+        width=len(header),
+        model=index[csvscan.MODEL_COLUMN],
+        lengths=at(*LENGTH_COLUMNS),
+        date=at("date"),
+        hardware=at("hardware"),
+        commits=at(*commit_columns),
+        peak_bytes=at(PEAK_BYTES_COLUMN),
+        peak_gib=at(PEAK_GIB_COLUMN),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """A record from a row, before git fills in what the row lacks (commit, date)."""
+
+    model: str
+    length: int
+    date: str | None
+    commit: str | None
+    peak_bytes: int | None
+    hardware: str | None
+    source: str
+    path: str
+
+
+def _draft(
+    row: csvscan.OomRow, columns: _Columns, host: str | None, source: str, path: str
+) -> _Draft | str:
+    """The row as a draft record, or why it cannot be one."""
+    fields = row.fields
+    extra = len(fields) - columns.width
+    # The token follows the named columns, sometimes after one stray empty field.
+    if not (extra == 1 or (extra == 2 and not fields[-2].strip())):
+        return (
+            f"{len(fields)} fields where the header names {columns.width} and a token "
+            "follows them; its columns cannot be matched"
+        )
+
+    # Every named column is within the row now, so indexing cannot fail.
+    model = fields[columns.model].strip()
+    problem = _model_problem(model)
+    if problem:
+        return problem
+    length_text = _first_value(fields, columns.lengths)
+    if length_text and not (length_text.isascii() and length_text.isdigit()):
+        return f"length {length_text!r} is not a number"
+    peak = None
+    if columns.peak_bytes or columns.peak_gib:
+        peak = _peak(
+            _first_value(fields, columns.peak_bytes), _first_value(fields, columns.peak_gib)
+        )
+    return _Draft(
+        model=model,
+        length=int(length_text) if length_text else 0,
+        date=_date(_first_value(fields, columns.date)),
+        commit=_first_value(fields, columns.commits) or None,
+        peak_bytes=peak,
+        hardware=_hardware(_first_value(fields, columns.hardware)) or host,
+        source=source,
+        path=path,
+    )
+
+
+def _first_value(fields: list[str], at: tuple[int, ...]) -> str:
+    """The first non-empty of the fields at these positions, stripped; "" if none."""
+    for i in at:
+        value = fields[i].strip()
+        if value:
+            return value
+    return ""
+
+
+# Cached: a corpus repeats a few models, hardware strings and dates over thousands of rows.
+@lru_cache(maxsize=4096)
+def _model_problem(model: str) -> str | None:
+    try:
+        check_model_name(model)
+    except OomrecError as exc:
+        return str(exc).split(";")[0]
+    return None
+
+
+@lru_cache(maxsize=256)
+def _hardware(text: str) -> str | None:
+    return normalize(text)
+
+
+@lru_cache(maxsize=4096)
+def _date(text: str) -> str | None:
+    """The YYYY-MM-DD a date cell starts with (`2026-07-03`, `2026-07-03T12:00`), else None."""
+    day = text[:10]
+    if not _DATE.fullmatch(day):
+        return None
+    try:
+        Date.fromisoformat(day)
+    except ValueError:
+        return None
+    return day
+
+
+def _peak(bytes_text: str, gib_text: str) -> int | None:
+    if bytes_text.isascii() and bytes_text.isdigit():
+        return int(bytes_text)
+    try:
+        gib = float(gib_text)
+    except ValueError:
+        return None
+    return round(gib * GIB) if math.isfinite(gib) and gib >= 0 else None
+
+
+def _filename_host(path: str) -> str | None:
+    """`cuda_gb10_...csv` -> `gb10`; None for names that do not follow the harness's pattern."""
+    parts = os.path.basename(path).split("_")
+    if len(parts) < 3 or parts[0] not in BACKENDS:
+        return None
+    return _hardware(parts[1])
+
+
+def _source(path: str, root: str) -> str:
+    """The (real, absolute) path relative to the repository root, as posix; else as is."""
+    prefix = root.rstrip(os.sep) + os.sep
+    rel = path[len(prefix) :] if path.startswith(prefix) else path
+    return rel.replace(os.sep, "/")
+
+
+def _adding_commits(
+    drafts: list[_Draft], root: Path, in_git: bool, report: ImportReport
+) -> dict[str, AddedBy]:
+    """The adding commit of every file some draft needs it for, from one `git log`."""
+    needed = sorted({d.source for d in drafts if d.commit is None or d.date is None})
+    if not needed:
+        return {}
+    found: dict[str, AddedBy] = {}
+    if in_git:
+        # GitPython costs ~0.2 s to import: only pay it when some row lacks a commit or date.
+        from oomrec import gitutil
+
+        found = gitutil.first_added(root, (s for s in needed if not posixpath.isabs(s)))
+    report.no_adding_commit = [s for s in needed if s not in found]
+    return found
+
+
+def _select(
+    drafts: list[_Draft],
+    added_by: dict[str, AddedBy],
+    existing: Iterable[OomRecord],
+    report: ImportReport,
+) -> None:
+    known = {record_key(r) for r in existing}
+    shortest: dict[Key, OomRecord] = {}
+    for draft in drafts:
+        record = _finish(draft, added_by.get(draft.source))
+        # An untagged record applies to every machine: keeping it is the safe side.
+        if record.hardware is not None and report.hardware not in (None, record.hardware):
+            report.other_hardware[record.hardware] += 1
+            continue
+        key = record_key(record)
+        if record.prompt_target_len == 0:
+            shortest.setdefault(key, record)
+        if key in known:
+            report.already_present += 1
+            continue
+        known.add(key)
+        report.new.append(record)
+    report.shortest_prompt = list(shortest.values())
+
+
+def _finish(draft: _Draft, adder: AddedBy | None) -> OomRecord:
+    """The record, with what the row lacks taken from the adding commit, else the file."""
+    commit = draft.commit or (adder.sha if adder else UNKNOWN_COMMIT)
+    day = draft.date or (adder.date if adder else _modified(draft.path))
+    return OomRecord(
+        model=draft.model,
+        prompt_target_len=draft.length,
+        date=day,
+        commit=commit,
+        peak_bytes=draft.peak_bytes,
+        source_csv=draft.source,
+        hardware=draft.hardware,
+    )
+
+
+def _modified(path: str) -> str:
+    """The file's modification date: the last hint of when a row without a date was measured."""
+    try:
+        return Date.fromtimestamp(os.stat(path).st_mtime).isoformat()
+    except OSError:
+        return Date.today().isoformat()
