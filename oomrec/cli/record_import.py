@@ -1,0 +1,131 @@
+"""`oomrec record import-csv`: backfill the record from a repository's benchmark CSVs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from oomrec.backfill import ImportReport, commit_columns, default_paths, import_csvs
+from oomrec.cli.app import RecordOption, record_app
+from oomrec.cli.common import open_record, print_warnings
+from oomrec.cli.render import print_json, record_table, stdout_console
+from oomrec.errors import OomrecError
+from oomrec.hardware import detect, normalize
+
+
+@record_app.command("import-csv")
+def record_import_csv(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="CSV files and folders (searched for *.csv). Default: benchmarks/ under the "
+            "git top level.",
+            show_default=False,
+        ),
+    ] = None,
+    hardware: Annotated[
+        str | None,
+        typer.Option("--hardware", help="Import rows of this hardware tag. Default: this host's."),
+    ] = None,
+    all_hardware: Annotated[
+        bool, typer.Option("--all-hardware", help="Import rows of every hardware, each tagged.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be added; write nothing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List the skipped files under each reason.")
+    ] = False,
+    record: RecordOption = None,
+) -> None:
+    """Turn the SKIP:oom rows of existing benchmark CSVs into OOM records; safe to rerun.
+
+    Only rows whose last field is exactly SKIP:oom count. A row already in the record (same
+    model, length, hardware, commit, source) is not added again.
+
+    Example: oomrec record import-csv benchmarks/ --all-hardware --dry-run
+    """
+    if hardware is not None and all_hardware:
+        raise OomrecError("--hardware and --all-hardware exclude each other; pick one")
+    tag = None if all_hardware else _hardware_tag(hardware)
+    record_file, settings = open_record(record)
+    columns = commit_columns(settings)
+    loaded = record_file.load()
+    print_warnings(loaded)
+    report = import_csvs(
+        paths or default_paths(settings),
+        root=settings.base,
+        in_git=settings.repo_root is not None,
+        existing=loaded.records,
+        hardware=tag,
+        commit_columns=columns,
+    )
+    if not dry_run and report.new:
+        record_file.append(report.new)
+    for bad in report.bad_rows:
+        typer.echo(f"warning: {bad}", err=True)
+    for source in report.no_adding_commit:
+        typer.echo(
+            f"warning: {source}: git has no commit adding it; its rows without a commit column "
+            "get commit 'unknown' (commit the file, then import again)",
+            err=True,
+        )
+    if as_json:
+        print_json({**report.to_dict(), "dry_run": dry_run, "record": record_file.shown_as})
+        return
+    _print_report(report, record_file.shown_as, dry_run=dry_run, verbose=verbose)
+
+
+def _hardware_tag(given: str | None) -> str:
+    if given is None:
+        return detect()
+    tag = normalize(given)
+    if tag is None:
+        raise OomrecError(f"--hardware {given!r} names no hardware; give a tag such as gb10")
+    return tag
+
+
+def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verbose: bool) -> None:
+    console = stdout_console()
+
+    def line(text: str) -> None:
+        console.print(text, highlight=False, markup=False)
+
+    skipped = sum(len(paths) for paths in report.files_skipped.values())
+    rows: list[tuple[str, int]] = [("files read", report.files_read), ("files skipped", skipped)]
+    width = 28
+    for label, count in rows:
+        line(f"{label:<{width}}{count:>8}")
+    for reason, paths in sorted(report.files_skipped.items()):
+        line(f"  {reason:<{width - 2}}{len(paths):>8}")
+        if verbose:
+            for path in paths:
+                line(f"    {path}")
+    for label, count in (
+        ("data rows", report.data_rows),
+        ("SKIP:oom rows", report.oom_rows),
+        ("would add" if dry_run else "records added", len(report.new)),
+        ("already in the record", report.already_present),
+        ("left out: other hardware", sum(report.other_hardware.values())),
+    ):
+        line(f"{label:<{width}}{count:>8}")
+    if report.other_hardware:
+        tags = ", ".join(f"{tag} {n}" for tag, n in sorted(report.other_hardware.items()))
+        line(
+            f"only rows of hardware {report.hardware} (and untagged rows) are imported; left out: "
+            f"{tags}; pass --hardware TAG or --all-hardware to import them"
+        )
+    for rec in report.shortest_prompt:
+        where = f" on {rec.hardware}" if rec.hardware else ""
+        line(
+            f"{rec.model} ran out of memory at the shortest prompt{where} ({rec.source_csv}): "
+            "every length of it will be skipped"
+        )
+    if report.new:
+        verb = "would add to" if dry_run else "added to"
+        console.print(record_table(report.new, title=f"{verb} {record_name}"))
+    elif not dry_run:
+        line(f"nothing new; {record_name} is unchanged")
