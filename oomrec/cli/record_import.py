@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from oomrec.backfill import ImportReport, commit_columns, default_paths, import_csvs
+from oomrec.backfill import (
+    ImportReport,
+    commit_columns,
+    default_paths,
+    import_csvs,
+    no_cycle_collection,
+)
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.render import print_json, record_table, stdout_console
@@ -55,16 +61,25 @@ def record_import_csv(
     columns = commit_columns(settings)
     loaded = record_file.load()
     print_warnings(loaded)
-    report = import_csvs(
-        paths or default_paths(settings),
-        root=settings.base,
-        in_git=settings.repo_root is not None,
-        existing=loaded.records,
-        hardware=tag,
-        commit_columns=columns,
-    )
-    if not dry_run and report.new:
-        record_file.append(report.new)
+    with no_cycle_collection():
+        report = import_csvs(
+            paths or default_paths(settings),
+            root=settings.base,
+            in_git=settings.repo_root is not None,
+            existing=loaded.records,
+            hardware=tag,
+            commit_columns=columns,
+        )
+        if not dry_run and report.new:
+            record_file.append(report.new)
+        _print_warnings(report)
+        if as_json:
+            print_json({**report.to_dict(), "dry_run": dry_run, "record": record_file.shown_as})
+        else:
+            _print_report(report, record_file.shown_as, dry_run=dry_run, verbose=verbose)
+
+
+def _print_warnings(report: ImportReport) -> None:
     for bad in report.bad_rows:
         typer.echo(f"warning: {bad}", err=True)
     for source in report.no_adding_commit:
@@ -73,10 +88,6 @@ def record_import_csv(
             "get commit 'unknown' (commit the file, then import again)",
             err=True,
         )
-    if as_json:
-        print_json({**report.to_dict(), "dry_run": dry_run, "record": record_file.shown_as})
-        return
-    _print_report(report, record_file.shown_as, dry_run=dry_run, verbose=verbose)
 
 
 def _hardware_tag(given: str | None) -> str:
