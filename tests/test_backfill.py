@@ -3,10 +3,14 @@ in real temp git repositories (no mocks)."""
 
 from __future__ import annotations
 
+import csv
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oomrec import csvscan, gitutil, schema
 from oomrec.backfill import ImportReport, find_csv_files, import_csvs
@@ -131,6 +135,54 @@ def test_only_rows_ending_in_exactly_skip_oom_count(tmp_path: Path) -> None:
         (14, "l", "SKIP:oom "),
     ]
     assert scanned.bad_rows == []
+
+
+_CELLS = st.sampled_from(
+    [
+        "",
+        " ",
+        "m",
+        "512",
+        "SKIP:oom",
+        "SKIP:oom ",
+        "SKIP:oom_estimate",
+        "FAIL:bench",
+        '"SKIP:oom"',
+        '"a, SKIP:oom"',
+        '"Hello, how are you today?"',
+        '"',
+        "x SKIP:oom",
+        "\t",
+    ]
+)
+_LINES = st.lists(st.lists(_CELLS, max_size=5).map(",".join), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=_LINES, crlf=st.booleans(), final_newline=st.booleans())
+def test_byte_scan_agrees_with_parsing_every_line(
+    lines: list[str], crlf: bool, final_newline: bool
+) -> None:
+    """The prefilter never loses a row a full parse would take, nor takes one it would not."""
+    eol = "\r\n" if crlf else "\n"
+    text = eol.join(["model,a,b", *lines]) + (eol if final_newline else "")
+
+    def full_parse_says_oom(line: str) -> bool:
+        try:
+            fields = next(csv.reader([line]), [])
+        except csv.Error:
+            return False
+        return schema.is_true_oom(schema.trailing_token(fields))
+
+    expected = [n for n, line in enumerate(lines, start=2) if full_parse_says_oom(line)]
+    non_blank = [n for n, line in enumerate(lines, start=2) if line.strip(" \t")]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.csv"
+        path.write_bytes(text.encode())
+        scanned = csvscan.scan_file(str(path))
+    assert scanned.skipped is None
+    assert [r.lineno for r in scanned.oom_rows] == expected
+    assert scanned.data_rows == (non_blank[-1] - 1 if non_blank else 0)
 
 
 def test_row_fields_lengths_dates_and_hardware_by_layout(repo: Repo) -> None:

@@ -319,3 +319,31 @@ def test_real_corpus_holds_exactly_one_true_oom(cli: Cli, repo: Repo) -> None:
         f"gemma-4-31b-it-4bit,32768,2026-07-03,{added},,"
         "benchmarks/cuda_gb10_longprompt_2026-07-03.csv,gb10"
     ]
+
+
+def test_a_git_log_that_fails_is_a_one_line_error_and_nothing_is_written(
+    cli: Cli, repo: Repo
+) -> None:
+    repo.commit("csv", {CSV: csv_text(H15, row("m", "SKIP:oom", length="512"))})
+    tree = repo.git("rev-parse", "HEAD^{tree}")
+    (repo.path / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    result = cli("record", "import-csv", "--all-hardware")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"oomrec: error: git log in {repo.path.resolve()} failed (fatal: unable to read tree "
+        f"{tree}); check the repository\n"
+    )
+    assert records(repo) == []
+
+
+def test_a_repository_without_commits_gives_unknown_commits(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh = Repo(tmp_path / "fresh")
+    monkeypatch.chdir(fresh.path)
+    (fresh.path / "benchmarks").mkdir()
+    (fresh.path / CSV).write_text(csv_text(H15, row("m", "SKIP:oom", length="512")))
+    result = cli("record", "import-csv", "--all-hardware", "--json")
+    assert result.exit_code == 0
+    assert [r["commit"] for r in json.loads(result.stdout)["records"]] == ["unknown"]
+    assert result.stderr.startswith(f"warning: {CSV}: git has no commit adding it;")
