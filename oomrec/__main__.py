@@ -1,5 +1,5 @@
 import sys
 
-from oomrec.cli import main
+from oomrec.entry import main
 
 sys.exit(main())

@@ -1,0 +1,283 @@
+"""The git hooks: installed into real repositories, run by real `git merge`, `git pull`,
+`git pull --rebase` and `git commit --amend`, with oomrec on PATH and without it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from oomrec.hooks import EVENTS, MARKER, shim
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.test_prune import line, write
+
+Cli = Callable[..., CliResult]
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = os.path.dirname(sys.executable)
+
+
+@pytest.fixture(autouse=True)
+def _oomrec_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The hooks run `oomrec` from PATH, as they do for a user who installed it.
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
+
+
+def run_git(where: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **({"PATH": path} if path is not None else {})}
+    done = subprocess.run(
+        ["git", *args], cwd=where, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def oomrec_lines(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return [text for text in (done.stdout + done.stderr).splitlines() if "oomrec" in text]
+
+
+def flag(fix: str, count: int, globs: str, models: str) -> str:
+    what = "1 OOM record predates" if count == 1 else f"{count} OOM records predate"
+    return (
+        f"oomrec: {what} fix {fix[:7]} (OOM-Fix: {globs}): oomrec record prune --since {fix[:7]}"
+        + models
+    )
+
+
+def with_records(repo: Repo, commit: str) -> bytes:
+    record = repo.path / "benchmarks" / ".oom-record"
+    record.parent.mkdir(exist_ok=True)
+    return write(
+        record,
+        [
+            line("gemma-4-31b", 32768, commit),
+            line("gemma-4-e4b", 65536, commit),
+            line("qwen3-8b", 4096, commit),
+        ],
+    )
+
+
+def fix_branch(repo: Repo, name: str, trailer: str) -> str:
+    repo.git("checkout", "-q", "-b", name)
+    fix = repo.commit(f"Chunk the prefill\n\n{trailer}\n")
+    repo.git("checkout", "-q", "main")
+    return fix
+
+
+def test_shims_in_the_repository_are_what_install_writes() -> None:
+    for event in EVENTS:
+        path = ROOT / "hooks" / event
+        assert path.read_text() == shim(event)
+        assert path.stat().st_mode & stat.S_IXUSR
+
+
+def test_merging_a_fix_prints_the_flag_line(cli: Cli, repo: Repo) -> None:
+    before = with_records(repo, repo.head())
+    assert cli("hook", "install").stdout == (
+        "installed: .git/hooks/post-merge\ninstalled: .git/hooks/post-rewrite\n"
+    )
+    fix = fix_branch(repo, "fix", "OOM-Fix: gemma-4-*")
+    repo.commit("main moves on")
+    done = run_git(repo.path, "merge", "--no-edit", "fix")
+    assert oomrec_lines(done) == [flag(fix, 2, "gemma-4-*", " --model 'gemma-4-*'")]
+    # The hook only flags: the record is untouched.
+    assert (repo.path / "benchmarks" / ".oom-record").read_bytes() == before
+
+
+def test_a_merge_without_fixes_prints_nothing(cli: Cli, repo: Repo) -> None:
+    with_records(repo, repo.head())
+    cli("hook", "install")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("no fix here\n\nSigned-off-by: a <a@a>\n")
+    repo.git("checkout", "-q", "main")
+    done = run_git(repo.path, "merge", "--no-edit", "feature")
+    assert oomrec_lines(done) == []
+
+
+def test_pull_and_pull_rebase_flag_the_fixes_they_bring(
+    cli: Cli, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clone = tmp_path / "clone"
+    run_git(tmp_path, "clone", "-q", str(repo.path), str(clone))
+    monkeypatch.chdir(clone)
+    cli("hook", "install")
+    record = clone / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    write(record, [line("gemma-4-31b", 1, repo.head()), line("qwen3-8b", 2, repo.head())])
+
+    first = repo.commit("Fix gemma\n\nOOM-Fix: gemma-4-*\n")
+    pulled = run_git(clone, "pull", "-q", "--no-rebase")
+    assert oomrec_lines(pulled) == [flag(first, 1, "gemma-4-*", " --model 'gemma-4-*'")]
+
+    # A local commit makes `pull --rebase` rebase (post-rewrite), not fast-forward.
+    run_git(clone, "commit", "-q", "--allow-empty", "-m", "local work")
+    second = repo.commit("Fix everything\n\nOOM-Fix: *\n")
+    rebased = run_git(clone, "pull", "-q", "--rebase")
+    assert oomrec_lines(rebased) == [flag(second, 2, "*", "")]
+
+
+def test_amending_in_the_trailer_flags_it(cli: Cli, repo: Repo) -> None:
+    with_records(repo, repo.head())
+    cli("hook", "install")
+    repo.commit("Chunk the prefill")
+    done = run_git(
+        repo.path,
+        "commit",
+        "--amend",
+        "--allow-empty",
+        "-m",
+        "Chunk the prefill\n\nOOM-Fix: qwen3-*",
+    )
+    assert oomrec_lines(done) == [flag(repo.head(), 1, "qwen3-*", " --model 'qwen3-*'")]
+
+
+def test_without_oomrec_on_path_the_hook_is_silent(cli: Cli, repo: Repo) -> None:
+    with_records(repo, repo.head())
+    cli("hook", "install")
+    fix_branch(repo, "fix", "OOM-Fix: *")
+    bare_path = os.path.dirname(shutil.which("git") or "/usr/bin/git") + os.pathsep + "/bin"
+    assert shutil.which("oomrec", path=bare_path) is None
+    done = run_git(repo.path, "merge", "--no-edit", "fix", path=bare_path)
+    assert oomrec_lines(done) == []
+    direct = subprocess.run(
+        [str(repo.path / ".git" / "hooks" / "post-merge"), "0"],
+        cwd=repo.path,
+        env={**os.environ, "PATH": bare_path},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (direct.returncode, direct.stdout, direct.stderr) == (0, "", "")
+
+
+def test_an_error_in_the_hook_is_one_line_and_never_fails_git(cli: Cli, repo: Repo) -> None:
+    with_records(repo, repo.head())
+    cli("hook", "install")
+    fix_branch(repo, "fix", "OOM-Fix: *")
+    (repo.path / "pyproject.toml").write_text("[tool.oomrec\n")
+    done = run_git(repo.path, "merge", "--no-edit", "fix")
+    lines = oomrec_lines(done)
+    assert len(lines) == 1
+    assert lines[0].startswith(f"oomrec: hook post-merge: {repo.path / 'pyproject.toml'}: ")
+    direct = subprocess.run(
+        [sys.executable, "-m", "oomrec", "hook", "post-rewrite", "rebase"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert direct.returncode == 0 and direct.stdout == ""
+    assert direct.stderr.startswith("oomrec: hook post-rewrite: ")
+    assert direct.stderr.count("\n") == 1
+
+
+def test_the_no_fix_path_loads_neither_gitpython_nor_typer(cli: Cli, repo: Repo) -> None:
+    # The 200 ms budget (benchmarks/perf/bench_hook.py) depends on it.
+    with_records(repo, repo.head())
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("no fix")
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-edit", "feature")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "oomrec", "hook", "post-merge", "0"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout == ""
+    imported = {row.split("|")[-1].strip() for row in done.stderr.splitlines() if "|" in row}
+    assert "oomrec.hooks" in imported
+    assert not imported & {"git", "typer", "polars", "filelock", "rich", "oomrec.cli"}
+
+
+def test_install_honours_core_hooks_path(cli: Cli, repo: Repo) -> None:
+    repo.git("config", "core.hooksPath", "tools/githooks")
+    result = cli("hook", "install")
+    assert result.stdout == (
+        "installed: tools/githooks/post-merge\ninstalled: tools/githooks/post-rewrite\n"
+    )
+    for event in EVENTS:
+        assert (repo.path / "tools" / "githooks" / event).read_text() == shim(event)
+        assert not (repo.path / ".git" / "hooks" / event).exists()
+    assert cli("hook", "install").stdout == (
+        "already installed: tools/githooks/post-merge\n"
+        "already installed: tools/githooks/post-rewrite\n"
+    )
+
+
+def test_install_never_clobbers_a_foreign_hook_without_force(cli: Cli, repo: Repo) -> None:
+    hooks = repo.path / ".git" / "hooks"
+    foreign = "#!/bin/sh\necho 'my own post-merge'\n"
+    (hooks / "post-merge").write_text(foreign)
+    result = cli("hook", "install")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "oomrec: error: .git/hooks/post-merge: not oomrec's hook, left as is; to keep it, chain "
+        'oomrec by adding the line(s) `oomrec hook post-merge "$@" || true` to it (post-rewrite '
+        "needs the hook's stdin), or pass --force to replace it\n"
+    )
+    assert (hooks / "post-merge").read_text() == foreign
+    assert not (hooks / "post-rewrite").exists()
+
+    result = cli("hook", "install", "--force")
+    assert result.stdout == (
+        "replaced (--force): .git/hooks/post-merge\ninstalled: .git/hooks/post-rewrite\n"
+    )
+    assert (hooks / "post-merge").read_text() == shim("post-merge")
+
+
+def test_install_updates_an_older_oomrec_hook(cli: Cli, repo: Repo) -> None:
+    old = repo.path / ".git" / "hooks" / "post-rewrite"
+    old.write_text(f"#!/bin/sh\n{MARKER}\noomrec hook post-rewrite\n")
+    result = cli("hook", "install")
+    assert result.stdout == ("installed: .git/hooks/post-merge\nupdated: .git/hooks/post-rewrite\n")
+    assert old.read_text() == shim("post-rewrite")
+
+
+def test_uninstall_removes_only_oomrecs_hooks(cli: Cli, repo: Repo) -> None:
+    hooks = repo.path / ".git" / "hooks"
+    cli("hook", "install")
+    foreign = "#!/bin/sh\nexit 0\n"
+    (hooks / "post-merge").write_text(foreign)
+    result = cli("hook", "uninstall")
+    assert result.stdout == (
+        "left as is: .git/hooks/post-merge (not installed by oomrec)\n"
+        "removed: .git/hooks/post-rewrite\n"
+    )
+    assert (hooks / "post-merge").read_text() == foreign
+    assert not (hooks / "post-rewrite").exists()
+    assert cli("hook", "uninstall").stdout.splitlines()[1] == (
+        "not installed: .git/hooks/post-rewrite"
+    )
+
+
+def test_hook_install_outside_git_is_one_line(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = cli("hook", "install")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"oomrec: error: {tmp_path}: not inside a git repository; run this in the repository "
+        "whose merges should be checked\n"
+    )
+
+
+def test_pre_commit_hook_entry() -> None:
+    text = (ROOT / ".pre-commit-hooks.yaml").read_text()
+    for expected in (
+        "- id: oomrec-post-merge",
+        "  entry: oomrec hook post-merge",
+        "  stages: [post-merge]",
+        "  always_run: true",
+        "  pass_filenames: false",
+        "  verbose: true",
+    ):
+        assert expected in text.splitlines()
