@@ -26,6 +26,7 @@ def record_import_csv(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
+            metavar="PATH",
             help="CSV files and folders (searched for *.csv). Default: benchmarks/ under the "
             "git top level.",
             show_default=False,
@@ -105,24 +106,21 @@ def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verb
     def line(text: str) -> None:
         console.print(text, highlight=False, markup=False)
 
-    skipped = sum(len(paths) for paths in report.files_skipped.values())
-    rows: list[tuple[str, int]] = [("files read", report.files_read), ("files skipped", skipped)]
-    width = 28
-    for label, count in rows:
-        line(f"{label:<{width}}{count:>8}")
+    def count(label: str, n: int, indent: int = 0) -> None:
+        line(f"{' ' * indent}{label:<{28 - indent}}{n:>8}")
+
+    count("files read", report.files_read)
+    count("files skipped", sum(len(paths) for paths in report.files_skipped.values()))
     for reason, paths in sorted(report.files_skipped.items()):
-        line(f"  {reason:<{width - 2}}{len(paths):>8}")
+        count(reason, len(paths), indent=2)
         if verbose:
             for path in paths:
                 line(f"    {path}")
-    for label, count in (
-        ("data rows", report.data_rows),
-        ("SKIP:oom rows", report.oom_rows),
-        ("would add" if dry_run else "records added", len(report.new)),
-        ("already in the record", report.already_present),
-        ("left out: other hardware", sum(report.other_hardware.values())),
-    ):
-        line(f"{label:<{width}}{count:>8}")
+    count("data rows", report.data_rows)
+    count("SKIP:oom rows", report.oom_rows)
+    count("would add" if dry_run else "records added", len(report.new))
+    count("already in the record", report.already_present)
+    count("left out: other hardware", sum(report.other_hardware.values()))
     if report.other_hardware:
         tags = ", ".join(f"{tag} {n}" for tag, n in sorted(report.other_hardware.items()))
         line(
@@ -138,5 +136,5 @@ def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verb
     if report.new:
         verb = "would add to" if dry_run else "added to"
         console.print(record_table(report.new, title=f"{verb} {record_name}"))
-    elif not dry_run:
+    else:
         line(f"nothing new; {record_name} is unchanged")
