@@ -116,3 +116,14 @@ def _cpu_model_name() -> str | None:
     except OSError:
         return None
     return None
+
+
+def detect_backend() -> str:
+    """This host's compute backend as the harness names CSV files: cuda, rocm, metal or cpu."""
+    if _probe(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]):
+        return "cuda"
+    if _probe(["rocminfo"]):
+        return "rocm"
+    if platform.system() == "Darwin":
+        return "metal"
+    return "cpu"
