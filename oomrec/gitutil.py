@@ -6,12 +6,17 @@ git, never by `oomrec --help`.
 
 from __future__ import annotations
 
+import posixpath
+import tempfile
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import git
 from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
 from oomrec.errors import OomrecError
+from oomrec.fixes import FixCommit, log_args, parse_log
 
 
 def open_repo(start: Path | None = None) -> git.Repo | None:
@@ -45,3 +50,152 @@ def resolve_commit(repo: git.Repo | None, rev: str) -> str:
             f"{rev!r} is not a commit in {repo.working_tree_dir}; check the revision "
             "(git log --oneline)"
         ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class AddedBy:
+    """The commit that first added a file, and that commit's author date (YYYY-MM-DD)."""
+
+    sha: str
+    date: str
+
+
+_COMMIT_MARK = "\x01"
+
+
+def first_added(root: Path, paths: Iterable[str]) -> dict[str, AddedBy]:
+    """For each repo-relative posix path, the oldest commit that added it, in ONE `git log`.
+
+    Paths git never added (untracked, outside the repository) are absent from the answer, as is
+    everything when `root` is no repository or has no commit yet. `--no-renames`: a renamed file
+    counts as added by the rename, never as missing; the oldest add of a path wins.
+    """
+    wanted = set(paths)
+    if not wanted:
+        return {}
+    repo = open_repo(root)
+    if repo is None or head_sha(repo) is None:
+        return {}
+    # One pathspec per directory keeps the argument list short however many files there are.
+    folders = sorted({posixpath.dirname(p) or "." for p in wanted})
+    try:
+        out: bytes = repo.git.log(
+            "--diff-filter=A",
+            "--no-renames",
+            "--name-only",
+            "-z",
+            f"--format={_COMMIT_MARK}%H %as",
+            "--",
+            *(f":(literal){folder}" for folder in folders),
+            stdout_as_string=False,
+        )
+    except GitCommandError as exc:
+        raise OomrecError(
+            f"git log in {root} failed ({_first_stderr_line(exc)}); check the repository"
+        ) from None
+    found: dict[str, AddedBy] = {}
+    current: AddedBy | None = None
+    # Newest first: a later (older) add of the same path overwrites, so the oldest wins.
+    for item in out.decode("utf-8", errors="surrogateescape").split("\0"):
+        item = item.lstrip("\n")
+        if item.startswith(_COMMIT_MARK):
+            sha, _, day = item[1:].partition(" ")
+            current = AddedBy(sha, day)
+        elif item and current is not None and item in wanted:
+            found[item] = current
+    return found
+
+
+def _first_stderr_line(exc: GitCommandError) -> str:
+    # GitPython stores stderr as "\n  stderr: '<text>'".
+    stderr = str(exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
+    return stderr.splitlines()[0] if stderr else f"exit status {exc.status}"
+
+
+# Record maintenance (issue 4): questions about many commits at once, one git call each, so a
+# record of 100k lines costs as much as one of ten.
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What an object name resolved to: a commit's full SHA, or why it names no single commit."""
+
+    sha: str | None
+    # "missing", "ambiguous", or the type of the object when it is not a commit.
+    problem: str | None = None
+
+
+def resolve_many(repo: git.Repo, names: Collection[str]) -> dict[str, Resolved]:
+    """Resolve hex object names (full or short SHAs) in one `git cat-file --batch-check`."""
+    ordered = list(dict.fromkeys(names))
+    if not ordered:
+        return {}
+    out = _with_stdin(repo.git.cat_file, ["--batch-check=%(objectname) %(objecttype)"], ordered)
+    resolved: dict[str, Resolved] = {}
+    for name, row in zip(ordered, out.split("\n"), strict=True):
+        value, _, kind = row.rpartition(" ")
+        if kind == "commit":
+            resolved[name] = Resolved(value)
+        else:
+            resolved[name] = Resolved(None, kind)
+    return resolved
+
+
+def descendants_among(repo: git.Repo, bottoms: Collection[str], tips: Collection[str]) -> set[str]:
+    """The `tips` (full SHAs) that have one of `bottoms` as a proper ancestor.
+
+    One `git rev-list --ancestry-path` walk, however many tips: a tip descends from a bottom iff
+    it lies on an ancestry path from that bottom, which is what the walk lists.
+    """
+    if not bottoms or not tips:
+        return set()
+    out = _with_stdin(
+        repo.git.rev_list, ["--ancestry-path", "--stdin"], [f"^{b}" for b in bottoms] + list(tips)
+    )
+    return set(out.split()) & set(tips)
+
+
+def not_reachable_from(repo: git.Repo, fix: str, commits: Collection[str]) -> set[str]:
+    """The `commits` (full SHAs) that are neither `fix` nor one of its ancestors."""
+    if not commits:
+        return set()
+    out = _with_stdin(repo.git.rev_list, ["--stdin"], [f"^{fix}", *commits])
+    return set(out.split()) & set(commits)
+
+
+def shallow_commits(repo: git.Repo) -> frozenset[str]:
+    """The commits where a shallow clone's history is cut off; empty for a complete repository."""
+    shallow = Path(repo.working_dir) / repo.git.rev_parse("--git-path", "shallow")
+    try:
+        return frozenset(shallow.read_text(encoding="ascii").split())
+    except FileNotFoundError:
+        return frozenset()
+
+
+def fix_commits(repo: git.Repo, revs: Sequence[str], key: str) -> list[FixCommit]:
+    """The commits in `revs` (a range such as `A..B`, or tips) carrying the fix trailer `key`,
+    newest first, read in one `git log`."""
+    try:
+        out = repo.git.log(*log_args(key, revs))
+    except GitCommandError as exc:
+        shown = " ".join(revs)
+        raise OomrecError(
+            f"{shown!r} is not a revision range in {repo.working_tree_dir} "
+            f"(git: {_first_stderr_line(exc)}); give one such as main..HEAD"
+        ) from None
+    return parse_log(out, key)
+
+
+def hooks_dir(repo: git.Repo) -> Path:
+    """Where git runs this repository's hooks from, honouring `core.hooksPath`."""
+    # A relative core.hooksPath is relative to the top of the worktree, where git runs hooks.
+    return Path(repo.working_dir) / repo.git.rev_parse("--git-path", "hooks")
+
+
+def _with_stdin(command: Callable[..., str], args: list[str], lines: Iterable[str]) -> str:
+    # GitPython takes stdin as a file, not a string; a temp file cannot deadlock the way a pipe
+    # written while git's stdout fills up can.
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+        stdin.seek(0)
+        return command(*args, istream=stdin)

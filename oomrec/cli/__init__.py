@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from oomrec.cli import record_add, record_list  # noqa: F401  (registration)
+from oomrec.cli import (  # noqa: F401  (registration)
+    hook,
+    record_add,
+    record_import,
+    record_list,
+    record_prune,
+    record_stale,
+    sweep,
+)
 from oomrec.cli.app import app
 
 

@@ -84,6 +84,13 @@ record_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(record_app, name="record")
+hook_app = typer.Typer(
+    help="Install the git hooks that flag records a merged memory fix made stale.\n\n"
+    "Example: oomrec hook install",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(hook_app, name="hook")
 
 
 @app.callback()

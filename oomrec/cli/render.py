@@ -13,6 +13,8 @@ from rich.table import Table
 from oomrec.records import OomRecord
 
 GIB = 1024**3
+# Rich needs seconds for a few thousand table rows (more than linearly), and nobody reads them.
+MAX_TABLE_ROWS = 100
 
 
 def short_commit(commit: str) -> str:
@@ -59,6 +61,12 @@ def record_table(
             *(extra_values[i] if extra_values else ()),
         )
     return table
+
+
+def more_rows(total: int, where: str) -> str | None:
+    """The line under a table cut at MAX_TABLE_ROWS: how many rows it left out, where they are."""
+    hidden = total - MAX_TABLE_ROWS
+    return f"... and {hidden} more ({where} lists them all)" if hidden > 0 else None
 
 
 def stdout_console() -> Console:
