@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date as Date
+from functools import lru_cache
 from pathlib import Path
 
 from oomrec.errors import OomrecError
@@ -80,21 +81,33 @@ class Warning_:
 
 def parse_line(text: str) -> OomRecord:
     """Parse one line (without its line ending). Raises NotARecord with the reason."""
-    try:
-        fields = next(csv.reader([text]))
-    except csv.Error as exc:
-        raise NotARecord(f"bad CSV quoting: {exc}") from None
+    if '"' in text:
+        try:
+            fields = next(csv.reader([text]))
+        except csv.Error as exc:
+            raise NotARecord(f"bad CSV quoting: {exc}") from None
+    else:
+        # The harness never quotes; a plain split is ~5x faster than csv.reader per line,
+        # which matters for record files of 100k lines.
+        fields = text.split(",")
     if len(fields) < MIN_FIELDS:
         raise NotARecord(f"{len(fields)} fields, needs at least {MIN_FIELDS}")
-    model, length, day, commit, peak, source = (f.strip() for f in fields[:MIN_FIELDS])
+    model, length, day, commit, peak, source = (
+        fields[0].strip(),
+        fields[1].strip(),
+        fields[2].strip(),
+        fields[3].strip(),
+        fields[4].strip(),
+        fields[5].strip(),
+    )
     hardware = fields[6].strip() if len(fields) > 6 else ""
     if not model:
         raise NotARecord("empty model")
-    if not length.isdigit():
+    if not (length.isdigit() and length.isascii()):
         raise NotARecord(f"length {length!r} is not a number")
     if not _is_date(day):
         raise NotARecord(f"date {day!r} is not YYYY-MM-DD")
-    if peak and not peak.isdigit():
+    if peak and not (peak.isdigit() and peak.isascii()):
         raise NotARecord(f"peak_bytes {peak!r} is not a number")
     return OomRecord(
         model=model,
@@ -144,7 +157,9 @@ def parse_text(text: str) -> list[RecordLine]:
     return lines
 
 
+@lru_cache(maxsize=4096)
 def _is_date(text: str) -> bool:
+    # Cached: a record file holds few distinct dates and many lines.
     if not _DATE.fullmatch(text):
         return False
     try:
