@@ -205,7 +205,8 @@ def test_files_and_folders_as_arguments_with_record_option(
     )
     assert result.stderr == (
         "warning: elsewhere/metal_m5max_2026-09-09.csv: git has no commit adding it; its rows "
-        "without a commit column get commit 'unknown' (commit the file, then import again)\n"
+        "without a commit column get commit 'unknown', which prune keeps; commit the file "
+        "before importing it\n"
     )
 
 
@@ -228,7 +229,8 @@ def test_bad_rows_and_bad_files_warn_and_the_rest_is_imported(cli: Cli, repo: Re
         "warning: benchmarks/cuda_gb10_rows.csv:3: SKIP:oom row not imported (18 fields where "
         "the header names 15 and a token follows them; its columns cannot be matched)\n"
         "warning: benchmarks/cuda_gb10_rows.csv: git has no commit adding it; its rows without "
-        "a commit column get commit 'unknown' (commit the file, then import again)\n"
+        "a commit column get commit 'unknown', which prune keeps; commit the file before "
+        "importing it\n"
     )
     assert "  binary, not CSV text             1\n" in result.stdout
     assert "  empty (no header line)           1\n" in result.stdout

@@ -86,7 +86,7 @@ def _print_warnings(report: ImportReport) -> None:
     for source in report.no_adding_commit:
         typer.echo(
             f"warning: {source}: git has no commit adding it; its rows without a commit column "
-            "get commit 'unknown' (commit the file, then import again)",
+            "get commit 'unknown', which prune keeps; commit the file before importing it",
             err=True,
         )
 
