@@ -17,7 +17,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date as Date
@@ -192,17 +192,30 @@ class RecordFile:
         """Read the file; a missing file is an empty record. Unparsed lines come with a warning."""
         return self._parse(self._read_text())
 
-    def append(self, records: Iterable[OomRecord]) -> int:
-        """Append records in one write under the lock, then fsync. Returns how many."""
-        lines = [format_line(r) + "\n" for r in records]
-        payload = "".join(lines)
-        if not lines:
+    def append(
+        self,
+        records: Iterable[OomRecord],
+        unless_present: Callable[[OomRecord], Hashable] | None = None,
+    ) -> int:
+        """Append records in one write under the lock, then fsync. Returns how many.
+
+        With `unless_present`, a record whose key is already in the file (as re-read inside the
+        lock) or earlier in `records` is left out, so two concurrent imports add it once.
+        """
+        pending = list(records)
+        if not pending:
             return 0
         self._check_appendable()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock():
+            if unless_present is not None:
+                pending = _new_only(pending, self._parse(self._read_text()).records, unless_present)
+            if not pending:
+                return 0
+            lines = [format_line(r) + "\n" for r in pending]
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
+                payload = "".join(lines)
                 # Never glue the first new line onto a last line written without a newline.
                 if _ends_without_newline(fd):
                     payload = "\n" + payload
@@ -305,6 +318,21 @@ class RecordFile:
             yield
         finally:
             lock.release()
+
+
+def _new_only(
+    pending: list[OomRecord],
+    present: Iterable[OomRecord],
+    key: Callable[[OomRecord], Hashable],
+) -> list[OomRecord]:
+    seen = {key(r) for r in present}
+    fresh = []
+    for record in pending:
+        k = key(record)
+        if k not in seen:
+            seen.add(k)
+            fresh.append(record)
+    return fresh
 
 
 def _ends_without_newline(fd: int) -> bool:

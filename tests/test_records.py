@@ -242,3 +242,21 @@ def test_rewrite_under_concurrent_appends_loses_nothing(tmp_path: Path) -> None:
     assert set(appended) == _expected_lines(2, 300)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert os.path.getsize(path) > 0
+
+
+def test_append_unless_present_checks_inside_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_text("a,1,2026-01-01,unknown,,s,hw\n")
+    record_file = RecordFile(path)
+
+    def key(r: OomRecord) -> tuple[str, int]:
+        return (r.model, r.prompt_target_len)
+
+    batch = [
+        OomRecord("a", 1, "2026-02-02", "abc", None, "t", "hw"),  # present in the file
+        OomRecord("b", 2, "2026-02-02", "abc", None, "t", "hw"),
+        OomRecord("b", 2, "2026-03-03", "def", None, "u", "hw"),  # repeated in the batch
+    ]
+    assert record_file.append(batch, unless_present=key) == 1
+    assert record_file.append(batch, unless_present=key) == 0
+    assert path.read_text() == "a,1,2026-01-01,unknown,,s,hw\nb,2,2026-02-02,abc,,t,hw\n"
