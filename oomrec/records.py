@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from oomrec.errors import OomrecError
+from oomrec.hardware import normalize
 
 FIELDS = ("model", "prompt_target_len", "date", "commit", "peak_bytes", "source_csv", "hardware")
 MIN_FIELDS = 6
@@ -32,6 +33,7 @@ UNKNOWN_COMMIT = "unknown"
 LOCK_TIMEOUT_S = 60.0
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BOM = "\ufeff"
 
 
@@ -63,6 +65,8 @@ class RecordLine:
     text: str
     record: OomRecord | None
     problem: str | None = None
+    # Written back as read, so a rewrite keeps a CRLF file CRLF.
+    ending: str = "\n"
 
     @property
     def is_blank(self) -> bool:
@@ -116,12 +120,17 @@ def parse_line(text: str) -> OomRecord:
         commit=commit,
         peak_bytes=int(peak) if peak else None,
         source_csv=source,
-        hardware=hardware or None,
+        # Compared with this host's tag: `GB10` or `NVIDIA_GB10_122GB` written by hand is `gb10`.
+        hardware=normalize(hardware) if hardware else None,
     )
 
 
 def format_line(record: OomRecord) -> str:
-    """The record as one line, without line ending; the hardware field only when known."""
+    """The record as one line, without line ending; the hardware field only when known.
+
+    A field holding a line break or another control character is refused (OomrecError): CSV
+    would quote it, but the harness reads the file line by line, so it would see two records.
+    """
     values = [
         record.model,
         str(record.prompt_target_len),
@@ -132,6 +141,11 @@ def format_line(record: OomRecord) -> str:
     ]
     if record.hardware:
         values.append(record.hardware)
+    for name, value in zip(FIELDS, values, strict=False):
+        if _CONTROL.search(value):
+            raise OomrecError(
+                f"record {name} {value!r} holds a line break or control character; remove it"
+            )
     out = io.StringIO()
     csv.writer(out, lineterminator="", quoting=csv.QUOTE_MINIMAL).writerow(values)
     return out.getvalue()
@@ -147,13 +161,14 @@ def parse_text(text: str) -> list[RecordLine]:
     lines: list[RecordLine] = []
     for lineno, raw in enumerate(pieces, start=1):
         line = raw.removesuffix("\r")
+        ending = "\r\n" if len(line) != len(raw) else "\n"
         if not line.strip():
-            lines.append(RecordLine(lineno, line, None))
+            lines.append(RecordLine(lineno, line, None, None, ending))
             continue
         try:
-            lines.append(RecordLine(lineno, line, parse_line(line)))
+            lines.append(RecordLine(lineno, line, parse_line(line), None, ending))
         except NotARecord as exc:
-            lines.append(RecordLine(lineno, line, None, str(exc)))
+            lines.append(RecordLine(lineno, line, None, str(exc), ending))
     return lines
 
 
@@ -236,13 +251,16 @@ class RecordFile:
 
         `transform` gets the file as re-read inside the lock (so a line appended a moment ago is
         there) and returns the lines to keep, in the order to write them. Kept lines are written
-        back byte for byte. Returns what was read inside the lock.
+        back byte for byte with their own line endings (and a leading BOM stays); only a missing
+        final newline is added. Returns what was read inside the lock.
         """
         self._check_rewritable()
         with self._lock():
-            current = self._parse(self._read_text())
+            raw = self._read_text()
+            current = self._parse(raw)
             kept = transform(current)
-            text = "".join(line.text + "\n" for line in kept)
+            bom = _BOM if raw.startswith(_BOM) else ""
+            text = bom + "".join(line.text + line.ending for line in kept)
             self._replace_with(text)
         return current
 

@@ -74,6 +74,7 @@ def test_add_outside_git_records_unknown_commit(
         (["m", "--", "-5"], "length '-5' is not a whole number >= 0"),
         (["m", "512", "--commit", "no-such-rev"], "'no-such-rev' is not a commit in"),
         (["m", "512", "--hardware", "gb10", "--any-hardware"], "exclude each other"),
+        (["m", "512", "--source", "x\ngemma,1,2026-01-01,unknown,,y"], "holds a line break"),
     ],
 )
 def test_add_rejects_bad_input_in_one_line(

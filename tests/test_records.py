@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oomrec.errors import OomrecError
+from oomrec.hardware import normalize
 from oomrec.records import (
     NotARecord,
     OomRecord,
@@ -62,7 +63,11 @@ _text = st.text(
     commit=st.one_of(st.just("unknown"), st.text(alphabet="0123456789abcdef", min_size=7)),
     peak=st.one_of(st.none(), st.integers(min_value=0, max_value=2**50)),
     source=_text.filter(lambda s: s == s.strip()),
-    hardware=st.one_of(st.none(), st.text(alphabet="abcdefgh0123456789-", min_size=1)),
+    hardware=st.one_of(
+        st.none(),
+        # Records hold normalized tags (a hand-written `GB10` reads as `gb10`).
+        st.text(alphabet="abcdefgh0123456789-", min_size=1).filter(lambda h: normalize(h) == h),
+    ),
 )
 def test_any_record_round_trips(
     model: str, length: int, commit: str, peak: int | None, source: str, hardware: str | None
@@ -150,7 +155,7 @@ def test_rewrite_keeps_unparsed_lines_verbatim_and_in_order(tmp_path: Path) -> N
         b"keep1,1,2026-01-01,unknown,,s\n"
         b"# a comment someone wrote\n"
         + "garbage \xe9\x0b with a vertical tab,,,\n".encode()
-        + b"keep2,3,2026-01-01,unknown,,s\n"
+        + b"keep2,3,2026-01-01,unknown,,s\r\n"
         b"raw \xff\xfe bytes,1\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec", "rec.lock"]
@@ -260,3 +265,31 @@ def test_append_unless_present_checks_inside_the_lock(tmp_path: Path) -> None:
     assert record_file.append(batch, unless_present=key) == 1
     assert record_file.append(batch, unless_present=key) == 0
     assert path.read_text() == "a,1,2026-01-01,unknown,,s,hw\nb,2,2026-02-02,abc,,t,hw\n"
+
+
+def test_rewrite_keeps_a_bom_and_crlf_endings(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_bytes(
+        b"\xef\xbb\xbfjunk line\r\na,1,2026-01-01,unknown,,s\r\ndrop,2,2026-01-01,unknown,,s\r\n"
+        b"last,3,2026-01-01,unknown,,s"
+    )
+    RecordFile(path).rewrite(
+        lambda loaded: [
+            line for line in loaded.lines if line.record is None or line.record.model != "drop"
+        ]
+    )
+    assert path.read_bytes() == (
+        b"\xef\xbb\xbfjunk line\r\na,1,2026-01-01,unknown,,s\r\nlast,3,2026-01-01,unknown,,s\n"
+    )
+
+
+def test_hand_written_hardware_reads_as_its_tag() -> None:
+    assert parse_line("m,1,2026-01-01,unknown,,s,GB10").hardware == "gb10"
+    assert parse_line("m,1,2026-01-01,unknown,,s,NVIDIA_GB10_122GB").hardware == "gb10"
+    assert parse_line("m,1,2026-01-01,unknown,,s,").hardware is None
+
+
+@pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\x00b"])
+def test_format_refuses_a_field_with_a_line_break(bad: str) -> None:
+    with pytest.raises(OomrecError, match="holds a line break or control character"):
+        format_line(OomRecord("m", 1, "2026-01-01", "unknown", None, bad, "hw"))
