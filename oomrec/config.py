@@ -55,9 +55,10 @@ def load_settings(start: Path | None = None) -> Settings:
         raise OomrecError(
             f"{pyproject}: cannot read [tool.oomrec] ({_first_line(exc)}); fix the file's TOML"
         ) from None
-    tool = data.get("tool", {}).get("oomrec", {})
+    tools = data.get("tool", {})
+    tool = tools.get("oomrec", {}) if isinstance(tools, dict) else None
     if not isinstance(tool, dict):
-        raise OomrecError(f"{pyproject}: [tool.oomrec] must be a table")
+        raise OomrecError(f"{pyproject}: [tool.oomrec] must be a table; fix the file")
     return Settings(repo_root=root, tool=tool, source=pyproject)
 
 

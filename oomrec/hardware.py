@@ -11,6 +11,8 @@ import platform
 import re
 import subprocess
 
+from oomrec.errors import OomrecError
+
 HARDWARE_ENV = "OOMREC_HARDWARE"
 MAX_FALLBACK_LEN = 20
 _PROBE_TIMEOUT_S = 5.0
@@ -127,3 +129,13 @@ def detect_backend() -> str:
     if platform.system() == "Darwin":
         return "metal"
     return "cpu"
+
+
+def option_tag(given: str | None) -> str | None:
+    """A `--hardware` value as a tag (None when not given); OomrecError when it names none."""
+    if given is None:
+        return None
+    tag = normalize(given)
+    if tag is None:
+        raise OomrecError(f"--hardware {given!r} names no hardware; give a tag such as gb10")
+    return tag

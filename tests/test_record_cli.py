@@ -213,6 +213,16 @@ def test_broken_pyproject_is_a_one_line_error(cli: Cli, repo: Repo) -> None:
     assert result.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("text", ["tool = 1\n", "[tool]\noomrec = 'x'\n"])
+def test_a_pyproject_whose_tool_oomrec_is_no_table_is_a_one_line_error(
+    cli: Cli, repo: Repo, text: str
+) -> None:
+    _write(repo.path / "pyproject.toml", text)
+    result = cli("record", "list")
+    assert result.exit_code == 2
+    assert result.stderr.endswith("pyproject.toml: [tool.oomrec] must be a table; fix the file\n")
+
+
 def test_record_that_is_a_directory_is_a_one_line_error(cli: Cli, repo: Repo) -> None:
     result = cli("record", "list", "--record", str(repo.path))
     assert result.exit_code == 2
@@ -266,3 +276,11 @@ def test_version_and_unknown_command(cli: Cli) -> None:
     result = cli("nope")
     assert result.exit_code == 2
     assert result.stderr == "oomrec: error: No such command 'nope'. (see 'oomrec --help')\n"
+
+
+def test_list_rejects_a_hardware_filter_that_names_nothing(cli: Cli, repo: Repo) -> None:
+    result = cli("record", "list", "--hardware", "unknown")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "oomrec: error: --hardware 'unknown' names no hardware; give a tag such as gb10\n"
+    )

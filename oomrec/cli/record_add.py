@@ -10,7 +10,7 @@ import typer
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record
 from oomrec.errors import OomrecError
-from oomrec.hardware import detect, normalize
+from oomrec.hardware import detect, option_tag
 from oomrec.records import UNKNOWN_COMMIT, OomRecord, check_length, check_model_name, format_line
 
 
@@ -43,7 +43,7 @@ def record_add(
     prompt_target_len = check_length(length)
     if hardware is not None and any_hardware:
         raise OomrecError("--hardware and --any-hardware exclude each other; pick one")
-    tag = None if any_hardware else _hardware_tag(hardware)
+    tag = None if any_hardware else (option_tag(hardware) or detect())
     record_file, _ = open_record(record)
     new = OomRecord(
         model=model,
@@ -56,15 +56,6 @@ def record_add(
     )
     record_file.append([new])
     typer.echo(f"added to {record_file.shown_as}: {format_line(new)}")
-
-
-def _hardware_tag(given: str | None) -> str:
-    if given is None:
-        return detect()
-    tag = normalize(given)
-    if tag is None:
-        raise OomrecError(f"--hardware {given!r} names no hardware; give a tag such as gb10")
-    return tag
 
 
 def _commit_sha(rev: str | None) -> str:

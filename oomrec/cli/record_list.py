@@ -12,7 +12,7 @@ from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.render import print_json, record_table, stdout_console
 from oomrec.config import Settings
-from oomrec.hardware import normalize
+from oomrec.hardware import option_tag
 from oomrec.records import OomRecord
 
 
@@ -20,7 +20,7 @@ def select(
     records: list[OomRecord], model_glob: str | None, hardware: str | None
 ) -> list[OomRecord]:
     """Records matching the model glob and hardware tag, sorted by model then length."""
-    tag = normalize(hardware) if hardware else None
+    tag = option_tag(hardware)
     chosen = [
         r
         for r in records

@@ -20,7 +20,7 @@ from oomrec.cli.render import (
 )
 from oomrec.errors import OomrecError
 from oomrec.fixes import SHORT_SHA
-from oomrec.hardware import normalize
+from oomrec.hardware import option_tag
 
 
 @record_app.command("prune")
@@ -71,7 +71,7 @@ def record_prune(
     from oomrec import gitutil, prune
     from oomrec.stale import CURRENT, UNKNOWN
 
-    tag = _hardware_tag(hardware)
+    tag = option_tag(hardware)
     record_file, _ = open_record(record)
     repo = gitutil.open_repo()
     head = gitutil.head_sha(repo)
@@ -134,12 +134,3 @@ def _why(verdict: str, commit: str, fix_short: str) -> str:
     if verdict.startswith("stale"):
         return verdict.replace("stale", f"stale: {short_commit(commit)} lacks fix {fix_short}", 1)
     return verdict
-
-
-def _hardware_tag(given: str | None) -> str | None:
-    if given is None:
-        return None
-    tag = normalize(given)
-    if tag is None:
-        raise OomrecError(f"--hardware {given!r} names no hardware; give a tag such as gb10")
-    return tag
