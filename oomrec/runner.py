@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import resource
 import selectors
 import shlex
 import shutil
@@ -156,6 +157,7 @@ def run_cell(
     """
     oom_before = cgroup_oom_kills()
     start = time.perf_counter()
+    floor = _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
     try:
         proc = subprocess.Popen(
             argv,
@@ -189,7 +191,7 @@ def run_cell(
         returncode=proc.returncode,
         timed_out=timed_out,
         output_tail=bytes(tail).decode("utf-8", errors="replace"),
-        peak_rss_bytes=_peak_bytes(rusage),
+        peak_rss_bytes=_peak_bytes(rusage, floor),
         seconds=seconds,
         oom_kills_delta=delta,
     )
@@ -289,10 +291,16 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _peak_bytes(rusage: Any) -> int | None:
+def _maxrss_bytes(rusage: Any) -> int:
     # ru_maxrss is in KiB on Linux, in bytes on macOS.
-    peak = int(rusage.ru_maxrss) * (1 if sys.platform == "darwin" else 1024)
-    return peak or None
+    return int(rusage.ru_maxrss) * (1 if sys.platform == "darwin" else 1024)
+
+
+def _peak_bytes(rusage: Any, floor: int) -> int | None:
+    """The child's peak RSS, or None when it may be ours: a child that fork+execs keeps the
+    parent's high-water mark in its ru_maxrss, so only a peak above our own is the child's."""
+    peak = _maxrss_bytes(rusage)
+    return peak if peak > floor else None
 
 
 def cgroup_oom_kills() -> int | None:

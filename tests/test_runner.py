@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -126,10 +128,23 @@ def test_output_tail_keeps_the_last_64_kib() -> None:
 
 
 def test_peak_rss_is_measured() -> None:
-    code = "b = bytearray(96 << 20); b[::4096] = b'x' * (len(b) // 4096)"
+    # Above this process's own high-water mark, which a fork+exec child inherits.
+    need = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + (96 << 20)
+    code = f"b = bytearray({need}); b[::4096] = b'x' * (len(b) // 4096)"
     run = run_cell([PY, "-c", code], 30)
     assert run.peak_rss_bytes is not None
-    assert run.peak_rss_bytes >= 96 << 20
+    assert run.peak_rss_bytes >= need
+
+
+def test_peak_rss_is_not_the_parents() -> None:
+    # A parent that touched 300 MiB launches a tiny child: its peak must not read as 300 MiB.
+    code = (
+        "from oomrec.runner import run_cell\n"
+        "b = bytearray(300 << 20); b[::4096] = b'x' * (len(b) // 4096)\n"
+        "print(run_cell(['true'], 30).peak_rss_bytes)\n"
+    )
+    done = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "None\n"
 
 
 def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
