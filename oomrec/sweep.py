@@ -11,6 +11,7 @@ every true OOM is appended to the record at once.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shlex
 import signal
@@ -310,6 +311,8 @@ class Sweep:
 
     def run(self, plan: Plan) -> SweepResult:
         """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done."""
+        if plan.cells:
+            _check_writable(self.config.output)
         try:
             with (
                 _sigterm_as_interrupt(),
@@ -330,22 +333,25 @@ class Sweep:
     def _one(self, cell: Cell, cell_csv: Path) -> CellResult:
         decision = self.planner.decide(cell)
         if decision.action in (OOM_BACKSTOP, OOM_RECORD):
-            result = CellResult(
+            self._write([self._skip_row(cell, decision.action)], HEADER)
+            return CellResult(
                 cell, decision.action, decision.reason, record_line=decision.record_line
             )
-            self._write([self._skip_row(cell, decision.action)], HEADER)
-            return result
         if decision.fake:
             result = CellResult(cell, TRUE_OOM, decision.reason)
-            self._write([self._skip_row(cell, TRUE_OOM, FAKE_OOM_PROMPT)], HEADER)
+            rows, header = [self._skip_row(cell, TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
         else:
-            result = self._launch(cell, cell_csv)
+            result, rows, header = self._launch(cell, cell_csv)
         if result.token == TRUE_OOM:
+            # The record before the row: it is what keeps later sweeps from launching this
+            # cell, so a failed CSV write or a signal between the two must not lose it.
             self.planner.note_oom(cell.model, cell.length)
             result.recorded = self._append_record(cell, result.peak_rss_bytes)
+        self._write(rows, header)
         return result
 
-    def _launch(self, cell: Cell, cell_csv: Path) -> CellResult:
+    def _launch(self, cell: Cell, cell_csv: Path) -> tuple[CellResult, list[str], str]:
+        """Run the cell; its result, and the rows (with their header) to write for it."""
         if self._launched_any and self.config.cooldown > 0:
             time.sleep(self.config.cooldown)
         self._launched_any = True
@@ -367,11 +373,11 @@ class Sweep:
         cell_csv.unlink(missing_ok=True)
         if written.rows:
             verdict = verdict_from_row(written.rows[0])
-            self._write(written.rows, written.header or HEADER)
+            rows, header = list(written.rows), written.header or HEADER
         else:
             verdict = _verdict_without_row(run)
-            self._write([self._skip_row(cell, verdict.token)], HEADER)
-        return CellResult(
+            rows, header = [self._skip_row(cell, verdict.token)], HEADER
+        result = CellResult(
             cell,
             verdict.token,
             verdict.reason,
@@ -379,6 +385,7 @@ class Sweep:
             seconds=run.seconds,
             peak_rss_bytes=run.peak_rss_bytes,
         )
+        return result, rows, header
 
     def _skip_row(self, cell: Cell, token: str, prompt: str = "") -> str:
         c = self.config
@@ -413,6 +420,18 @@ class Sweep:
             repo = gitutil.open_repo(self.config.repo_root)
             self._commit = gitutil.head_sha(repo) or UNKNOWN_COMMIT
         return self._commit
+
+
+def _check_writable(output: Path) -> None:
+    """Fail before the first launch, not after a cell has run, when the CSV cannot be written."""
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OomrecError(
+            f"{output}: cannot create its folder ({exc.strerror}); pass --output PATH"
+        ) from None
+    if output.is_dir() or not os.access(output.parent, os.W_OK):
+        raise OomrecError(f"{output}: cannot write the sweep's CSV there; pass --output PATH")
 
 
 def _verdict_without_row(run: CellRun) -> Verdict:
@@ -655,7 +674,12 @@ def _path_setting(value: object, where: str) -> str:
 
 
 def _positive(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise OomrecError(f"{where} must be a number of seconds > 0, not {value!r}")
     return float(value)
 

@@ -26,7 +26,8 @@ TODAY = date.today().isoformat()
 
 # A runner that behaves per cell as told in behaviour.json ("model:length" or "model" -> action)
 # and logs every launch: `ok`, `row:TOKEN` (the runner's own skip row), `exit:N:TEXT`, `kill`,
-# `alloc:MIB:TEXT` (touch MIB MiB, print TEXT, exit 1)
+# `alloc:MIB:TEXT` (touch MIB MiB, print TEXT, exit 1), `block:PATH:TEXT` (mkdir PATH, print
+# TEXT, exit 1)
 # (SIGKILL itself), `sleep` (write its pid, then sleep), `argv` (write its argv as JSON).
 RUNNER = r"""#!/usr/bin/env python3
 import json, os, signal, sys, time
@@ -53,6 +54,11 @@ elif action.startswith("exit:"):
     sys.exit(int(code))
 elif action == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
+elif action.startswith("block:"):
+    # Put a directory where the sweep will write its CSV, then fail as an OOM.
+    os.makedirs(action.split(":", 2)[1])
+    print(action.split(":", 2)[2], file=sys.stderr, flush=True)
+    sys.exit(1)
 elif action.startswith("alloc:"):
     _, mib, text = action.split(":", 2)
     held = bytearray(int(mib) << 20)
@@ -544,6 +550,8 @@ def test_json_summary_on_stdout_and_the_log_on_stderr(
         (["--runner", "no-such-program-x"], "--runner: 'no-such-program-x' is not an executable"),
         (["--fake-oom", "a"], "--fake-oom: 'a' is not model:length"),
         (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
+        (["--timeout", "nan"], "--timeout must be a number of seconds > 0"),
+        (["--timeout", "inf"], "--timeout must be a number of seconds > 0"),
         (["--demo", "--runner", "./run.py"], "--demo runs the built-in demo runner"),
     ],
 )
@@ -561,6 +569,30 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert len(result.stderr.splitlines()) == 1
     assert message in result.stderr
     assert result.stdout == ""
+
+
+def test_an_unwritable_output_fails_before_any_launch(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    result = sweep(cli, runner, "--models", "a", "--lengths", "512", "--output", "/proc/no/x.csv")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "oomrec: error: /proc/no/x.csv: cannot create its folder (No such file or directory); "
+        "pass --output PATH\n"
+    )
+    assert runner.launched() == []
+
+
+def test_an_oom_reaches_the_record_even_when_its_row_cannot_be_written(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    runner.behave({"a:512": "block:benchmarks/out.csv:CUDA out of memory. Tried to allocate 1 GiB"})
+    result = sweep(cli, runner, "--models", "a", "--lengths", "512")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("oomrec: error: ")
+    assert (record_text(repo) or "").startswith(f"a,512,{TODAY},{repo.head()},")
 
 
 def test_no_runner_and_no_models_say_what_to_do(cli: Cli, repo: Repo) -> None:
