@@ -58,7 +58,6 @@ BY_NAME = {m.name: m for m in MODELS}
 class DemoLayout:
     """Where a demo sweep reads and writes: everything under one visible directory."""
 
-    root: Path
     models_dir: Path
     output: Path
     record: Path
@@ -67,7 +66,6 @@ class DemoLayout:
 def layout(root: Path, hardware: str, day: str) -> DemoLayout:
     bench = root / "benchmarks"
     return DemoLayout(
-        root=root,
         models_dir=root / "models",
         output=bench / f"cpu_{hardware}_longprompt_{day}.csv",
         record=bench / ".oom-record",

@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from oomrec import __version__
-from oomrec.errors import EXIT_INTERRUPTED, EXIT_USAGE, OomrecError
+from oomrec.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, OomrecError
 
 
 class OneLineErrors(TyperGroup):
@@ -37,7 +37,7 @@ class OneLineErrors(TyperGroup):
                 standalone_mode=False,
                 **extra,
             )
-            code = rv if isinstance(rv, int) else 0
+            code = rv if isinstance(rv, int) else EXIT_OK
         except typer.TyperException as exc:
             # Typer's usage errors (unknown option, bad value) carry the command's context.
             ctx = getattr(exc, "ctx", None)
