@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.gitrepo import IDENTITY, Repo
+from tests.gitrepo import IDENTITY, History, Repo, build_history
 
 SHARED_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mlxcel-benchmarks"
 
@@ -59,3 +59,17 @@ def cli() -> Iterator[Callable[..., CliResult]]:
         return CliResult(result.exit_code, result.stdout, result.stderr)
 
     yield run
+
+
+@pytest.fixture
+def history(repo: Repo) -> History:
+    """main: base - pre - fix - post; `side` never merges the fix; `feat` merges it."""
+    return build_history(repo)
+
+
+@pytest.fixture
+def record(repo: Repo) -> Path:
+    """Where the record lives in `repo` by default (its folder exists, the file does not)."""
+    path = repo.path / "benchmarks" / ".oom-record"
+    path.parent.mkdir()
+    return path

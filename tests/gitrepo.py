@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 IDENTITY = {
@@ -55,3 +56,38 @@ class Repo:
 
     def git(self, *args: str, input: str | None = None) -> str:
         return git(self.path, *args, input=input)
+
+
+FIX_MESSAGE = "Chunk the prefill\n\nOOM-Fix: gemma-4-*\n"
+
+
+@dataclass(frozen=True)
+class History:
+    """base - pre - fix - post on main; `side` branches off pre and never merges the fix;
+    `feat` branches off pre and `merged` merges the fix into it."""
+
+    repo: Repo
+    base: str
+    pre: str
+    fix: str
+    post: str
+    side: str
+    feat: str
+    merged: str
+
+
+def build_history(repo: Repo) -> History:
+    base = repo.head()
+    pre = repo.commit("pre: before the fix")
+    repo.git("checkout", "-q", "-b", "side", pre)
+    side = repo.commit("side: never merges the fix")
+    repo.git("checkout", "-q", "-b", "feat", pre)
+    feat = repo.commit("feat: merges the fix later")
+    repo.git("checkout", "-q", "main")
+    fix = repo.commit(FIX_MESSAGE)
+    post = repo.commit("post: after the fix")
+    repo.git("checkout", "-q", "feat")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge the fix into feat", fix)
+    merged = repo.head()
+    repo.git("checkout", "-q", "main")
+    return History(repo, base, pre, fix, post, side, feat, merged)

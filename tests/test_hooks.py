@@ -16,7 +16,7 @@ import pytest
 from oomrec.hooks import EVENTS, MARKER, shim
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.test_prune import line, write
+from tests.helpers import line, write
 
 Cli = Callable[..., CliResult]
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,31 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.gitrepo import Repo
-from tests.test_stale import History, build_history
+from tests.gitrepo import History
+from tests.helpers import line, write
 
 Cli = Callable[..., CliResult]
-
-
-def line(model: str, length: int, commit: str, hardware: str = "gb10") -> str:
-    return f"{model},{length},2026-07-03,{commit},,benchmarks/cuda_gb10.csv,{hardware}"
-
-
-@pytest.fixture
-def history(repo: Repo) -> History:
-    return build_history(repo)
-
-
-@pytest.fixture
-def record(repo: Repo) -> Path:
-    path = repo.path / "benchmarks" / ".oom-record"
-    path.parent.mkdir()
-    return path
-
-
-def write(path: Path, lines: list[str]) -> bytes:
-    path.write_text("".join(f"{text}\n" for text in lines), encoding="utf-8")
-    return path.read_bytes()
 
 
 def test_prunes_what_lacks_the_fix_and_keeps_what_has_it(

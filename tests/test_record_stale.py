@@ -9,23 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.gitrepo import Repo
-from tests.test_prune import line, write
-from tests.test_stale import History, build_history
+from tests.gitrepo import History, Repo
+from tests.helpers import line, write
 
 Cli = Callable[..., CliResult]
-
-
-@pytest.fixture
-def history(repo: Repo) -> History:
-    return build_history(repo)
-
-
-@pytest.fixture
-def record(repo: Repo) -> Path:
-    path = repo.path / "benchmarks" / ".oom-record"
-    path.parent.mkdir()
-    return path
 
 
 def flat(text: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import resource
 import signal
 import subprocess
@@ -14,31 +13,9 @@ import pytest
 
 from oomrec.errors import OomrecError
 from oomrec.runner import OUTPUT_TAIL_BYTES, RunnerTemplate, run_cell
+from tests.helpers import gone
 
 PY = sys.executable
-
-
-def alive(pid: int) -> bool:
-    """True while `pid` runs; a zombie waiting for a (possibly non-reaping) init is gone."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state not in ("Z", "X")
-
-
-def gone(pid: int) -> bool:
-    """True once `pid` has died; SIGKILL is delivered at once but a process takes a moment to go."""
-    deadline = time.monotonic() + 10
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def wait_for_file(path: Path, seconds: float = 10.0) -> str:

@@ -4,7 +4,6 @@ merges, and every way git cannot say (unknown, rebased away, ambiguous, shallow,
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 
 import git as gitpython
@@ -14,46 +13,7 @@ from oomrec import gitutil
 from oomrec.fixes import FixCommit
 from oomrec.records import OomRecord
 from oomrec.stale import Judge, Verdict, judge_fixes, record_statuses
-from tests.gitrepo import Repo, git
-
-FIX_MESSAGE = "Chunk the prefill\n\nOOM-Fix: gemma-4-*\n"
-
-
-@dataclass(frozen=True)
-class History:
-    """base - pre - fix - post on main; `side` branches off pre and never merges the fix;
-    `feat` branches off pre and `merged` merges the fix into it."""
-
-    repo: Repo
-    base: str
-    pre: str
-    fix: str
-    post: str
-    side: str
-    feat: str
-    merged: str
-
-
-def build_history(repo: Repo) -> History:
-    base = repo.head()
-    pre = repo.commit("pre: before the fix")
-    repo.git("checkout", "-q", "-b", "side", pre)
-    side = repo.commit("side: never merges the fix")
-    repo.git("checkout", "-q", "-b", "feat", pre)
-    feat = repo.commit("feat: merges the fix later")
-    repo.git("checkout", "-q", "main")
-    fix = repo.commit(FIX_MESSAGE)
-    post = repo.commit("post: after the fix")
-    repo.git("checkout", "-q", "feat")
-    repo.git("merge", "-q", "--no-ff", "-m", "merge the fix into feat", fix)
-    merged = repo.head()
-    repo.git("checkout", "-q", "main")
-    return History(repo, base, pre, fix, post, side, feat, merged)
-
-
-@pytest.fixture
-def history(repo: Repo) -> History:
-    return build_history(repo)
+from tests.gitrepo import FIX_MESSAGE, History, Repo, git
 
 
 def verdicts(path: Path, fix: str, commits: list[str]) -> dict[str, Verdict]:

@@ -19,7 +19,7 @@ import pytest
 from oomrec.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.test_runner import gone
+from tests.helpers import gone
 
 Cli = Callable[..., CliResult]
 TODAY = date.today().isoformat()

@@ -1,0 +1,39 @@
+"""Small helpers several test modules share: record lines, process liveness."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def line(model: str, length: int, commit: str, hardware: str = "gb10") -> str:
+    return f"{model},{length},2026-07-03,{commit},,benchmarks/cuda_gb10.csv,{hardware}"
+
+
+def write(path: Path, lines: list[str]) -> bytes:
+    path.write_text("".join(f"{text}\n" for text in lines), encoding="utf-8")
+    return path.read_bytes()
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie waiting for a (possibly non-reaping) init is gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state not in ("Z", "X")
+
+
+def gone(pid: int) -> bool:
+    """True once `pid` has died; SIGKILL is delivered at once but a process takes a moment to go."""
+    deadline = time.monotonic() + 10
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
