@@ -11,9 +11,7 @@ every true OOM is appended to the record at once.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import shlex
 import signal
 import tempfile
 import threading
@@ -24,19 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from oomrec import demo
 from oomrec.classify import Verdict, read_cell_csv, verdict_from_exit, verdict_from_row
-from oomrec.config import Settings, display_path
 from oomrec.errors import OomrecError
 from oomrec.records import (
     UNKNOWN_COMMIT,
     OomRecord,
-    RecordFile,
     RecordLine,
-    check_model_name,
     format_line,
 )
-from oomrec.runner import CellRun, RunnerTemplate, run_cell
+from oomrec.runner import CellRun, run_cell
 from oomrec.schema import (
     FAIL_BENCH,
     FAKE_OOM_PROMPT,
@@ -46,19 +40,8 @@ from oomrec.schema import (
     TRUE_OOM,
     skip_row,
 )
+from oomrec.sweep_config import FAKE_OOM_ENV, SweepConfig
 
-DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
-DEFAULT_TIMEOUT_S = 1800.0
-DEFAULT_MAX_TOKENS = 32
-DEFAULT_WARMUP_TOKENS = 4
-# The harness's own cell runner and how bench_longprompt.sh calls it.
-DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
-DEFAULT_RUNNER_ARGS = (
-    "{model_path} --prompt-tokens {length} --max-tokens {max_tokens} "
-    "--warmup-tokens {warmup_tokens} --output {cell_csv}"
-)
-IGNORE_RECORD_ENVS = ("MLXCEL_BENCH_IGNORE_OOM_RECORD", "OOMREC_IGNORE_RECORD")
-FAKE_OOM_ENV = "MLXCEL_BENCH_FAKE_OOM"
 RUN = "run"
 
 
@@ -82,30 +65,6 @@ class Decision:
     @property
     def fake(self) -> bool:
         return self.action == TRUE_OOM
-
-
-@dataclass(frozen=True)
-class SweepConfig:
-    models: tuple[str, ...]
-    lengths: tuple[int, ...]
-    models_dir: Path
-    # How the models dir is written into `model_path` (as the user gave it, e.g. `./models`).
-    models_dir_shown: str
-    runner: RunnerTemplate
-    output: Path
-    record: RecordFile
-    hardware: str
-    date: str
-    timeout: float | None = DEFAULT_TIMEOUT_S
-    cooldown: float = 0.0
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
-    ignore_record: bool = False
-    fake_oom: frozenset[tuple[str, int]] = frozenset()
-    # Models that count as present without a directory yet (the demo creates them before running).
-    provided_models: frozenset[str] = frozenset()
-    # Where records name the aggregate CSV from, and where HEAD is read.
-    repo_root: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -476,215 +435,3 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
-    """Model names from a space-separated string or a list; OomrecError when none or bad."""
-    if isinstance(value, str):
-        names = value.split()
-    elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-        names = list(value)
-    else:
-        raise OomrecError(f"{where}: models must be a space-separated string or a list of names")
-    if not names:
-        raise OomrecError(f"{where}: no models; give at least one model directory name")
-    for name in names:
-        try:
-            check_model_name(name)
-        except OomrecError as exc:
-            raise OomrecError(f"{where}: {exc}") from None
-    return tuple(names)
-
-
-def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
-    """Prompt lengths from a space-separated string or a list; each a positive integer."""
-    if isinstance(value, str):
-        items: list[Any] = value.split()
-    elif isinstance(value, list | tuple):
-        items = list(value)
-    else:
-        raise OomrecError(f"{where}: lengths must be a space-separated string or a list")
-    if not items:
-        raise OomrecError(f"{where}: no lengths; give at least one prompt length")
-    lengths = []
-    for item in items:
-        text = str(item).strip()
-        if isinstance(item, bool) or not (text.isascii() and text.isdigit()) or int(text) < 1:
-            raise OomrecError(
-                f"{where}: length {item!r} is not a positive integer; give token counts"
-            )
-        lengths.append(int(text))
-    return tuple(lengths)
-
-
-def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
-    """`model:len[,model:len...]` as pairs; empty entries are skipped, as the harness does."""
-    pairs = set()
-    for entry in value.split(","):
-        entry = entry.strip()
-        if not entry:
-            continue
-        model, sep, length = entry.rpartition(":")
-        if not sep or not model or not (length.isascii() and length.isdigit()):
-            raise OomrecError(
-                f"{where}: {entry!r} is not model:length; write e.g. gemma-4-31b-it-4bit:32768"
-            )
-        pairs.add((model, int(length)))
-    return frozenset(pairs)
-
-
-def ignore_record_from_env() -> str | None:
-    """The environment variable that disables the record pre-skip, if one is set to 1."""
-    return next((name for name in IGNORE_RECORD_ENVS if os.environ.get(name) == "1"), None)
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the user asked for on the command line; None means "not given"."""
-
-    models: str | None = None
-    lengths: str | None = None
-    runner: str | None = None
-    # As typed, so rows carry `./models/x` exactly as the harness writes it.
-    models_dir: str | None = None
-    output: Path | None = None
-    timeout: float | None = None
-    cooldown: float = 0.0
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
-    fake_oom: str | None = None
-    ignore_record: bool = False
-    # Where `--demo` reads and writes; None without --demo.
-    demo: demo.DemoLayout | None = None
-
-
-def configure(
-    opts: Options, settings: Settings, record: RecordFile, *, hardware: str, day: str
-) -> SweepConfig:
-    """The sweep's configuration: flags first, then `[tool.oomrec]`, then defaults.
-
-    `--demo` ignores `[tool.oomrec]` and defaults everything to the demo under ./oomrec-demo/.
-    """
-    where = f"{settings.source} [tool.oomrec]"
-    demo_dirs = opts.demo
-    tool: dict[str, Any] = {} if demo_dirs else settings.tool
-
-    if demo_dirs is not None:
-        if opts.runner is not None:
-            raise OomrecError("--demo runs the built-in demo runner; drop --runner or --demo")
-        runner = RunnerTemplate.parse(demo.runner_template(hardware), "the demo runner")
-    elif opts.runner is not None:
-        runner = RunnerTemplate.parse(opts.runner, "--runner")
-        runner.check_executable("--runner")
-    elif "runner" in tool:
-        runner = _configured_runner(tool["runner"], f"{where} runner", settings.base)
-    elif (settings.base / DEFAULT_RUNNER_SCRIPT).is_file():
-        text = f"{shlex.quote(str(DEFAULT_RUNNER_SCRIPT))} {DEFAULT_RUNNER_ARGS}"
-        runner = _configured_runner(text, str(DEFAULT_RUNNER_SCRIPT), settings.base)
-    else:
-        raise OomrecError(
-            f"no runner: pass --runner TEMPLATE, set runner in [tool.oomrec], or add "
-            f"{DEFAULT_RUNNER_SCRIPT}; or try the demo: oomrec sweep --demo"
-        )
-
-    if opts.models is not None:
-        models = parse_models(opts.models, "--models")
-    elif demo_dirs is not None:
-        models = tuple(m.name for m in demo.MODELS)
-    elif "models" in tool:
-        models = parse_models(tool["models"], f"{where} models")
-    else:
-        raise OomrecError('no models: pass --models "A B C" or set models in [tool.oomrec]')
-
-    if opts.lengths is not None:
-        lengths = parse_lengths(opts.lengths, "--lengths")
-    elif "lengths" in tool:
-        lengths = parse_lengths(tool["lengths"], f"{where} lengths")
-    else:
-        lengths = DEFAULT_LENGTHS
-
-    if opts.models_dir is not None:
-        models_dir, models_dir_shown = Path(opts.models_dir), opts.models_dir
-    else:
-        if demo_dirs is not None:
-            models_dir = demo_dirs.models_dir
-        elif "models_dir" in tool:
-            models_dir = settings.base / _path_setting(tool["models_dir"], f"{where} models_dir")
-        else:
-            models_dir = settings.base / "models"
-        models_dir_shown = _as_typed(models_dir)
-
-    if opts.output is not None:
-        output = opts.output
-    elif demo_dirs is not None:
-        output = demo_dirs.output
-    elif "output" in tool:
-        output = settings.base / _path_setting(tool["output"], f"{where} output")
-    else:
-        from oomrec.hardware import detect_backend
-
-        name = f"{detect_backend()}_{hardware}_longprompt_{day}.csv"
-        output = settings.base / "benchmarks" / name
-
-    if opts.timeout is not None:
-        timeout = _positive(opts.timeout, "--timeout")
-    elif "timeout" in tool:
-        timeout = _positive(tool["timeout"], f"{where} timeout")
-    else:
-        timeout = DEFAULT_TIMEOUT_S
-
-    if opts.fake_oom is not None:
-        fake = parse_fake_oom(opts.fake_oom, "--fake-oom")
-    else:
-        fake = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV)
-
-    return SweepConfig(
-        models=models,
-        lengths=lengths,
-        models_dir=models_dir,
-        models_dir_shown=models_dir_shown,
-        runner=runner,
-        output=output,
-        record=record,
-        hardware=hardware,
-        date=day,
-        timeout=timeout,
-        cooldown=opts.cooldown,
-        max_tokens=opts.max_tokens,
-        warmup_tokens=opts.warmup_tokens,
-        ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
-        fake_oom=fake,
-        provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
-        repo_root=settings.repo_root,
-    )
-
-
-def _configured_runner(value: object, where: str, base: Path) -> RunnerTemplate:
-    if not isinstance(value, str):
-        raise OomrecError(f"{where} must be a string (a command line with placeholders)")
-    runner = RunnerTemplate.parse(value, where).anchored(base)
-    runner.check_executable(where)
-    return runner
-
-
-def _path_setting(value: object, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise OomrecError(f"{where} must be a non-empty path string")
-    return value
-
-
-def _positive(value: object, where: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise OomrecError(f"{where} must be a number of seconds > 0, not {value!r}")
-    return float(value)
-
-
-def _as_typed(path: Path) -> str:
-    """A directory as a user would type it: `./models` below the cwd, else the path itself."""
-    shown = display_path(path)
-    return shown if Path(shown).is_absolute() else f"./{shown}"

@@ -31,22 +31,24 @@ from oomrec.hardware import detect
 from oomrec.records import RecordFile
 from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_WARMUP_TOKENS,
     RUN,
     Cell,
     CellResult,
     Decision,
-    Options,
     Plan,
     Planner,
     Sweep,
-    SweepConfig,
     SweepResult,
-    configure,
-    ignore_record_from_env,
     plan_cells,
     preview,
+)
+from oomrec.sweep_config import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_WARMUP_TOKENS,
+    Options,
+    SweepConfig,
+    configure,
+    ignore_record_from_env,
 )
 
 MIB = 1024 * 1024
