@@ -3,8 +3,8 @@
 Each data row whose last field is exactly `SKIP:oom` becomes an OomRecord: model, length, date,
 commit, peak and hardware from the row's own columns where the file has them, else from the file
 (its name's host token, the commit that first added it, its modification date). The scan that
-finds those rows is csvscan's; this module maps them to records, asks git once for the adding
-commits, filters by hardware and leaves out what the record already holds.
+finds those rows is csvscan's, their parsing rowparse's; this module maps them to records, asks
+git once for the adding commits, filters by hardware and leaves out what the record holds.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oomrec import csvscan
+from oomrec import csvscan, rowparse
 from oomrec.config import Settings
 from oomrec.errors import OomrecError
 from oomrec.hardware import normalize
@@ -88,6 +88,7 @@ class ImportReport:
     shortest_prompt: list[OomRecord] = field(default_factory=list)
     bad_rows: list[BadRow] = field(default_factory=list)
     no_adding_commit: list[str] = field(default_factory=list)
+    parsed_with: str = rowparse.CSV
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -106,6 +107,7 @@ class ImportReport:
                 {"source": b.source, "line": b.lineno, "problem": b.problem} for b in self.bad_rows
             ],
             "no_adding_commit": self.no_adding_commit,
+            "parsed_with": self.parsed_with,
         }
 
 
@@ -202,20 +204,27 @@ def import_csvs(
     existing: Iterable[OomRecord],
     hardware: str | None,
     commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS,
+    polars_min_rows: int | None = None,
 ) -> ImportReport:
     """Find the `SKIP:oom` rows under `paths` and the records they make that are not yet known.
 
     `root` is what sources are relative to; `in_git` says whether it is a git work tree (for
     adding commits). `hardware` keeps rows of that tag and untagged rows; None keeps all.
-    Nothing is written: the caller appends `report.new`.
+    `polars_min_rows`: from how many candidate rows polars parses them (default:
+    `rowparse.polars_min_rows()`). Nothing is written: the caller appends `report.new`.
     """
     files, refused = find_csv_files(paths)
-    scanned = refused + csvscan.scan_files(files)
-    report = ImportReport(hardware=hardware)
-    root_str = str(root.resolve())
+    scanned = csvscan.scan_files(files)
     commit_names = tuple(commit_columns)
+    report = ImportReport(hardware=hardware)
+    report.parsed_with = rowparse.parse_candidates(
+        scanned,
+        columns_read(commit_names),
+        rowparse.polars_min_rows() if polars_min_rows is None else polars_min_rows,
+    )
+    root_str = str(root.resolve())
     drafts: list[_Draft] = []
-    for result in scanned:
+    for result in refused + scanned:
         if result.skipped is not None:
             source = _source(result.path, root_str)
             shown = f"{source} ({result.detail})" if result.detail else source
@@ -242,9 +251,18 @@ def import_csvs(
     return report
 
 
+def columns_read(commit_columns: Sequence[str]) -> rowparse.Wanted:
+    """Which columns of a header the import reads, for the row parser."""
+    names = tuple(commit_columns)
+    return lambda header: _columns(header, names).needed
+
+
 @dataclass(frozen=True, slots=True)
 class _Columns:
-    width: int
+    """Which columns of a header the import reads (`needed`, for the row parser), and where each
+    role's cells are among them."""
+
+    needed: tuple[int, ...]
     model: int
     lengths: tuple[int, ...]
     date: tuple[int, ...]
@@ -260,19 +278,30 @@ def _columns(header: tuple[str, ...], commit_columns: tuple[str, ...]) -> _Colum
     index: dict[str, int] = {}
     for i, name in enumerate(header):
         index.setdefault(name, i)
+    roles = {
+        "model": (csvscan.MODEL_COLUMN,),
+        "lengths": LENGTH_COLUMNS,
+        "date": ("date",),
+        "hardware": ("hardware",),
+        "commits": commit_columns,
+        "peak_bytes": (PEAK_BYTES_COLUMN,),
+        "peak_gib": (PEAK_GIB_COLUMN,),
+    }
+    needed = tuple(sorted({index[n] for names in roles.values() for n in names if n in index}))
+    at = {column: cell for cell, column in enumerate(needed)}
 
-    def at(*names: str) -> tuple[int, ...]:
-        return tuple(index[name] for name in names if name in index)
+    def cells(role: str) -> tuple[int, ...]:
+        return tuple(at[index[name]] for name in roles[role] if name in index)
 
     return _Columns(
-        width=len(header),
-        model=index[csvscan.MODEL_COLUMN],
-        lengths=at(*LENGTH_COLUMNS),
-        date=at("date"),
-        hardware=at("hardware"),
-        commits=at(*commit_columns),
-        peak_bytes=at(PEAK_BYTES_COLUMN),
-        peak_gib=at(PEAK_GIB_COLUMN),
+        needed=needed,
+        model=cells("model")[0],
+        lengths=cells("lengths"),
+        date=cells("date"),
+        hardware=cells("hardware"),
+        commits=cells("commits"),
+        peak_bytes=cells("peak_bytes"),
+        peak_gib=cells("peak_gib"),
     )
 
 
@@ -294,44 +323,33 @@ def _draft(
     row: csvscan.OomRow, columns: _Columns, host: str | None, source: str, path: str
 ) -> _Draft | str:
     """The row as a draft record, or why it cannot be one."""
-    fields = row.fields
-    extra = len(fields) - columns.width
-    # The token follows the named columns, sometimes after one stray empty field.
-    if not (extra == 1 or (extra == 2 and not fields[-2].strip())):
-        return (
-            f"{len(fields)} fields where the header names {columns.width} and a token "
-            "follows them; its columns cannot be matched"
-        )
-
-    # Every named column is within the row now, so indexing cannot fail.
-    model = fields[columns.model].strip()
+    cells = row.cells
+    model = cells[columns.model].strip()
     problem = _model_problem(model)
     if problem:
         return problem
-    length_text = _first_value(fields, columns.lengths)
+    length_text = _first_value(cells, columns.lengths)
     if length_text and not (length_text.isascii() and length_text.isdigit()):
         return f"length {length_text!r} is not a number"
     peak = None
     if columns.peak_bytes or columns.peak_gib:
-        peak = _peak(
-            _first_value(fields, columns.peak_bytes), _first_value(fields, columns.peak_gib)
-        )
+        peak = _peak(_first_value(cells, columns.peak_bytes), _first_value(cells, columns.peak_gib))
     return _Draft(
         model=model,
         length=int(length_text) if length_text else 0,
-        date=_date(_first_value(fields, columns.date)),
-        commit=_first_value(fields, columns.commits) or None,
+        date=_date(_first_value(cells, columns.date)),
+        commit=_first_value(cells, columns.commits) or None,
         peak_bytes=peak,
-        hardware=_hardware(_first_value(fields, columns.hardware)) or host,
+        hardware=_hardware(_first_value(cells, columns.hardware)) or host,
         source=source,
         path=path,
     )
 
 
-def _first_value(fields: list[str], at: tuple[int, ...]) -> str:
-    """The first non-empty of the fields at these positions, stripped; "" if none."""
+def _first_value(cells: tuple[str, ...], at: tuple[int, ...]) -> str:
+    """The first non-empty of the cells at these positions, stripped; "" if none."""
     for i in at:
-        value = fields[i].strip()
+        value = cells[i].strip()
         if value:
             return value
     return ""

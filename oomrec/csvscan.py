@@ -1,23 +1,23 @@
-"""The fast scan of benchmark CSV files: each file's header, its data-row count and the few rows
-whose last field is `SKIP:oom`, found in the raw bytes before anything is parsed.
+"""The fast scan of benchmark CSV files: each file's header, its data-row count and the few lines
+that may be rows whose last field is `SKIP:oom`, found in the raw bytes before anything is parsed.
 
 Nearly every row of a benchmark CSV is not OOM evidence, so parsing every row (what a csv-module
 or a polars scan does) spends its time on rows it throws away. Here the bytes are searched for
 `SKIP:oom` (a C-speed substring search); a hit is a candidate only when nothing but blanks or a
 quote follows it up to the line end, which already rules out `SKIP:oom_estimate` and friends.
-Only the header and the candidate lines are decoded and CSV-parsed, and `schema.trailing_token`
-then decides exactly as it would on a fully parsed row.
+Only the header is parsed here; `rowparse` parses the candidate lines and decides, exactly as on a
+fully parsed row, which are OOM rows.
 
 A line is a row: the harness never writes a line break inside a quoted field.
 """
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from oomrec import schema
 
@@ -45,18 +45,19 @@ _FIRST_READ = 1 << 16
 
 @dataclass(frozen=True, slots=True)
 class BadRow:
-    """A line ending in `SKIP:oom` that could not be read as a row, and why."""
+    """A line ending in `SKIP:oom` that could not be read as a row of its header, and why."""
 
     lineno: int
     problem: str
 
 
-@dataclass(frozen=True, slots=True)
-class OomRow:
-    """A data row whose last field is exactly `SKIP:oom`: its line number and its fields."""
+class OomRow(NamedTuple):
+    """A data row whose last field is exactly `SKIP:oom` and whose other fields match the header:
+    its line number and the cells of the columns the import asked for, in that order. A named
+    tuple: an import can make hundreds of thousands, at half a frozen dataclass's cost each."""
 
     lineno: int
-    fields: list[str]
+    cells: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -68,6 +69,10 @@ class ScannedFile:
     detail: str = ""
     header: tuple[str, ...] = ()
     data_rows: int = 0
+    # The candidate lines (without the \n; a CR before it stays) and their line numbers.
+    candidate_linenos: list[int] = field(default_factory=list)
+    candidate_lines: list[bytes] = field(default_factory=list)
+    # Filled in by `rowparse` from the candidates.
     oom_rows: list[OomRow] = field(default_factory=list)
     bad_rows: list[BadRow] = field(default_factory=list)
 
@@ -78,7 +83,7 @@ def scan_files(paths: Iterable[str]) -> list[ScannedFile]:
 
 
 def scan_file(path: str) -> ScannedFile:
-    """The header, data-row count and `SKIP:oom` rows of one file, or why it cannot be read."""
+    """The header, data-row count and candidate lines of one file, or why it cannot be read."""
     result = ScannedFile(path)
     data = _read(path, result)
     if data is None:
@@ -156,7 +161,7 @@ def _parse_header(line: bytes) -> tuple[str, ...] | None:
 
 
 def _scan_body(data: bytes, body_at: int, result: ScannedFile) -> None:
-    """Count the data rows and collect the `SKIP:oom` rows."""
+    """Count the data rows and collect the candidate lines."""
     size = len(data)
     first_row = lineno = data.count(b"\n", 0, body_at) + 1
     counted_to = body_at
@@ -172,7 +177,8 @@ def _scan_body(data: bytes, body_at: int, result: ScannedFile) -> None:
         line_at = max(data.rfind(b"\n", body_at, hit) + 1, body_at)
         lineno += _newlines(data[counted_to:line_at])
         counted_to = line_at
-        _read_candidate(data[line_at:after], lineno, result)
+        result.candidate_linenos.append(lineno)
+        result.candidate_lines.append(data[line_at:after])
         hit = data.find(_OOM, after)
     # Rows run from the first line after the header to the last line that is not blank.
     end = size
@@ -187,24 +193,3 @@ def _newlines(chunk: bytes) -> int:
     # 3x faster than bytes.count, whose one-byte loop is not vectorised: replace() finds each
     # line break with memchr. Its transient copy is as large as the chunk.
     return len(chunk) - len(chunk.replace(b"\n", b""))
-
-
-def _read_candidate(raw: bytes, lineno: int, result: ScannedFile) -> None:
-    try:
-        text = raw.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError:
-        result.bad_rows.append(BadRow(lineno, "not UTF-8 text"))
-        return
-    try:
-        fields = next(csv.reader([text]))
-    except csv.Error as exc:
-        result.bad_rows.append(BadRow(lineno, f"bad CSV quoting ({exc})"))
-        return
-    if schema.is_true_oom(schema.trailing_token(fields)):
-        result.oom_rows.append(OomRow(lineno, fields))
-    elif text.rstrip(' \t"').rsplit(",", 1)[-1].strip() == schema.TRUE_OOM:
-        # The text ends in `,SKIP:oom`, but an open quote (the harness does not escape the
-        # prompt) swallowed it into another field.
-        result.bad_rows.append(
-            BadRow(lineno, "CSV quoting makes its last field other than SKIP:oom")
-        )

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec import csvscan, gitutil, schema
+from oomrec import csvscan, gitutil, rowparse, schema
 from oomrec.backfill import ImportReport, find_csv_files, import_csvs
 from oomrec.errors import OomrecError
 from oomrec.records import OomRecord
@@ -106,7 +106,22 @@ def run_import(
     )
 
 
-def test_only_rows_ending_in_exactly_skip_oom_count(tmp_path: Path) -> None:
+# Below any real number of candidate rows, and above it: the two parsers.
+PARSERS = {rowparse.POLARS: 0, rowparse.CSV: 10**9}
+
+
+def scan(path: Path, parser: str) -> csvscan.ScannedFile:
+    """One file scanned and its candidate rows parsed, keeping every column."""
+    scanned = csvscan.scan_file(str(path))
+    used = rowparse.parse_candidates(
+        [scanned], lambda header: tuple(range(len(header))), PARSERS[parser]
+    )
+    assert used == (parser if scanned.candidate_lines else rowparse.CSV)
+    return scanned
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_only_rows_ending_in_exactly_skip_oom_count(tmp_path: Path, parser: str) -> None:
     text = csv_text(
         H15,
         ok_row("a", 512),
@@ -126,13 +141,13 @@ def test_only_rows_ending_in_exactly_skip_oom_count(tmp_path: Path) -> None:
     )
     path = tmp_path / "cuda_gb10_2026-07-03.csv"
     path.write_text(text, encoding="utf-8")
-    scanned = csvscan.scan_file(str(path))
+    scanned = scan(path, parser)
     assert scanned.skipped is None
     assert scanned.data_rows == 13
-    assert [(r.lineno, r.fields[0], r.fields[-1]) for r in scanned.oom_rows] == [
-        (3, "a", "SKIP:oom"),
-        (11, "i", "SKIP:oom"),
-        (14, "l", "SKIP:oom "),
+    assert [(r.lineno, r.cells[0], r.cells[-1]) for r in scanned.oom_rows] == [
+        (3, "a", "32768"),
+        (11, "i", "8192"),
+        (14, "l", "2048"),
     ]
     assert scanned.bad_rows == []
 
@@ -158,10 +173,15 @@ _CELLS = st.sampled_from(
 _LINES = st.lists(st.lists(_CELLS, max_size=5).map(",".join), max_size=12)
 
 
-@settings(max_examples=300, deadline=None)
-@given(lines=_LINES, crlf=st.booleans(), final_newline=st.booleans())
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=_LINES,
+    crlf=st.booleans(),
+    final_newline=st.booleans(),
+    parser=st.sampled_from(sorted(PARSERS)),
+)
 def test_byte_scan_agrees_with_parsing_every_line(
-    lines: list[str], crlf: bool, final_newline: bool
+    lines: list[str], crlf: bool, final_newline: bool, parser: str
 ) -> None:
     """The prefilter never loses a row a full parse would take, nor takes one it would not."""
     eol = "\r\n" if crlf else "\n"
@@ -179,9 +199,11 @@ def test_byte_scan_agrees_with_parsing_every_line(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "x.csv"
         path.write_bytes(text.encode())
-        scanned = csvscan.scan_file(str(path))
+        scanned = scan(path, parser)
     assert scanned.skipped is None
-    assert [r.lineno for r in scanned.oom_rows] == expected
+    # A SKIP:oom row of the wrong width is still one, reported as not fitting its header.
+    misfits = [b.lineno for b in scanned.bad_rows if "fields where the header names" in b.problem]
+    assert sorted([r.lineno for r in scanned.oom_rows] + misfits) == expected
     assert scanned.data_rows == (non_blank[-1] - 1 if non_blank else 0)
 
 
@@ -570,3 +592,134 @@ def test_outside_git_commits_are_unknown(tmp_path: Path) -> None:
         ("unknown", "benchmarks/cuda_gb10_x.csv")
     ]
     assert report.no_adding_commit == ["benchmarks/cuda_gb10_x.csv"]
+
+
+# Cells as the harness writes them and as hand edits and other tools leave them: quoted prompts
+# with commas, empty fields, stray and doubled quotes, CR, BOM, bytes that are not UTF-8. (A NUL
+# makes the file binary.)
+_FIELD = st.one_of(
+    st.sampled_from(
+        [
+            b"",
+            b" ",
+            b"gemma-4-31b-it-4bit",
+            b"512",
+            b"32768",
+            b"2026-07-03",
+            b"2026-07-03T12:00",
+            GB10.encode(),
+            b"abc123de-dirty",
+            b"18.25",
+            b'"Hello, how are you today?"',
+            b'""',
+            b'"a,b,,c"',
+            b'x"y',
+            b'"unclosed, quote',
+            b'"a""b"',
+            b' "spaced"',
+            b'"tail" ',
+            b"caf\xe9",
+            "\ufeffbom".encode(),
+            b"a\rb",
+            b"bad/name",
+        ]
+    ),
+    st.text(alphabet='ab1,"\r \t\x1f\xa0\ufeffé', max_size=5).map(str.encode),
+)
+_TOKENS = st.sampled_from(
+    [b"SKIP:oom"] * 6 + [b"SKIP:oom ", b'"SKIP:oom"', b"SKIP:oom\r", b"SKIP:oom_estimate"]
+)
+_LAYOUTS = [H14, H15, H17, "model,prompt_target_len,date,hardware,commit", PEAK_LAYOUT]
+
+
+@st.composite
+def _harness_file(draw: st.DrawFn) -> bytes:
+    header = draw(st.sampled_from(_LAYOUTS))
+    width = len(header.split(","))
+    lines = [header.encode()]
+    for _ in range(draw(st.integers(1, 8))):
+        # Mostly the width the header names, sometimes one or two off, before the token.
+        n = width + draw(st.sampled_from([0, 0, 0, 1, -1, 2]))
+        cells = draw(st.lists(_FIELD, min_size=max(n, 0), max_size=max(n, 0)))
+        gap = [b""] if draw(st.booleans()) else []
+        lines.append(b",".join([*cells, *gap, draw(_TOKENS)]))
+    eol = b"\r\n" if draw(st.booleans()) else b"\n"
+    bom = b"\xef\xbb\xbf" if draw(st.booleans()) else b""
+    return bom + eol.join(lines) + eol
+
+
+@settings(max_examples=150, deadline=None)
+@given(files=st.lists(_harness_file(), min_size=1, max_size=3))
+def test_polars_and_the_csv_module_make_the_same_import(files: list[bytes]) -> None:
+    """Whichever parser reads the candidate rows, the records and bad rows are the same."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for i, data in enumerate(files):
+            (folder / f"cuda_gb10_{i}.csv").write_bytes(data)
+        reports = {
+            parser: import_csvs(
+                [folder],
+                root=folder,
+                in_git=False,
+                existing=[],
+                hardware=None,
+                polars_min_rows=min_rows,
+            ).to_dict()
+            for parser, min_rows in PARSERS.items()
+        }
+    assert reports[rowparse.CSV].pop("parsed_with") == rowparse.CSV
+    used = reports[rowparse.POLARS].pop("parsed_with")
+    assert used == rowparse.POLARS or reports[rowparse.CSV]["oom_rows"] == 0
+    assert reports[rowparse.POLARS] == reports[rowparse.CSV]
+
+
+def test_the_polars_path_reads_harness_rows_and_hands_odd_ones_to_the_csv_module(
+    tmp_path: Path,
+) -> None:
+    """A known corpus through the polars path: fields, widths, quoting and bytes it cannot take."""
+    (tmp_path / "cuda_gb10_a.csv").write_bytes(
+        b"\xef\xbb\xbf"
+        + csv_text(
+            H17,
+            row("plain", "SKIP:oom", layout=H17, length="512", commit="abc123de"),
+            row("gap", "SKIP:oom", layout=H17, length="1024", gap=True),
+            row("commas", "SKIP:oom", layout=H17, length="2048", prompt="a, b, c"),
+            # The harness does not escape inner quotes: only the csv module reads this one.
+            row("inner-quote", "SKIP:oom", layout=H17, length="4096", prompt='say "hi" now'),
+            row("one-short", "SKIP:oom", layout=H17, length="8192").replace(",32,", ","),
+        )
+        .replace("\n", "\r\n")
+        .encode()
+    )
+    (tmp_path / "cuda_gb10_b.csv").write_bytes(
+        csv_text(H15, row("caf\xe9", "SKIP:oom", length="1")).encode("latin-1")
+    )
+    report = import_csvs(
+        [tmp_path], root=tmp_path, in_git=False, existing=[], hardware=None, polars_min_rows=1
+    )
+    assert report.parsed_with == rowparse.POLARS
+    assert [(r.model, r.prompt_target_len, r.commit) for r in report.new] == [
+        ("plain", 512, "abc123de"),
+        ("gap", 1024, "unknown"),
+        ("commas", 2048, "unknown"),
+        ("inner-quote", 4096, "unknown"),
+    ]
+    assert [(b.source, b.lineno, b.problem) for b in report.bad_rows] == [
+        (
+            "cuda_gb10_a.csv",
+            6,
+            "17 fields where the header names 17 and a token follows them; its columns cannot "
+            "be matched",
+        ),
+        ("cuda_gb10_b.csv", 2, "not UTF-8 text"),
+    ]
+
+
+def test_polars_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(rowparse.POLARS_MIN_ROWS_ENV, raising=False)
+    assert rowparse.polars_min_rows() == rowparse.POLARS_MIN_ROWS
+    monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, " 25 ")
+    assert rowparse.polars_min_rows() == 25
+    monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, "many")
+    with pytest.raises(OomrecError, match=r"OOMREC_POLARS_MIN_ROWS='many' is not a whole number"):
+        rowparse.polars_min_rows()

@@ -109,6 +109,7 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
         "shortest_prompt": [],
         "bad_rows": [],
         "no_adding_commit": [],
+        "parsed_with": "csv",
         "dry_run": False,
         "record": "benchmarks/.oom-record",
     }
@@ -349,3 +350,34 @@ def test_a_repository_without_commits_gives_unknown_commits(
     assert result.exit_code == 0
     assert [r["commit"] for r in json.loads(result.stdout)["records"]] == ["unknown"]
     assert result.stderr.startswith(f"warning: {CSV}: git has no commit adding it;")
+
+
+def test_polars_path_forced_by_the_environment_gives_the_same_report(
+    cli: Cli, repo: Repo, bench: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reports = {}
+    for min_rows in ("0", "1000000"):
+        monkeypatch.setenv("OOMREC_POLARS_MIN_ROWS", min_rows)
+        result = cli("record", "import-csv", "--all-hardware", "--dry-run", "--json")
+        assert result.exit_code == 0, result.stderr
+        reports[min_rows] = json.loads(result.stdout)
+    assert reports["0"].pop("parsed_with") == "polars"
+    assert reports["1000000"].pop("parsed_with") == "csv"
+    assert reports["0"] == reports["1000000"]
+    assert [(r["model"], r["commit"]) for r in reports["0"]["records"]] == [
+        ("gemma-4-31b-it-4bit", bench),
+        ("qwen3-30b-a3b-4bit", bench),
+    ]
+
+
+def test_a_bad_polars_threshold_is_a_one_line_error(
+    cli: Cli, repo: Repo, bench: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OOMREC_POLARS_MIN_ROWS", "-1")
+    result = cli("record", "import-csv", "--all-hardware")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "oomrec: error: $OOMREC_POLARS_MIN_ROWS='-1' is not a whole number >= 0; give a number "
+        "of candidate rows (0: always polars) or unset it\n"
+    )
+    assert records(repo) == []

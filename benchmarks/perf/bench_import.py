@@ -11,11 +11,17 @@ warm-up run:
 - `oomrec record import-csv --all-hardware --dry-run --json`.
 
 Then the same on the corpus doubled (as many files again, committed), and the 150-file real
-corpus (../shared/data/mlxcel-benchmarks) copied into a temp git repository. Finally, in
-process, two choices inside the import: reading files with a thread pool or not, and parsing the
-candidate rows with the csv module or with polars.
+corpus (../shared/data/mlxcel-benchmarks) copied into a temp git repository. In process: reading
+files with a thread pool or not.
+
+Then where polars pays: a corpus with many SKIP:oom rows (default 2,000 files of 200 rows, half
+of them SKIP:oom: 200,000 candidate rows), where the import parses them with polars, timed
+from process start against the same import forced to the csv module ($OOMREC_POLARS_MIN_ROWS);
+and the break-even behind rowparse.POLARS_MIN_ROWS: polars' import cost from process start,
+divided by the time it saves per candidate row (both parsers timed in process on that corpus).
 
     python benchmarks/perf/bench_import.py [--files 10000] [--rows 100] [--runs 3] [--keep DIR]
+        [--oom-files 2000] [--oom-rows 200]
 
 The corpus is deleted afterwards unless --keep DIR names where to leave it.
 """
@@ -23,8 +29,6 @@ The corpus is deleted afterwards unless --keep DIR names where to leave it.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import multiprocessing
 import os
@@ -91,14 +95,21 @@ print(hits.height)
 """
 
 
-def generate(folder: Path, n_files: int, rows_per_file: int, seed: int, start: int = 0) -> int:
+def generate(
+    folder: Path,
+    n_files: int,
+    rows_per_file: int,
+    seed: int,
+    start: int = 0,
+    oom_share: float = 0.01,
+) -> int:
     """Write `n_files` harness CSVs into `folder`; returns how many SKIP:oom rows they hold."""
     rng = random.Random(seed)
     weights = [layout[0] for layout in LAYOUTS]
     total_rows = n_files * rows_per_file
-    # 1% true OOM rows, each in a random file: with one per 100 rows, most files get one.
+    # True OOM rows, each in a random file: at 1%, one per 100 rows, most files get one.
     oom_per_file = [0] * n_files
-    for _ in range(total_rows // 100):
+    for _ in range(round(total_rows * oom_share)):
         oom_per_file[rng.randrange(n_files)] += 1
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n_files):
@@ -168,18 +179,25 @@ def timed_run(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, f
     return elapsed, usage.ru_utime + usage.ru_stime, out
 
 
-def measure(cases: dict[str, list[str]], cwd: Path, runs: int) -> dict[str, Timings]:
-    """Each case as a fresh process, `runs` rounds after a warm-up round.
+def measure(
+    cases: dict[str, list[str]],
+    cwd: Path,
+    runs: int,
+    envs: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Timings]:
+    """Each case as a fresh process (with its `envs` entry added), `runs` rounds after a warm-up
+    round.
 
     The cases take turns within each round, so a load change on a shared machine hits all of
     them alike and per-round ratios stay meaningful; CPU time is reported beside wall time
     because it does not grow when other processes compete for the cores.
     """
     env = {**os.environ, "OOMREC_RECORD": str(cwd / "no-record")}
+    env.pop("OOMREC_POLARS_MIN_ROWS", None)
     results = {name: Timings() for name in cases}
     for i in range(runs + 1):
         for name, argv in cases.items():
-            elapsed, cpu, out = timed_run(argv, cwd, env)
+            elapsed, cpu, out = timed_run(argv, cwd, {**env, **(envs or {}).get(name, {})})
             results[name].stdout = out
             if i:
                 results[name].wall.append(elapsed)
@@ -274,38 +292,81 @@ def compare_choices(repo: Path, runs: int) -> None:
         f"2 forked processes {processes:.3f} s"
     )
 
-    # Candidate rows (header + lines ending in SKIP:oom), grouped by header, as the import
-    # has them after the byte-level prefilter.
-    by_header: dict[str, list[str]] = {}
-    for path in files:
-        text = Path(path).read_text(encoding="utf-8")
-        header, _, body = text.partition("\n")
-        hits = [line for line in body.splitlines() if line.endswith(",SKIP:oom")]
-        by_header.setdefault(header, []).extend(hits)
-    n = sum(len(v) for v in by_header.values())
 
-    def with_csv() -> object:
-        return [list(csv.reader(lines)) for lines in by_header.values()]
-
-    parse_csv = time_in_process(with_csv, runs)
-    start = time.perf_counter()
-    import polars as pl
-
-    polars_import = time.perf_counter() - start
-
-    def with_polars() -> object:
-        frames = []
-        for lines in by_header.values():
-            buf = io.BytesIO(("\n".join(lines) + "\n").encode())
-            frames.append(
-                pl.read_csv(buf, has_header=False, infer_schema=False, truncate_ragged_lines=True)
-            )
-        return frames
-
-    parse_polars = time_in_process(with_polars, runs)
+def many_ooms(tmp: Path, n_files: int, rows: int, runs: int) -> None:
+    """Where polars pays: many candidate rows, the import from process start with polars (chosen
+    by the threshold) and forced to the csv module; then the break-even from its parts."""
+    repo = tmp / "many-ooms"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    ooms = generate(repo / "benchmarks", n_files, rows, seed=4, oom_share=0.5)
+    commit_all(repo, "many OOM rows")
+    print(f"many-OOM corpus: {n_files} files, {n_files * rows} rows, {ooms} SKIP:oom rows")
+    results = measure(
+        {"polars": oomrec_argv(), "csv": oomrec_argv()},
+        repo,
+        runs,
+        envs={"csv": {"OOMREC_POLARS_MIN_ROWS": str(10**12)}},
+    )
+    fast, slow = results["polars"], results["csv"]
+    used = json.loads(fast.stdout)["parsed_with"], json.loads(slow.stdout)["parsed_with"]
+    same = json.loads(fast.stdout)["records"] == json.loads(slow.stdout)["records"]
     print(
-        f"choice: parse {n} candidate rows: csv module {parse_csv * 1000:.1f} ms; polars "
-        f"{parse_polars * 1000:.1f} ms + {polars_import * 1000:.0f} ms to import it"
+        f"many OOMs: import parsing with {used[0]}: wall {statistics.median(fast.wall):.2f} s, "
+        f"cpu {statistics.median(fast.cpu):.2f} s; with {used[1]}: wall "
+        f"{statistics.median(slow.wall):.2f} s, cpu {statistics.median(slow.cpu):.2f} s; "
+        f"ratio wall {ratio(fast.wall, slow.wall):.2f}, cpu {ratio(fast.cpu, slow.cpu):.2f}; "
+        f"same records: {same}"
+    )
+    break_even(repo, runs)
+
+
+def break_even(repo: Path, runs: int) -> None:
+    """POLARS_MIN_ROWS from its parts: polars' import cost from process start / the time it
+    saves per candidate row, the two parsers timed in turns, in process, on the same scan."""
+    imports = measure(
+        {"bare": [sys.executable, "-c", "pass"], "polars": [sys.executable, "-c", "import polars"]},
+        repo,
+        runs,
+    )
+    import_cost = statistics.median(
+        p - b for p, b in zip(imports["polars"].wall, imports["bare"].wall, strict=True)
+    )
+    sys.path.insert(0, str(REPO))
+    from oomrec import csvscan, rowparse
+    from oomrec.backfill import (
+        DEFAULT_COMMIT_COLUMNS,
+        columns_read,
+        find_csv_files,
+        no_cycle_collection,
+    )
+
+    files, _ = find_csv_files([repo / "benchmarks"])
+    scanned = csvscan.scan_files(files)
+    n = sum(len(f.candidate_lines) for f in scanned)
+    wanted = columns_read(DEFAULT_COMMIT_COLUMNS)
+
+    def parse(min_rows: int) -> float:
+        for f in scanned:
+            f.oom_rows.clear()
+            f.bad_rows.clear()
+        # As the command runs it: without cyclic garbage collection.
+        with no_cycle_collection():
+            start = time.perf_counter()
+            rowparse.parse_candidates(scanned, wanted, min_rows)
+            return time.perf_counter() - start
+
+    parse(0)  # imports polars, outside the timings: its cost is measured above
+    rounds = [(parse(10**12), parse(0)) for _ in range(runs)]
+    with_csv = statistics.median(c for c, _ in rounds) / n
+    with_polars = statistics.median(p for _, p in rounds) / n
+    saving = statistics.median(c - p for c, p in rounds) / n
+    shown = f"{import_cost / saving:,.0f} rows" if saving > 0 else "never (no saving)"
+    print(
+        f"break-even: polars import {import_cost * 1000:.0f} ms from process start; per "
+        f"candidate row (of {n}) csv module {with_csv * 1e6:.2f} us, polars "
+        f"{with_polars * 1e6:.2f} us, saving {saving * 1e6:.2f} us -> {shown} "
+        f"(rowparse.POLARS_MIN_ROWS = {rowparse.POLARS_MIN_ROWS:,})"
     )
 
 
@@ -341,6 +402,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100, help="rows per file")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="leave the corpora in this folder")
+    parser.add_argument("--oom-files", type=int, default=2_000, help="many-OOM corpus files")
+    parser.add_argument("--oom-rows", type=int, default=200, help="its rows per file (half OOM)")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="oomrec-bench-", dir=args.keep))
@@ -371,6 +434,7 @@ def main() -> None:
             f"wall x{double['baseline_wall'] / single['baseline_wall']:.2f}"
         )
         real_corpus(tmp, args.runs)
+        many_ooms(tmp, args.oom_files, args.oom_rows, args.runs)
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
