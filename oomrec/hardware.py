@@ -10,6 +10,7 @@ import os
 import platform
 import re
 import subprocess
+from functools import lru_cache
 
 from oomrec.errors import OomrecError
 
@@ -28,6 +29,7 @@ _NVIDIA_MODEL = re.compile(r"(rtx|gtx)[_\s-]*(\w*?\d+\w*?)(?=[_\s-]|$)|([a-z]*\d
 _MEM_SUFFIX = re.compile(r"[_\s-]*\d+gb$")
 
 
+@lru_cache(maxsize=1024)
 def normalize(text: str | None) -> str | None:
     """The short tag for a CSV `hardware` value or a filename host token; None for nothing.
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import date as Date
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from oomrec.errors import OomrecError
 from oomrec.hardware import normalize
@@ -57,9 +58,12 @@ class NotARecord(ValueError):
     """A line that is not a record; the message says why, in a few words."""
 
 
-@dataclass(frozen=True, slots=True)
-class RecordLine:
-    """A line of the record file as read: its text (without line ending) and what it holds."""
+class RecordLine(NamedTuple):
+    """A line of the record file as read: its text (without line ending) and what it holds.
+
+    A NamedTuple rather than a frozen dataclass: it is built once per line, and a 100k-line
+    record is loaded by every prune.
+    """
 
     lineno: int
     text: str
@@ -217,16 +221,24 @@ class RecordFile:
         With `unless_present`, a record whose key is already in the file (as re-read inside the
         lock) or earlier in `records` is left out, so two concurrent imports add it once.
         """
+        return len(self.append_new(records, unless_present))
+
+    def append_new(
+        self,
+        records: Iterable[OomRecord],
+        unless_present: Callable[[OomRecord], Hashable] | None = None,
+    ) -> list[OomRecord]:
+        """`append`, returning the records written rather than how many."""
         pending = list(records)
         if not pending:
-            return 0
+            return []
         self._check_appendable()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock():
             if unless_present is not None:
                 pending = _new_only(pending, self._parse(self._read_text()).records, unless_present)
             if not pending:
-                return 0
+                return []
             lines = [format_line(r) + "\n" for r in pending]
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -244,7 +256,7 @@ class RecordFile:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        return len(lines)
+        return pending
 
     def rewrite(self, transform: Callable[[Loaded], Sequence[RecordLine]]) -> Loaded:
         """Replace the file with the lines `transform` keeps, atomically, under the lock.
