@@ -1,10 +1,11 @@
 """Backfilling the record from existing benchmark CSVs (`oomrec record import-csv`).
 
 Each data row whose last field is exactly `SKIP:oom` becomes an OomRecord: model, length, date,
-commit, peak and hardware from the row's own columns where the file has them, else from the file
-(its name's host token, the commit that first added it, its modification date). The scan that
-finds those rows is csvscan's, their parsing rowparse's; this module maps them to records, asks
-git once for the adding commits, filters by hardware and leaves out what the record holds.
+commit, peak and hardware from the row's own columns where the file has them, else from git and
+the file (the commit that introduced the row's line, its name's host token, its modification
+date). The scan that finds those rows is csvscan's, their parsing rowparse's; this module maps
+them to records, asks git once for the adding commits (and, per file changed since it was
+added, once for its rows' lines), filters by hardware and leaves out what the record holds.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class ImportReport:
     shortest_prompt: list[OomRecord] = field(default_factory=list)
     bad_rows: list[BadRow] = field(default_factory=list)
     no_adding_commit: list[str] = field(default_factory=list)
+    # Rows without a commit column on lines not committed yet: (source, line number).
+    uncommitted_rows: list[tuple[str, int]] = field(default_factory=list)
     parsed_with: str = rowparse.CSV
 
     def to_dict(self) -> dict[str, object]:
@@ -107,6 +110,7 @@ class ImportReport:
                 {"source": b.source, "line": b.lineno, "problem": b.problem} for b in self.bad_rows
             ],
             "no_adding_commit": self.no_adding_commit,
+            "uncommitted_rows": [{"source": s, "line": n} for s, n in self.uncommitted_rows],
             "parsed_with": self.parsed_with,
         }
 
@@ -209,7 +213,7 @@ def import_csvs(
     """Find the `SKIP:oom` rows under `paths` and the records they make that are not yet known.
 
     `root` is what sources are relative to; `in_git` says whether it is a git work tree (for
-    adding commits). `hardware` keeps rows of that tag and untagged rows; None keeps all.
+    commits). `hardware` keeps rows of that tag and untagged rows; None keeps all.
     `polars_min_rows`: from how many candidate rows polars parses them (default:
     `rowparse.polars_min_rows()`). Nothing is written: the caller appends `report.new`.
     """
@@ -246,8 +250,8 @@ def import_csvs(
             else:
                 drafts.append(draft)
     report.bad_rows.sort(key=lambda b: (b.source, b.lineno))
-    added_by = _adding_commits(drafts, root, in_git, report)
-    _select(drafts, added_by, existing, report)
+    commits = _git_commits(drafts, root, in_git, report) if drafts else _GitCommits({}, {})
+    _select(drafts, commits, existing, report)
     return report
 
 
@@ -317,6 +321,7 @@ class _Draft:
     hardware: str | None
     source: str
     path: str
+    lineno: int
 
 
 def _draft(
@@ -343,6 +348,7 @@ def _draft(
         hardware=_hardware(_first_value(cells, columns.hardware)) or host,
         source=source,
         path=path,
+        lineno=row.lineno,
     )
 
 
@@ -408,33 +414,66 @@ def _source(path: str, root: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def _adding_commits(
+@dataclass(frozen=True, slots=True)
+class _GitCommits:
+    """What git says about the files drafts need it for: each file's adding commit and, for the
+    files changed after it, each candidate row's own commit (None: not committed yet)."""
+
+    added_by: dict[str, AddedBy]
+    by_line: dict[str, dict[int, AddedBy | None]]
+
+    def of(self, draft: _Draft) -> AddedBy | None:
+        lines = self.by_line.get(draft.source)
+        if lines is not None and draft.commit is None:
+            return lines.get(draft.lineno)
+        return self.added_by.get(draft.source)
+
+
+def _git_commits(
     drafts: list[_Draft], root: Path, in_git: bool, report: ImportReport
-) -> dict[str, AddedBy]:
-    """The adding commit of every file some draft needs it for, from one `git log`."""
+) -> _GitCommits:
+    """The adding commit of every file some draft needs it for, from one `git log`; and, for a
+    file changed since (by a later commit or in the working tree), the commit of each of its
+    rows without a commit of its own, from one `git blame` of just those lines."""
     needed = sorted({d.source for d in drafts if d.commit is None or d.date is None})
     if not needed:
-        return {}
-    found: dict[str, AddedBy] = {}
-    if in_git:
-        # GitPython costs ~0.2 s to import: only pay it when some row lacks a commit or date.
-        from oomrec import gitutil
+        return _GitCommits({}, {})
+    if not in_git:
+        report.no_adding_commit = needed
+        return _GitCommits({}, {})
+    # GitPython costs ~0.2 s to import: only pay it when some row lacks a commit or a date.
+    from oomrec import gitutil
 
-        found = gitutil.first_added(root, (s for s in needed if not posixpath.isabs(s)))
-    report.no_adding_commit = [s for s in needed if s not in found]
-    return found
+    relative = [s for s in needed if not posixpath.isabs(s)]
+    added_by = gitutil.first_added(root, relative)
+    report.no_adding_commit = [s for s in needed if s not in added_by]
+    lineless: dict[str, list[int]] = {}
+    for draft in drafts:
+        if draft.commit is None and draft.source in added_by:
+            lineless.setdefault(draft.source, []).append(draft.lineno)
+    if not lineless:
+        return _GitCommits(added_by, {})
+    changed = {s for s in lineless if added_by[s].changed_later}
+    changed |= gitutil.uncommitted(root, lineless)
+    by_line = {s: gitutil.line_commits(root, s, lineless[s]) for s in sorted(changed)}
+    report.uncommitted_rows = [
+        (source, lineno)
+        for source, lines in sorted(by_line.items())
+        for lineno in sorted(n for n, commit in lines.items() if commit is None)
+    ]
+    return _GitCommits(added_by, by_line)
 
 
 def _select(
     drafts: list[_Draft],
-    added_by: dict[str, AddedBy],
+    commits: _GitCommits,
     existing: Iterable[OomRecord],
     report: ImportReport,
 ) -> None:
     known = {record_key(r) for r in existing}
     shortest: dict[Key, OomRecord] = {}
     for draft in drafts:
-        record = _finish(draft, added_by.get(draft.source))
+        record = _finish(draft, commits.of(draft))
         # An untagged record applies to every machine: keeping it is the safe side.
         if record.hardware is not None and report.hardware not in (None, record.hardware):
             report.other_hardware[record.hardware] += 1
@@ -450,15 +489,14 @@ def _select(
     report.shortest_prompt = list(shortest.values())
 
 
-def _finish(draft: _Draft, adder: AddedBy | None) -> OomRecord:
-    """The record, with what the row lacks taken from the adding commit, else the file."""
-    commit = draft.commit or (adder.sha if adder else UNKNOWN_COMMIT)
-    day = draft.date or (adder.date if adder else _modified(draft.path))
+def _finish(draft: _Draft, commit: AddedBy | None) -> OomRecord:
+    """The record, with what the row lacks taken from its commit (the row's own, else the one
+    that added its file), else from the file."""
     return OomRecord(
         model=draft.model,
         prompt_target_len=draft.length,
-        date=day,
-        commit=commit,
+        date=draft.date or (commit.date if commit else _modified(draft.path)),
+        commit=draft.commit or (commit.sha if commit else UNKNOWN_COMMIT),
         peak_bytes=draft.peak_bytes,
         source_csv=draft.source,
         hardware=draft.hardware,

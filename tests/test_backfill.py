@@ -723,3 +723,79 @@ def test_polars_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, "many")
     with pytest.raises(OomrecError, match=r"OOMREC_POLARS_MIN_ROWS='many' is not a whole number"):
         rowparse.polars_min_rows()
+
+
+def test_a_row_appended_by_a_later_commit_gets_that_commit(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = "model,prompt_target_len,hardware"
+    appended = "benchmarks/cuda_gb10_appended.csv"
+    once = "benchmarks/cuda_gb10_once.csv"
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-01-02T12:00:00+00:00")
+    first = repo.commit(
+        "first sweep",
+        {
+            appended: csv_text(layout, f"early-oom,512,{GB10},SKIP:oom", f"fits,512,{GB10}"),
+            once: csv_text(layout, f"once,512,{GB10},SKIP:oom"),
+        },
+    )
+    # Late in the evening west of UTC: already the next day in UTC, not where it was committed.
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-03-04T23:30:00-05:00")
+    with open(repo.path / appended, "a", encoding="utf-8") as fh:
+        fh.write(f"late-oom,1024,{GB10},SKIP:oom\n")
+    repo.git("commit", "-q", "-am", "second sweep")
+    second = repo.head()
+    found = gitutil.first_added(repo.path, [appended, once])
+    assert found[appended] == gitutil.AddedBy(first, "2025-01-02", changed_later=True)
+    # Never changed after it was added: its adding commit is the commit of every row, no blame.
+    assert found[once] == gitutil.AddedBy(first, "2025-01-02", changed_later=False)
+    report = run_import(repo)
+    assert {r.model: (r.commit, r.date) for r in report.new} == {
+        "early-oom": (first, "2025-01-02"),
+        "late-oom": (second, "2025-03-04"),
+        "once": (first, "2025-01-02"),
+    }
+    assert report.uncommitted_rows == []
+
+
+def test_a_row_not_committed_yet_gets_unknown_and_a_warning(repo: Repo) -> None:
+    source = "benchmarks/cuda_gb10_2026-07-03.csv"
+    added = repo.commit(
+        "csv",
+        {
+            source: csv_text(
+                H17,
+                row("committed", "SKIP:oom", layout=H17, length="512"),
+                row("own-commit", "SKIP:oom", layout=H17, length="512", commit="abc123de"),
+            )
+        },
+    )
+    with open(repo.path / source, "a", encoding="utf-8") as fh:
+        fh.write(row("uncommitted", "SKIP:oom", layout=H17, length="1024") + "\n")
+        fh.write(row("own-commit-too", "SKIP:oom", layout=H17, length="1024", commit="1234abcd"))
+    report = run_import(repo)
+    assert {r.model: r.commit for r in report.new} == {
+        "committed": added,
+        "own-commit": "abc123de",
+        "uncommitted": "unknown",
+        "own-commit-too": "1234abcd",
+    }
+    assert report.uncommitted_rows == [(source, 4)]
+    assert report.no_adding_commit == []
+    assert gitutil.uncommitted(repo.path, [source, "benchmarks/other.csv"]) == {source}
+
+
+def test_line_commits_blames_only_the_lines_asked_for(repo: Repo) -> None:
+    first = repo.commit("one", {"b/x.csv": "h\na\nb\nc\n"})
+    (repo.path / "b/x.csv").write_text("h\na\nB\nc\nd\ne\n")
+    repo.git("commit", "-q", "-am", "two")
+    second = repo.head()
+    (repo.path / "b/x.csv").write_text("h\na\nB\nc\nd\ne\nf\n")
+    lines = gitutil.line_commits(repo.path, "b/x.csv", [2, 3, 5, 6, 7])
+    assert {n: c.sha if c else None for n, c in lines.items()} == {
+        2: first,
+        3: second,
+        5: second,
+        6: second,
+        7: None,
+    }

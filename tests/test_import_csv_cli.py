@@ -109,6 +109,7 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
         "shortest_prompt": [],
         "bad_rows": [],
         "no_adding_commit": [],
+        "uncommitted_rows": [],
         "parsed_with": "csv",
         "dry_run": False,
         "record": "benchmarks/.oom-record",
@@ -381,3 +382,26 @@ def test_a_bad_polars_threshold_is_a_one_line_error(
         "of candidate rows (0: always polars) or unset it\n"
     )
     assert records(repo) == []
+
+
+def test_a_row_appended_after_the_file_was_added_gets_its_own_commit(
+    cli: Cli, repo: Repo, bench: str
+) -> None:
+    with open(repo.path / CSV, "a", encoding="utf-8") as fh:
+        fh.write(row("mistral-small", "SKIP:oom", length="8192") + "\n")
+    repo.git("commit", "-q", "-am", "append a row")
+    appended = repo.head()
+    with open(repo.path / CSV, "a", encoding="utf-8") as fh:
+        fh.write(row("phi-4", "SKIP:oom", length="8192") + "\n")
+    result = cli("record", "import-csv", "--all-hardware")
+    assert result.exit_code == 0, result.stderr
+    assert records(repo) == [
+        f"gemma-4-31b-it-4bit,32768,2026-07-03,{bench},,{CSV},gb10",
+        f"qwen3-30b-a3b-4bit,0,2026-07-03,{bench},,{CSV},gb10",
+        f"mistral-small,8192,2026-07-03,{appended},,{CSV},gb10",
+        f"phi-4,8192,2026-07-03,unknown,,{CSV},gb10",
+    ]
+    assert result.stderr == (
+        f"warning: {CSV}:8: SKIP:oom row not committed yet; without a commit column it gets "
+        "commit 'unknown', which prune keeps; commit the file before importing it\n"
+    )

@@ -90,6 +90,13 @@ def _print_warnings(report: ImportReport) -> None:
             "get commit 'unknown', which prune keeps; commit the file before importing it",
             err=True,
         )
+    for source, lineno in report.uncommitted_rows:
+        typer.echo(
+            f"warning: {source}:{lineno}: SKIP:oom row not committed yet; without a commit "
+            "column it gets commit 'unknown', which prune keeps; commit the file before "
+            "importing it",
+            err=True,
+        )
 
 
 def _hardware_tag(given: str | None) -> str:
