@@ -76,7 +76,8 @@ class BadRow:
 
 @dataclass
 class ImportReport:
-    """What an import found and did. `new` holds the records it adds (or would add)."""
+    """What an import found and did. `new` holds the records it adds (or would add); after the
+    append, `written` makes it what was written."""
 
     hardware: str | None
     files_read: int = 0
@@ -92,6 +93,11 @@ class ImportReport:
     # Rows without a commit column on lines not committed yet: (source, line number).
     uncommitted_rows: list[tuple[str, int]] = field(default_factory=list)
     parsed_with: str = rowparse.CSV
+
+    def written(self, appended: list[OomRecord]) -> None:
+        """`new` becomes what the append wrote; the rest another import added meanwhile."""
+        self.already_present += len(self.new) - len(appended)
+        self.new = appended
 
     def to_dict(self) -> dict[str, object]:
         return {

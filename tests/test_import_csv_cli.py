@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import SHARED_CORPUS, CliResult
 from tests.gitrepo import Repo
-from tests.test_backfill import H15, H17, SPEC_LAYOUT, csv_text, ok_row, row
+from tests.test_backfill import GB10, H15, H17, SPEC_LAYOUT, csv_text, ok_row, row
 
 Cli = Callable[..., CliResult]
 CSV = "benchmarks/cuda_gb10_2026-07-03.csv"
@@ -405,3 +405,36 @@ def test_a_row_appended_after_the_file_was_added_gets_its_own_commit(
         f"warning: {CSV}:8: SKIP:oom row not committed yet; without a commit column it gets "
         "commit 'unknown', which prune keeps; commit the file before importing it\n"
     )
+
+
+def test_concurrent_imports_add_each_record_once(repo: Repo) -> None:
+    lines = [
+        row(f"model-{i}", "SKIP:oom", length=str(512 * (1 + i % 4)), hardware=GB10)
+        for i in range(400)
+    ]
+    repo.commit(
+        "many rows",
+        {f"benchmarks/cuda_gb10_2026-07-{day:02d}.csv": csv_text(H15, *lines) for day in (1, 2)},
+    )
+    argv = [sys.executable, "-m", "oomrec", "record", "import-csv", "--all-hardware", "--json"]
+    procs = [
+        subprocess.Popen(argv, cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    outputs = [proc.communicate() for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in outputs]
+    reports = [json.loads(out) for out, _ in outputs]
+    written = records(repo)
+    assert len(written) == len(set(written)) == 800
+    # What each one says it added is what it wrote: together, every record once.
+    assert sum(r["added"] for r in reports) == 800
+    assert all(r["added"] + r["already_present"] == 800 for r in reports)
+    assert sorted(line for r in reports for line in _lines(r["records"])) == sorted(written)
+
+
+def _lines(records: list[dict[str, object]]) -> list[str]:
+    return [
+        ",".join("" if r[k] is None else str(r[k]) for k in ("model", "prompt_target_len", "date"))
+        + f",{r['commit']},,{r['source_csv']},{r['hardware']}"
+        for r in records
+    ]

@@ -13,6 +13,7 @@ from oomrec.backfill import (
     default_paths,
     import_csvs,
     no_cycle_collection,
+    record_key,
 )
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
@@ -73,7 +74,9 @@ def record_import_csv(
             commit_columns=columns,
         )
         if not dry_run and report.new:
-            record_file.append(report.new)
+            # Presence is checked again inside the append lock: an import running at the same
+            # time may have added some of these since the record was read above.
+            report.written(record_file.append_new(report.new, unless_present=record_key))
         _print_warnings(report)
         if as_json:
             print_json({**report.to_dict(), "dry_run": dry_run, "record": record_file.shown_as})
