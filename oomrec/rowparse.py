@@ -29,12 +29,13 @@ from oomrec.errors import OomrecError
 if TYPE_CHECKING:
     import polars as pl
 
-# Break-even = polars' import cost / the time it saves per candidate row, measured by the
-# "break-even" line of `python benchmarks/perf/bench_import.py` (200,000 candidate rows, 2-core
-# dev VM, three runs): importing polars costs 0.35-0.40 s from process start; the csv module
-# takes 6.0-7.4 us a row and polars 3.9-4.1 us, a saving of 2.0-3.1 us: break-even at 130,000
-# to 190,000 rows. Near it either parser costs about the same (40,000 rows off is ~0.1 s).
-POLARS_MIN_ROWS = 150_000
+# Break-even = polars' import cost / the time it saves per candidate row, from the "break-even"
+# line of `python benchmarks/perf/bench_import.py` (200,000 and 400,000 candidate rows, 2-core
+# dev VM, six runs): importing polars costs 0.35-0.48 s from process start; the csv module takes
+# 5.3-7.4 us a row and polars 3.9-4.1 us, a saving of 1.4-3.2 us: break-even at 113,000 to
+# 340,000 rows, median 170,000. Wherever in that range the true one lies, the wrong parser
+# costs at most ~0.25 s.
+POLARS_MIN_ROWS = 170_000
 POLARS_MIN_ROWS_ENV = "OOMREC_POLARS_MIN_ROWS"
 
 CSV = "csv"
