@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import posixpath
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import git
@@ -54,10 +55,13 @@ def resolve_commit(repo: git.Repo | None, rev: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class AddedBy:
-    """The commit that first added a file, and that commit's author date (YYYY-MM-DD)."""
+    """The commit that first added a file (or a line), and that commit's author date
+    (YYYY-MM-DD). `changed_later`: a later commit changed the file, so some of its lines may be
+    younger than `sha`."""
 
     sha: str
     date: str
+    changed_later: bool = False
 
 
 _COMMIT_MARK = "\x01"
@@ -66,9 +70,10 @@ _COMMIT_MARK = "\x01"
 def first_added(root: Path, paths: Iterable[str]) -> dict[str, AddedBy]:
     """For each repo-relative posix path, the oldest commit that added it, in ONE `git log`.
 
-    Paths git never added (untracked, outside the repository) are absent from the answer, as is
-    everything when `root` is no repository or has no commit yet. `--no-renames`: a renamed file
-    counts as added by the rename, never as missing; the oldest add of a path wins.
+    The same pass tells whether a later commit changed the file. Paths git never added
+    (untracked, outside the repository) are absent from the answer, as is everything when `root`
+    is no repository or has no commit yet. `--no-renames`: a renamed file counts as added by the
+    rename, never as missing; the oldest add of a path wins.
     """
     wanted = set(paths)
     if not wanted:
@@ -80,9 +85,8 @@ def first_added(root: Path, paths: Iterable[str]) -> dict[str, AddedBy]:
     folders = sorted({posixpath.dirname(p) or "." for p in wanted})
     try:
         out: bytes = repo.git.log(
-            "--diff-filter=A",
             "--no-renames",
-            "--name-only",
+            "--name-status",
             "-z",
             f"--format={_COMMIT_MARK}%H %as",
             "--",
@@ -94,15 +98,22 @@ def first_added(root: Path, paths: Iterable[str]) -> dict[str, AddedBy]:
             f"git log in {root} failed ({_first_stderr_line(exc)}); check the repository"
         ) from None
     found: dict[str, AddedBy] = {}
-    current: AddedBy | None = None
-    # Newest first: a later (older) add of the same path overwrites, so the oldest wins.
+    # Newest first: a path seen already was changed by a later commit than the one at hand, and
+    # a later (older) add of the same path overwrites, so the oldest wins.
+    seen: set[str] = set()
+    sha = day = status = ""
     for item in out.decode("utf-8", errors="surrogateescape").split("\0"):
         item = item.lstrip("\n")
         if item.startswith(_COMMIT_MARK):
             sha, _, day = item[1:].partition(" ")
-            current = AddedBy(sha, day)
-        elif item and current is not None and item in wanted:
-            found[item] = current
+            status = ""
+        elif not status:
+            status = item
+        else:
+            if status == "A" and item in wanted:
+                found[item] = AddedBy(sha, day, changed_later=item in seen)
+            seen.add(item)
+            status = ""
     return found
 
 
@@ -199,3 +210,87 @@ def _with_stdin(command: Callable[..., str], args: list[str], lines: Iterable[st
         stdin.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
         stdin.seek(0)
         return command(*args, istream=stdin)
+
+
+# Row-accurate commits for import-csv: which lines of a file came after the commit that added it.
+
+_NOT_COMMITTED = frozenset({"0" * 40, "0" * 64})
+
+
+def uncommitted(root: Path, paths: Iterable[str]) -> set[str]:
+    """The repo-relative paths whose working-tree or staged content differs from HEAD, in ONE
+    `git diff`; empty outside a repository or before its first commit."""
+    wanted = set(paths)
+    repo = open_repo(root) if wanted else None
+    if repo is None or head_sha(repo) is None:
+        return set()
+    try:
+        out: str = repo.git.diff(
+            "--name-only",
+            "--no-renames",
+            "-z",
+            "HEAD",
+            "--",
+            *(
+                f":(literal){folder}"
+                for folder in sorted({posixpath.dirname(p) or "." for p in wanted})
+            ),
+        )
+    except GitCommandError as exc:
+        raise OomrecError(
+            f"git diff in {root} failed ({_first_stderr_line(exc)}); check the repository"
+        ) from None
+    return wanted & set(out.split("\0"))
+
+
+def line_commits(root: Path, path: str, linenos: Collection[int]) -> dict[int, AddedBy | None]:
+    """For lines of one repo-relative file as it is in the working tree, the commit that
+    introduced each, from ONE `git blame --porcelain` over just those lines; None for a line
+    not committed yet."""
+    repo = open_repo(root)
+    if repo is None or not linenos:
+        return {}
+    ranges: list[str] = []
+    for first, last in _runs(sorted(set(linenos))):
+        ranges += ["-L", f"{first},{last}"]
+    try:
+        out: str = repo.git.blame("--porcelain", *ranges, "--", path)
+    except GitCommandError as exc:
+        raise OomrecError(
+            f"git blame {path} in {root} failed ({_first_stderr_line(exc)}); check the repository"
+        ) from None
+    found: dict[int, AddedBy | None] = {}
+    # A commit's details come only with the first line it introduced.
+    dates: dict[str, str] = {}
+    sha, lineno, when = "", 0, 0
+    for line in out.split("\n"):
+        if line.startswith("\t"):
+            # The line's own text ends its entry.
+            found[lineno] = None if sha in _NOT_COMMITTED else AddedBy(sha, dates[sha])
+            continue
+        key, _, value = line.partition(" ")
+        if key == "author-time":
+            when = int(value)
+        elif key == "author-tz":
+            dates[sha] = _day(when, value)
+        elif len(key) in (40, 64) and all(c in "0123456789abcdef" for c in key):
+            sha, lineno = key, int(value.split()[1])
+    return found
+
+
+def _runs(numbers: list[int]) -> Iterator[tuple[int, int]]:
+    """Sorted numbers as runs of consecutive ones: one `-L` each keeps git's argv short."""
+    start = prev = numbers[0]
+    for n in numbers[1:]:
+        if n != prev + 1:
+            yield start, prev
+            start = n
+        prev = n
+    yield start, prev
+
+
+def _day(epoch: int, tz: str) -> str:
+    """An author time as `%as` shows it: the date in the author's own time zone."""
+    sign = -1 if tz.startswith("-") else 1
+    offset = timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
+    return datetime.fromtimestamp(epoch, timezone(offset)).date().isoformat()
