@@ -31,10 +31,10 @@ if TYPE_CHECKING:
 
 # Break-even = polars' import cost / the time it saves per candidate row, from the "break-even"
 # line of `python benchmarks/perf/bench_import.py` (200,000 and 400,000 candidate rows, 2-core
-# dev VM, six runs): importing polars costs 0.35-0.48 s from process start; the csv module takes
-# 5.3-7.4 us a row and polars 3.9-4.1 us, a saving of 1.4-3.2 us: break-even at 113,000 to
-# 340,000 rows, median 170,000. Wherever in that range the true one lies, the wrong parser
-# costs at most ~0.25 s.
+# dev VM, seven runs): importing polars costs 0.35-0.48 s from process start; the csv module
+# takes 5.3-7.4 us a row and polars 3.9-4.2 us, a saving of 1.4-3.3 us: break-even at 113,000
+# to 340,000 rows (median 149,000; 170,000 was the median of the first six). Wherever in that
+# range the true one lies, the wrong parser costs at most ~0.25 s, so it is not tuned further.
 POLARS_MIN_ROWS = 170_000
 POLARS_MIN_ROWS_ENV = "OOMREC_POLARS_MIN_ROWS"
 
