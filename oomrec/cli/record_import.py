@@ -19,7 +19,7 @@ from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.render import print_json, record_table, stdout_console
 from oomrec.errors import OomrecError
-from oomrec.hardware import detect, normalize
+from oomrec.hardware import detect, option_tag
 
 
 @record_app.command("import-csv")
@@ -59,7 +59,7 @@ def record_import_csv(
     """
     if hardware is not None and all_hardware:
         raise OomrecError("--hardware and --all-hardware exclude each other; pick one")
-    tag = None if all_hardware else _hardware_tag(hardware)
+    tag = None if all_hardware else (option_tag(hardware) or detect())
     record_file, settings = open_record(record)
     columns = commit_columns(settings)
     loaded = record_file.load()
@@ -100,15 +100,6 @@ def _print_warnings(report: ImportReport) -> None:
             "importing it",
             err=True,
         )
-
-
-def _hardware_tag(given: str | None) -> str:
-    if given is None:
-        return detect()
-    tag = normalize(given)
-    if tag is None:
-        raise OomrecError(f"--hardware {given!r} names no hardware; give a tag such as gb10")
-    return tag
 
 
 def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verbose: bool) -> None:
