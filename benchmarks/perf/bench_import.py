@@ -39,10 +39,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from timing import median_time  # a sibling script module
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_CORPUS = REPO.parent / "shared" / "data" / "mlxcel-benchmarks" / "benchmarks"
@@ -86,6 +87,7 @@ print(rows, hits)
 NAIVE_POLARS = """
 import glob, sys
 import polars as pl
+
 files = sorted(glob.glob(sys.argv[1] + "/**/*.csv", recursive=True))
 lines = pl.scan_csv(
     files, has_header=False, separator="\\x1f", quote_char=None, schema={"line": pl.String}
@@ -257,15 +259,6 @@ def measure_corpus(repo: Path, label: str, runs: int) -> dict[str, float]:
     }
 
 
-def time_in_process(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def compare_choices(repo: Path, runs: int) -> None:
     """The two implementation choices, timed in process on the same corpus."""
     sys.path.insert(0, str(REPO))
@@ -273,20 +266,20 @@ def compare_choices(repo: Path, runs: int) -> None:
     from oomrec.backfill import find_csv_files
 
     files, _ = find_csv_files([repo / "benchmarks"])
-    serial = time_in_process(lambda: csvscan.scan_files(files), runs)
+    serial = median_time(lambda: csvscan.scan_files(files), runs)
 
     def pooled() -> object:
         with ThreadPoolExecutor(max_workers=2) as pool:
             return list(pool.map(csvscan.scan_file, files, chunksize=64))
 
-    threaded = time_in_process(pooled, runs)
+    threaded = median_time(pooled, runs)
 
     def forked() -> object:
         halves = [files[0::2], files[1::2]]
         with multiprocessing.get_context("fork").Pool(2) as pool:
             return pool.map(csvscan.scan_files, halves)
 
-    processes = time_in_process(forked, runs)
+    processes = median_time(forked, runs)
     print(
         f"choice: scan {len(files)} files serially {serial:.3f} s, 2 threads {threaded:.3f} s, "
         f"2 forked processes {processes:.3f} s"

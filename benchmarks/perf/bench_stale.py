@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from timing import median_time  # a sibling script module
 
 IDENTITY = "bench <bench@oomrec.invalid>"
 SIDE_EVERY = 40
@@ -117,15 +118,6 @@ def write_record(repo: Path, record: Path, lines: int, distinct: int) -> None:
         model = f"model-{n % 50}"
         rows.append(f"{model},{512 * (1 + n % 64)},2026-07-03,{rng.choice(pool)},,bench.csv,gb10\n")
     record.write_text("".join(rows))
-
-
-def median_time(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def process(argv: list[str], cwd: Path, env: dict[str, str]) -> Callable[[], object]:
