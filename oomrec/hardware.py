@@ -10,13 +10,16 @@ import os
 import platform
 import re
 import subprocess
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from oomrec.errors import OomrecError
 
 HARDWARE_ENV = "OOMREC_HARDWARE"
 MAX_FALLBACK_LEN = 20
 _PROBE_TIMEOUT_S = 5.0
+_NVIDIA_SMI = ("nvidia-smi", "--query-gpu=name", "--format=csv,noheader")
+_ROCMINFO = ("rocminfo",)
+_SYSCTL_BRAND = ("sysctl", "-n", "machdep.cpu.brand_string")
 
 # AMD parts whose filename tag names the product as well as the gfx target.
 _GFX_NAMES = {"gfx1151": "strixhalo-gfx1151"}
@@ -81,14 +84,14 @@ def detect() -> str:
         return normalize(override) or "unknown"
     system = platform.system()
     if system == "Darwin":
-        brand = _probe(["sysctl", "-n", "machdep.cpu.brand_string"])
+        brand = _probe(_SYSCTL_BRAND)
         if brand:
             return normalize(brand) or "unknown"
     if system == "Linux":
-        gpu = _probe(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+        gpu = _probe(_NVIDIA_SMI)
         if gpu:
             return normalize("NVIDIA " + gpu.splitlines()[0]) or "unknown"
-        rocm = _probe(["rocminfo"])
+        rocm = _probe(_ROCMINFO)
         if rocm:
             gfx = _GFX.search(rocm.lower())
             if gfx:
@@ -99,7 +102,10 @@ def detect() -> str:
     return _fallback(platform.machine().lower() or "unknown")
 
 
-def _probe(argv: list[str]) -> str | None:
+@cache
+def _probe(argv: tuple[str, ...]) -> str | None:
+    # Cached: a sweep asks for both the tag (detect) and the backend (detect_backend), and each
+    # would otherwise run nvidia-smi / rocminfo again, up to a 5 s timeout apiece.
     try:
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False
@@ -124,9 +130,9 @@ def _cpu_model_name() -> str | None:
 
 def detect_backend() -> str:
     """This host's compute backend as the harness names CSV files: cuda, rocm, metal or cpu."""
-    if _probe(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]):
+    if _probe(_NVIDIA_SMI):
         return "cuda"
-    if _probe(["rocminfo"]):
+    if _probe(_ROCMINFO):
         return "rocm"
     if platform.system() == "Darwin":
         return "metal"
