@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import SHARED_CORPUS, CliResult
 from tests.gitrepo import Repo
-from tests.test_backfill import GB10, H15, H17, SPEC_LAYOUT, csv_text, ok_row, row
+from tests.harness_rows import GB10, H15, H17, SPEC_LAYOUT, csv_text, ok_row, row
 
 Cli = Callable[..., CliResult]
 CSV = "benchmarks/cuda_gb10_2026-07-03.csv"
