@@ -1,6 +1,9 @@
-"""Fix commits: a commit carrying the trailer `OOM-Fix: <glob>[, <glob>...]` fixed the memory use
-of the models its globs match (`*` for all). The trailer survives rebase and cherry-pick, and a
-whole range is read with one `git log`.
+"""Fix commits and the commits that copy or revert them, as git's log shows them.
+
+A commit whose trailer block holds `OOM-Fix: <glob>[, <glob>...]` fixed the memory use of the
+models its globs match (`*` for all). The commits that matter for judging records (a fix, a copy
+of one, a revert) are all found by one `git log` whose `--grep` lets git skip every other commit
+before formatting it; this module holds that log's arguments and its parser.
 
 No git import here: the hooks' fast path runs that `git log` as a plain subprocess (GitPython
 alone would cost most of its 200 ms budget) and parses it with the same code as gitutil.
@@ -18,13 +21,45 @@ from oomrec.config import Settings
 from oomrec.errors import OomrecError
 
 DEFAULT_TRAILER = "OOM-Fix"
+# Appended to the fix trailer's key: the trailer that names a fix across copies that change it.
+ID_SUFFIX = "-Id"
 SHORT_SHA = 7
+
+# Every git command oomrec runs gets these, so user config cannot change what git answers.
+GIT_CONFIG = (
+    "grep.patternType=basic",
+    "grep.extendedRegexp=false",
+    "log.showSignature=false",
+    "log.decorate=false",
+    "log.mailmap=false",
+    "i18n.logOutputEncoding=UTF-8",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.relative=false",
+    "diff.renames=false",
+    "color.ui=false",
+    "core.quotePath=true",
+    "trailer.separators=:",
+    "notes.displayRef=",
+    "blame.ignoreRevsFile=",
+)
 
 # A git trailer token: no spaces, no separator; checked so it can go into a --grep pattern.
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _FIELD_SEP = "\x00"
 _VALUE_SEP = "\x1f"
 _COMMIT_SEP = "\x1e"
+# git's own lines: `git cherry-pick -x` and `git revert` write them, in these exact words.
+_PICKED = re.compile(r"\(cherry picked from commit ([0-9a-fA-F]{4,64})\)")
+_REVERTS = re.compile(r"This reverts commit ([0-9a-fA-F]{4,64})")
+
+
+def git_config_args() -> list[str]:
+    """`-c name=value` for each of GIT_CONFIG, to go before a git subcommand."""
+    args: list[str] = []
+    for item in GIT_CONFIG:
+        args += ["-c", item]
+    return args
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +82,30 @@ class FixCommit:
 
     def glob_for(self, model: str) -> str | None:
         """The first of the fix's globs that matches `model`, or None when none does."""
-        for glob in self.globs:
-            if fnmatchcase(model, glob):
-                return glob
-        return None
+        return first_match(self.globs, model)
+
+
+def first_match(globs: Sequence[str], model: str) -> str | None:
+    """The first glob that matches `model` (case-sensitively, as model directories are)."""
+    for glob in globs:
+        if fnmatchcase(model, glob):
+            return glob
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A commit that can change which fixes are in effect: it carries the fix trailer or the
+    fix-id trailer, says it was cherry-picked, or says it reverts a commit."""
+
+    sha: str
+    subject: str
+    globs: tuple[str, ...]
+    fix_ids: tuple[str, ...]
+    picked_from: tuple[str, ...]
+    reverts: tuple[str, ...]
+    # Lines that look like the fix trailer but are not in the trailer block (quoted, indented).
+    loose: tuple[str, ...] = ()
 
 
 def trailer_key(settings: Settings) -> str:
@@ -64,37 +119,66 @@ def trailer_key(settings: Settings) -> str:
     return key
 
 
-def log_args(key: str, revs: Sequence[str], walk: bool = True) -> list[str]:
-    """Arguments for `git log` listing the commits of `revs` that carry the trailer `key`
-    (only the commits named in `revs`, not their ancestors, when not `walk`).
+def log_args(
+    key: str, revs: Sequence[str] = (), walk: bool = True, stdin: bool = False
+) -> list[str]:
+    """Arguments for `git log` listing the event commits among `revs` (and their history, when
+    `walk`); with `stdin` the revisions come on git's standard input instead.
 
-    `--grep` lets git skip the (usual) commits without the key before formatting them; the
-    trailer placeholder then keeps only real trailers (a `key:` line in the last paragraph).
+    The patterns are passed as basic regular expressions, explicitly, with the options that make
+    the output independent of user config; the trailer placeholders then keep only real trailers.
     """
+    fmt = (
+        "--format=%H%x00%s%x00"
+        f"%(trailers:key={key},valueonly,unfold,separator=%x1f)%x00"
+        f"%(trailers:key={key}{ID_SUFFIX},valueonly,unfold,separator=%x1f)%x00%B%x1e"
+    )
     return [
         # NUL cannot go into argv; git expands %x00, %x1f and %x1e itself.
-        f"--format=%H%x00%s%x00%(trailers:key={key},valueonly,unfold,separator=%x1f)%x1e",
+        fmt,
+        "--basic-regexp",
         "--regexp-ignore-case",
-        f"--grep=^{key}[[:blank:]]*:",
+        "--no-show-signature",
+        "--no-notes",
+        "--encoding=UTF-8",
+        f"--grep={key}",
+        "--grep=(cherry picked from commit ",
+        "--grep=This reverts commit ",
         *([] if walk else ["--no-walk"]),
+        *(["--stdin"] if stdin else []),
         "--end-of-options",
         *revs,
         "--",
     ]
 
 
-def parse_log(text: str, key: str) -> list[FixCommit]:
-    """The fix commits in `git log` output made with `log_args`, newest first as git lists them."""
-    found: list[FixCommit] = []
+def parse_log(text: str, key: str) -> list[Event]:
+    """The event commits in `git log` output made with `log_args`, in git's order."""
+    found: list[Event] = []
+    loose_line = re.compile(rf"^\s*{re.escape(key)}\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
     for chunk in text.split(_COMMIT_SEP):
         fields = chunk.lstrip("\n").split(_FIELD_SEP)
-        if len(fields) != 3:
+        if len(fields) != 5:
             continue
-        sha, subject, values = fields
+        sha, subject, values, ids, body = fields
         globs = parse_globs(values.split(_VALUE_SEP))
-        if globs:
-            found.append(FixCommit(sha=sha, subject=subject, globs=globs, trailer=key))
+        fix_ids = tuple(dict.fromkeys(v.strip() for v in ids.split(_VALUE_SEP) if v.strip()))
+        picked = tuple(m.lower() for m in _PICKED.findall(body))
+        reverts = tuple(m.lower() for m in _REVERTS.findall(body))
+        trailer_values = {v.strip() for v in values.split(_VALUE_SEP)}
+        loose = tuple(
+            m.group(0).strip()
+            for m in loose_line.finditer(body)
+            if m.group(1).strip() not in trailer_values
+        )
+        if globs or fix_ids or picked or reverts or loose:
+            found.append(Event(sha, subject, globs, fix_ids, picked, reverts, loose))
     return found
+
+
+def fix_commits(events: Sequence[Event], key: str = DEFAULT_TRAILER) -> list[FixCommit]:
+    """The events that carry the fix trailer, as fix commits."""
+    return [FixCommit(e.sha, e.subject, e.globs, key) for e in events if e.globs]
 
 
 def parse_globs(values: Sequence[str]) -> tuple[str, ...]:
@@ -103,12 +187,5 @@ def parse_globs(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(glob for glob in globs if glob))
 
 
-def prune_command(fix: FixCommit, record_arg: str | None = None) -> str:
-    """The `oomrec record prune` command that removes what `fix` made stale, ready to paste."""
-    parts = ["oomrec", "record", "prune", "--since", fix.short]
-    if "*" not in fix.globs:
-        for glob in fix.globs:
-            parts += ["--model", shlex.quote(glob)]
-    if record_arg is not None:
-        parts += ["--record", shlex.quote(record_arg)]
-    return " ".join(parts)
+def quote_command(parts: Sequence[str]) -> str:
+    return " ".join(shlex.quote(p) for p in parts)

@@ -17,15 +17,21 @@ import git
 from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
 from oomrec.errors import OomrecError
-from oomrec.fixes import FixCommit, log_args, parse_log
+from oomrec.fixes import GIT_CONFIG, Event, log_args, parse_log
 
 
 def open_repo(start: Path | None = None) -> git.Repo | None:
-    """The repository containing `start` (default: the cwd), or None outside any repository."""
+    """The repository containing `start` (default: the cwd), or None outside any repository.
+
+    Every git command run through it gets `-c` overrides (fixes.GIT_CONFIG), so that a user's
+    `grep.patternType`, `log.showSignature` or `diff.noprefix` cannot change git's answers.
+    """
     try:
-        return git.Repo(start or Path.cwd(), search_parent_directories=True)
+        repo = git.Repo(start or Path.cwd(), search_parent_directories=True)
     except (InvalidGitRepositoryError, NoSuchPathError):
         return None
+    repo.git.set_persistent_git_options(c=list(GIT_CONFIG))
+    return repo
 
 
 def head_sha(repo: git.Repo | None) -> str | None:
@@ -137,41 +143,51 @@ class Resolved:
 
 
 def resolve_many(repo: git.Repo, names: Collection[str]) -> dict[str, Resolved]:
-    """Resolve hex object names (full or short SHAs) in one `git cat-file --batch-check`."""
+    """Resolve hex object names (full or short SHAs) as object names only, in one
+    `git cat-file --batch-check` (plus one `rev-parse --disambiguate` per short SHA that is also
+    a ref name: git would resolve the ref first, and judge the wrong commit)."""
     ordered = list(dict.fromkeys(names))
     if not ordered:
         return {}
-    out = _with_stdin(repo.git.cat_file, ["--batch-check=%(objectname) %(objecttype)"], ordered)
+    refs = _short_ref_names(repo) if any(len(n) < 40 for n in ordered) else set()
+    plain = [n for n in ordered if n not in refs]
     resolved: dict[str, Resolved] = {}
-    for name, row in zip(ordered, out.split("\n"), strict=True):
-        value, _, kind = row.rpartition(" ")
-        if kind == "commit":
-            resolved[name] = Resolved(value)
-        else:
-            resolved[name] = Resolved(None, kind)
+    if plain:
+        out = _with_stdin(repo.git.cat_file, ["--batch-check=%(objectname) %(objecttype)"], plain)
+        for name, row in zip(plain, out.split("\n"), strict=True):
+            value, _, kind = row.rpartition(" ")
+            resolved[name] = Resolved(value) if kind == "commit" else Resolved(None, kind)
+    for name in ordered:
+        if name in refs:
+            resolved[name] = _disambiguate(repo, name)
     return resolved
 
 
-def descendants_among(repo: git.Repo, bottoms: Collection[str], tips: Collection[str]) -> set[str]:
-    """The `tips` (full SHAs) that have one of `bottoms` as a proper ancestor.
-
-    One `git rev-list --ancestry-path` walk, however many tips: a tip descends from a bottom iff
-    it lies on an ancestry path from that bottom, which is what the walk lists.
-    """
-    if not bottoms or not tips:
-        return set()
-    out = _with_stdin(
-        repo.git.rev_list, ["--ancestry-path", "--stdin"], [f"^{b}" for b in bottoms] + list(tips)
-    )
-    return set(out.split()) & set(tips)
+def _short_ref_names(repo: git.Repo) -> set[str]:
+    """Every name git's ref lookup would try before an object name: `x` for refs/x,
+    refs/tags/x, refs/heads/x, refs/remotes/x and refs/remotes/x/HEAD."""
+    out = repo.git.for_each_ref("--format=%(refname)")
+    names: set[str] = set()
+    for ref in out.split("\n"):
+        for prefix in ("refs/tags/", "refs/heads/", "refs/remotes/", "refs/"):
+            if ref.startswith(prefix):
+                names.add(ref[len(prefix) :].removesuffix("/HEAD"))
+    return {n.lower() for n in names} | names
 
 
-def not_reachable_from(repo: git.Repo, fix: str, commits: Collection[str]) -> set[str]:
-    """The `commits` (full SHAs) that are neither `fix` nor one of its ancestors."""
-    if not commits:
-        return set()
-    out = _with_stdin(repo.git.rev_list, ["--stdin"], [f"^{fix}", *commits])
-    return set(out.split()) & set(commits)
+def _disambiguate(repo: git.Repo, name: str) -> Resolved:
+    try:
+        out = repo.git.rev_parse(f"--disambiguate={name}")
+    except GitCommandError:
+        return Resolved(None, "missing")
+    candidates = out.split()
+    if not candidates:
+        return Resolved(None, "missing")
+    out = _with_stdin(repo.git.cat_file, ["--batch-check=%(objectname) %(objecttype)"], candidates)
+    commits = [row.split()[0] for row in out.split("\n") if row.endswith(" commit")]
+    if len(commits) == 1:
+        return Resolved(commits[0])
+    return Resolved(None, "ambiguous" if commits else "missing")
 
 
 def shallow_commits(repo: git.Repo) -> frozenset[str]:
@@ -183,9 +199,17 @@ def shallow_commits(repo: git.Repo) -> frozenset[str]:
         return frozenset()
 
 
-def fix_commits(repo: git.Repo, revs: Sequence[str], key: str) -> list[FixCommit]:
-    """The commits in `revs` (a range such as `A..B`, or tips) carrying the fix trailer `key`,
-    newest first, read in one `git log`."""
+def events(repo: git.Repo, tips: Collection[str], key: str) -> list[Event]:
+    """The event commits (fix trailer, fix-id trailer, cherry-pick or revert line) in the
+    history of `tips` (full SHAs), in ONE `git log`."""
+    if not tips:
+        return []
+    out = _with_stdin(repo.git.log, log_args(key, stdin=True), tips)
+    return parse_log(out, key)
+
+
+def range_events(repo: git.Repo, revs: Sequence[str], key: str) -> list[Event]:
+    """The event commits in a range such as `A..B`, in one `git log`."""
     try:
         out = repo.git.log(*log_args(key, revs))
     except GitCommandError as exc:
@@ -197,19 +221,66 @@ def fix_commits(repo: git.Repo, revs: Sequence[str], key: str) -> list[FixCommit
     return parse_log(out, key)
 
 
+def parents(repo: git.Repo, tips: Collection[str]) -> list[list[str]]:
+    """The history of `tips` as `[commit, parent...]` lists, every parent before its children,
+    in ONE `git rev-list --parents --topo-order --reverse`."""
+    if not tips:
+        return []
+    out = _with_stdin(
+        repo.git.rev_list, ["--parents", "--topo-order", "--reverse", "--stdin"], tips
+    )
+    return [row.split() for row in out.split("\n") if row]
+
+
+def patch_ids(repo: git.Repo, shas: Collection[str]) -> dict[str, str]:
+    """`git patch-id --stable` of each commit (a merge has none), from ONE `git diff-tree`
+    piped into ONE `git patch-id`."""
+    if not shas:
+        return {}
+    diff = _with_stdin(
+        repo.git.diff_tree,
+        [
+            "--stdin",
+            "-p",
+            "-r",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "--full-index",
+        ],
+        shas,
+    )
+    out = _with_stdin(repo.git.patch_id, ["--stable"], [diff])
+    ids: dict[str, str] = {}
+    for row in out.split("\n"):
+        patch, _, commit = row.partition(" ")
+        if commit:
+            ids[commit] = patch
+    return ids
+
+
 def hooks_dir(repo: git.Repo) -> Path:
     """Where git runs this repository's hooks from, honouring `core.hooksPath`."""
     # A relative core.hooksPath is relative to the top of the worktree, where git runs hooks.
     return Path(repo.working_dir) / repo.git.rev_parse("--git-path", "hooks")
 
 
-def _with_stdin(command: Callable[..., str], args: list[str], lines: Iterable[str]) -> str:
+def _with_stdin(command: Callable[..., str], args: Sequence[str], lines: Iterable[str]) -> str:
     # GitPython takes stdin as a file, not a string; a temp file cannot deadlock the way a pipe
     # written while git's stdout fills up can.
     with tempfile.TemporaryFile() as stdin:
         stdin.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
         stdin.seek(0)
-        return command(*args, istream=stdin)
+        try:
+            return command(*args, istream=stdin)
+        except GitCommandError as exc:
+            raise OomrecError(
+                f"git {exc.command[1] if len(exc.command) > 1 else ''} failed "
+                f"({_first_stderr_line(exc)}); check the repository"
+            ) from None
 
 
 # Row-accurate commits for import-csv: which lines of a file came after the commit that added it.

@@ -1,36 +1,44 @@
-"""The staleness verdict: was an OOM record observed on code that already had a fix?
+"""Whether an OOM record still applies: judged at a commit (HEAD by default) by the fixes in
+effect there. The one rule, used by the sweep, `record list`, `stale`, `prune`, `restore` and
+the hooks.
 
-For a record at commit R and a fix commit F:
+Principle: when in doubt, the record applies; only proof takes it out of play.
 
-- stale: R does not contain F (F is neither R nor an ancestor of R). The OOM was measured on code
-  without the fix: R predates F, or sits on a branch that never merged it.
-- current: R contains F. The fix was in, and it still ran out of memory.
-- unknown: git cannot say; the reason says why. Nothing unknown is pruned unless asked.
+- A **fix** is a commit whose trailer block holds `OOM-Fix: <glob>[, <glob>...]`.
+- Its **copies** are one fix: the fix itself; a commit that says `(cherry picked from commit F)`;
+  a trailer commit with the same `git patch-id --stable` (amend, reword, rebase, a clean pick
+  without -x); a commit whose trailer block holds the same `OOM-Fix-Id: <name>`.
+- A **revert** (`This reverts commit <sha>.`) of a copy has depth 1, a revert of that revert
+  depth 2, and so on. A fix is **in effect at X** iff X's history (X and its ancestors) holds a
+  copy of it and the deepest revert of it there has an even depth (0: none): a revert cancels
+  the fix, a revert of the revert restores it.
+- A record of model m measured at commit R **no longer applies at X** iff some fix whose globs
+  (those of its copies in X's history) match m is in effect at X and not in effect at R.
+- Otherwise it applies, and "unknown" is a way of applying: no commit recorded, a commit not in
+  this repository or ambiguous, a shallow history cut off where the fix could hide, or a
+  `-dirty` commit (the uncommitted change may have been the fix: a dirty tree can prove that a
+  record still applies, never that it no longer does).
 
-A `<hex>-dirty` commit is judged by `<hex>`. Verdicts come in batch: all record commits are
-resolved in one git call, and each fix costs one ancestry walk (two more in a shallow clone),
-however many records there are. `record prune`, `record stale`, `record list` and the hooks all
-judge through this module.
+Cost: a fixed number of git processes however many records: one `cat-file --batch-check` to
+resolve the record commits, one `git log` for the event commits, one `rev-list --parents` for
+the commit graph, and a `diff-tree | patch-id` pair for the fix commits. The graph is walked once
+in Python, carrying per commit a bit set of the events in its history.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
-from oomrec import gitutil
-from oomrec.fixes import SHORT_SHA, FixCommit
+from oomrec.fixes import ID_SUFFIX, SHORT_SHA, Event, first_match
 from oomrec.records import UNKNOWN_COMMIT, OomRecord
 
 if TYPE_CHECKING:
     import git
-
-Status = Literal["stale", "current", "unknown"]
-STALE: Status = "stale"
-CURRENT: Status = "current"
-UNKNOWN: Status = "unknown"
 
 # git resolves an object name from 4 hex digits up; 64 is a SHA-256 object name.
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
@@ -38,16 +46,50 @@ _DIRTY = "-dirty"
 _UNSHALLOW = "git fetch --unshallow, then retry"
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Status(StrEnum):
+    APPLIES = "applies"
+    # Applies, because git cannot prove otherwise; the judgement says why.
+    UNKNOWN = "unknown"
+    LIFTED = "no longer applies"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One fix and all its copies, as seen from the commit things are judged at."""
+
+    sha: str
+    subject: str
+    globs: tuple[str, ...]
+    copies: tuple[str, ...]
+
+    @property
+    def short(self) -> str:
+        return self.sha[:SHORT_SHA]
+
+    def describe(self) -> str:
+        return f"fix {self.short} ({self.subject})"
+
+
+@dataclass(frozen=True)
+class Judgement:
     status: Status
-    # unknown: why git cannot say. stale/current: which commit stood in for a `-dirty` one.
+    # LIFTED: the fixes that take the record out of play; UNKNOWN: the fix git could not judge.
+    fixes: tuple[Fix, ...] = ()
     reason: str = ""
 
+    @property
+    def applies(self) -> bool:
+        return self.status != Status.LIFTED
+
     def __str__(self) -> str:
-        if self.status == UNKNOWN:
-            return f"unknown: {self.reason}"
-        return f"{self.status} ({self.reason})" if self.reason else self.status
+        if self.status == Status.LIFTED:
+            return f"no longer applies: {self.fixes[0].describe()}"
+        if self.status == Status.UNKNOWN:
+            return f"applies (unknown: {self.reason})"
+        return "applies"
+
+
+APPLIES = Judgement(Status.APPLIES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,73 +97,237 @@ class _Commit:
     """A record's commit field as git will see it: hex to resolve, or why there is none."""
 
     hex: str | None
-    note: str = ""
+    dirty: bool = False
     unknown: str = ""
 
 
-def _read_commit(text: str) -> _Commit:
+def read_commit(text: str) -> _Commit:
     value = text.strip()
     if not value or value.lower() == UNKNOWN_COMMIT:
         return _Commit(None, unknown="no commit recorded")
     base = value.removesuffix(_DIRTY)
     if not _HEX.fullmatch(base):
         return _Commit(None, unknown=f"{value!r} is not a commit SHA")
-    note = f"{value} judged by {base}" if base != value else ""
-    return _Commit(base.lower(), note)
+    return _Commit(base.lower(), dirty=base != value)
 
 
-class Judge:
-    """Verdicts for many record commits (their text as written) against one fix at a time."""
+class _Classes:
+    """Union-find over commit SHAs: which commits are copies of one fix."""
 
-    def __init__(self, repo: git.Repo, commits: Iterable[str]) -> None:
-        self._repo = repo
-        self._commits = {text: _read_commit(text) for text in set(commits)}
-        self._resolved = gitutil.resolve_many(
-            repo, {c.hex for c in self._commits.values() if c.hex is not None}
-        )
+    def __init__(self) -> None:
+        self._up: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        up = self._up
+        root = x
+        while up.get(root, root) != root:
+            root = up[root]
+        while up.get(x, x) != root:
+            up[x], x = root, up[x]
+        return root
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self._up[ra] = rb
+
+
+@dataclass
+class _Class:
+    # (sha, bit) of each copy, newest first as git log lists them.
+    members: list[tuple[str, int]] = field(default_factory=list)
+    # (bit, depth) of each member (depth 0) and each revert in the chain.
+    events: list[tuple[int, int]] = field(default_factory=list)
+    cut_mask: int = 0
+
+
+class History:
+    """The git facts that decide which fixes are in effect at the commits asked about."""
+
+    def __init__(
+        self,
+        repo: git.Repo,
+        key: str,
+        record_commits: Iterable[str],
+        at: Sequence[str] = ("HEAD",),
+        extra_fixes: dict[str, tuple[str, ...]] | None = None,
+        extra_tips: Collection[str] = (),
+    ) -> None:
+        """Gather everything in a fixed number of git calls. `at`: the revisions records will
+        be judged at. `extra_fixes`: commits to treat as fixes of these globs although they
+        carry no trailer (`record prune --since X --model GLOB`)."""
+        # GitPython costs ~0.17 s to import: `oomrec --help` and the sweep's module never pay it.
+        from oomrec import gitutil
+
+        self.repo = repo
+        self.key = key
+        self._commits = {text: read_commit(text) for text in set(record_commits)}
+        self._at = {rev: gitutil.resolve_commit(repo, rev) for rev in at}
+        extra = extra_fixes or {}
+        hexes = {c.hex for c in self._commits.values() if c.hex is not None}
+        self._resolved = gitutil.resolve_many(repo, hexes)
         self._shallow = gitutil.shallow_commits(repo)
+        tips = {r.sha for r in self._resolved.values() if r.sha is not None}
+        tips |= set(self._at.values()) | set(extra) | set(extra_tips)
+        self.events = {e.sha: e for e in gitutil.events(repo, tips, key)}
+        for sha, globs in extra.items():
+            old = self.events.get(sha)
+            subject = old.subject if old else _subject(repo, sha)
+            self.events[sha] = Event(sha, subject, globs, (), (), old.reverts if old else ())
+        self._build(tips)
 
-    def against(self, fix: str) -> dict[str, Verdict]:
-        """Each commit text's verdict against the fix commit `fix` (a full SHA)."""
-        shas = {r.sha for r in self._resolved.values() if r.sha is not None}
-        containing = gitutil.descendants_among(self._repo, [fix], shas - {fix}) | (shas & {fix})
-        cut_off = self._cut_off(fix, shas - containing)
-        return {
-            text: self._verdict(commit, fix, containing, cut_off)
-            for text, commit in self._commits.items()
-        }
+    # -- building -----------------------------------------------------------------------
 
-    def _cut_off(self, fix: str, candidates: Collection[str]) -> set[str]:
-        """The candidates whose history, walked down to the fix's, runs into a shallow cut.
+    def _build(self, tips: Collection[str]) -> None:
+        from oomrec import gitutil
 
-        Below a cut git knows no parents, so the fix may be there: "does not contain the fix" is
-        unproven for them. A candidate whose walk reaches no cut is judged on complete history,
-        and "contains the fix" is proven whenever the walk finds it, cut or not.
-        """
-        if not self._shallow or not candidates:
-            return set()
-        cuts = gitutil.not_reachable_from(self._repo, fix, self._shallow)
-        if not cuts:
-            return set()
-        return (set(candidates) & cuts) | gitutil.descendants_among(self._repo, cuts, candidates)
+        events = self.events
+        classes = _Classes()
+        fix_shas = [sha for sha, e in events.items() if e.globs]
+        by_prefix = _PrefixIndex(events)
+        # Copies: the same fix-id, the same patch, a cherry-pick of a fix.
+        first_of_id: dict[str, str] = {}
+        for sha, e in events.items():
+            for fix_id in e.fix_ids:
+                classes.union(sha, first_of_id.setdefault(fix_id.casefold(), sha))
+        first_of_patch: dict[str, str] = {}
+        trailer_shas = [sha for sha, e in events.items() if e.globs or e.fix_ids]
+        if len(trailer_shas) > 1:
+            for sha, patch in gitutil.patch_ids(self.repo, trailer_shas).items():
+                classes.union(sha, first_of_patch.setdefault(patch, sha))
+        for sha, e in events.items():
+            for source in e.picked_from:
+                target = by_prefix.get(source)
+                if target is not None and not e.reverts:
+                    classes.union(sha, target)
+        fix_roots = {classes.find(sha) for sha in fix_shas}
+        # Depth 0: every copy of a class that has a fix; reverts get the depth of their chain.
+        depth: dict[str, tuple[str, int]] = {}
+        for sha in events:
+            root = classes.find(sha)
+            if root in fix_roots and not events[sha].reverts:
+                depth[sha] = (root, 0)
+        for sha in events:
+            self._revert_depth(sha, by_prefix, depth, set())
+        self._classes: dict[str, _Class] = {}
+        bits: dict[str, int] = {}
+        for sha, (root, d) in depth.items():
+            cls = self._classes.setdefault(root, _Class())
+            bit = len(bits)
+            bits[sha] = bit
+            cls.events.append((bit, d))
+            if d == 0:
+                cls.members.append((sha, bit))
+        cut_bits = {sha: len(bits) + i for i, sha in enumerate(sorted(self._shallow))}
+        self._all_cuts = sum(1 << b for b in cut_bits.values())
+        self._masks = _masks(gitutil.parents(self.repo, tips) if bits else [], bits, cut_bits)
+        for cls in self._classes.values():
+            for sha, _ in cls.members:
+                cls.cut_mask |= self._masks.get(sha, 0) & self._all_cuts
 
-    def _verdict(
-        self, commit: _Commit, fix: str, containing: set[str], cut_off: set[str]
-    ) -> Verdict:
+    def _revert_depth(
+        self,
+        sha: str,
+        by_prefix: _PrefixIndex,
+        depth: dict[str, tuple[str, int]],
+        seen: set[str],
+    ) -> tuple[str, int] | None:
+        if sha in depth:
+            return depth[sha]
+        event = self.events.get(sha)
+        if event is None or not event.reverts or sha in seen:
+            return None
+        seen.add(sha)
+        for target_text in event.reverts:
+            target = by_prefix.get(target_text)
+            found = self._revert_depth(target, by_prefix, depth, seen) if target else None
+            if found is not None:
+                depth[sha] = (found[0], found[1] + 1)
+                return depth[sha]
+        return None
+
+    # -- asking -------------------------------------------------------------------------
+
+    def sha_at(self, rev: str = "HEAD") -> str:
+        return self._at[rev]
+
+    def in_effect(self, sha: str) -> list[Fix]:
+        """The fixes in effect at commit `sha` (which must be one of the walked tips)."""
+        mask = self._masks.get(sha, 0)
+        return [self._fix(root, mask) for root in self._effective_roots(mask)]
+
+    def _effective_roots(self, mask: int) -> list[str]:
+        roots = []
+        for root, cls in self._classes.items():
+            deepest = max((d for bit, d in cls.events if mask >> bit & 1), default=None)
+            if deepest is not None and deepest % 2 == 0:
+                roots.append(root)
+        return roots
+
+    def _fix(self, root: str, mask: int) -> Fix:
+        cls = self._classes[root]
+        everyone = [sha for sha, _ in cls.members]
+        present = [sha for sha, bit in cls.members if mask >> bit & 1] or everyone
+        with_globs = [s for s in present if self.events[s].globs] or present
+        # The globs of the copies in this history: an amend that narrowed them wins.
+        globs = tuple(dict.fromkeys(g for s in with_globs for g in self.events[s].globs))
+        # The newest copy in this history names the fix: a pick on a branch, not its original.
+        newest = with_globs[0]
+        return Fix(newest, self.events[newest].subject, globs, tuple(everyone))
+
+    def judge(self, records: Sequence[OomRecord], at: str = "HEAD") -> list[Judgement]:
+        """Each record's judgement at revision `at` (one of those given when loading)."""
+        at_sha = self._at[at]
+        at_mask = self._masks.get(at_sha, 0)
+        at_fixes = [(root, self._fix(root, at_mask)) for root in self._effective_roots(at_mask)]
+        if not at_fixes:
+            return [APPLIES] * len(records)
+        cache: dict[tuple[str, str], Judgement] = {}
+        out = []
+        for rec in records:
+            key = (rec.commit, rec.model)
+            found = cache.get(key)
+            if found is None:
+                found = cache[key] = self._judge_one(rec.commit, rec.model, at_fixes)
+            out.append(found)
+        return out
+
+    def _judge_one(
+        self, commit_text: str, model: str, at_fixes: list[tuple[str, Fix]]
+    ) -> Judgement:
+        matching = [(root, fix) for root, fix in at_fixes if first_match(fix.globs, model)]
+        if not matching:
+            return APPLIES
+        commit = self._commits.get(commit_text) or read_commit(commit_text)
+        first = matching[0][1]
         if commit.hex is None:
-            return Verdict(UNKNOWN, commit.unknown)
-        resolved = self._resolved[commit.hex]
-        if resolved.sha is None:
-            return Verdict(UNKNOWN, self._unresolved(commit.hex, resolved.problem))
-        if resolved.sha in containing:
-            return Verdict(CURRENT, commit.note)
-        if resolved.sha in cut_off:
-            return Verdict(
-                UNKNOWN,
-                f"shallow clone: the history of {commit.hex} is cut off before fix "
-                f"{fix[:SHORT_SHA]} could be found ({_UNSHALLOW})",
+            return Judgement(Status.UNKNOWN, (first,), commit.unknown)
+        resolved = self._resolved.get(commit.hex)
+        if resolved is None or resolved.sha is None:
+            problem = resolved.problem if resolved else "missing"
+            return Judgement(Status.UNKNOWN, (first,), self._unresolved(commit.hex, problem))
+        mask = self._masks.get(resolved.sha, 0)
+        effective = set(self._effective_roots(mask))
+        lifting = [(root, fix) for root, fix in matching if root not in effective]
+        if not lifting:
+            return APPLIES
+        cuts = mask & self._all_cuts
+        provable = [fix for root, fix in lifting if cuts & ~self._classes[root].cut_mask == 0]
+        if not provable:
+            return Judgement(
+                Status.UNKNOWN,
+                (lifting[0][1],),
+                f"shallow clone: the history of {commit.hex} is cut off where "
+                f"{lifting[0][1].describe()} could be ({_UNSHALLOW})",
             )
-        return Verdict(STALE, commit.note)
+        if commit.dirty:
+            return Judgement(
+                Status.UNKNOWN,
+                (provable[0],),
+                f"{commit_text.strip()} was measured on uncommitted changes, which may hold "
+                f"{provable[0].describe()}",
+            )
+        return Judgement(Status.LIFTED, tuple(provable))
 
     def _unresolved(self, hex_: str, problem: str | None) -> str:
         if problem == "missing" and self._shallow:
@@ -132,63 +338,115 @@ class Judge:
             return f"short SHA {hex_} is ambiguous in this repository (record the full SHA)"
         return f"{hex_} is a {problem}, not a commit"
 
+    def fix_of(self, sha: str) -> tuple[str, Fix] | None:
+        """The fix that commit `sha` is a copy of (its class and how HEAD's history shows it)."""
+        head_mask = self._masks.get(self._at.get("HEAD", ""), 0)
+        for root, cls in self._classes.items():
+            if any(member == sha for member, _ in cls.members):
+                return root, self._fix(root, head_mask)
+        return None
 
-@dataclass(frozen=True)
-class FixJudgement:
-    """One fix against the records its globs match: their positions in the records given, the
-    glob each of their models matched, and the verdict for each of their commits.
-
-    Per commit and per model, not per record: a record file has many lines, few commits.
-    """
-
-    fix: FixCommit
-    indices: list[int]
-    globs: dict[str, str]
-    verdicts: dict[str, Verdict]
-
-    def verdict_of(self, record: OomRecord) -> Verdict:
-        return self.verdicts[record.commit]
-
-    def count(self, records: Sequence[OomRecord], status: Status) -> int:
-        """How many of the matched records have this verdict."""
-        verdicts = self.verdicts
-        return sum(1 for i in self.indices if verdicts[records[i].commit].status == status)
+    def in_effect_at(self, root: str, rev: str = "HEAD") -> bool:
+        """Whether the fix `root` (from fix_of) is in effect at revision `rev`."""
+        return root in self._effective_roots(self._masks.get(self._at[rev], 0))
 
 
-def judge_fixes(
-    repo: git.Repo, fixes: Sequence[FixCommit], records: Sequence[OomRecord]
-) -> list[FixJudgement]:
-    """Each fix (in the order given) against the records whose model one of its globs matches.
-    One resolve for all record commits, then one walk per fix that matches any record."""
-    models = {rec.model for rec in records}
-    matched: list[tuple[FixCommit, list[int], dict[str, str]]] = []
-    for fix in fixes:
-        # Match each distinct model once: a record has thousands of lines, a few dozen models.
-        globs = {model: glob for model in models if (glob := fix.glob_for(model))}
-        indices = [i for i, rec in enumerate(records) if rec.model in globs]
-        if indices:
-            matched.append((fix, indices, globs))
-    if not matched:
-        return []
-    judge = Judge(repo, {records[i].commit for _, indices, _ in matched for i in indices})
-    return [
-        FixJudgement(fix, indices, globs, judge.against(fix.sha)) for fix, indices, globs in matched
-    ]
+class _PrefixIndex:
+    """Full event SHAs by the (possibly short) SHA a message names."""
+
+    def __init__(self, events: Collection[str]) -> None:
+        self._full = set(events)
+        self._sorted = sorted(events)
+
+    def get(self, text: str) -> str | None:
+        text = text.lower()
+        if text in self._full:
+            return text
+        from bisect import bisect_left
+
+        i = bisect_left(self._sorted, text)
+        hits = []
+        while i < len(self._sorted) and self._sorted[i].startswith(text) and len(hits) < 2:
+            hits.append(self._sorted[i])
+            i += 1
+        return hits[0] if len(hits) == 1 else None
 
 
-def record_statuses(judgements: Sequence[FixJudgement], records: Sequence[OomRecord]) -> list[str]:
-    """Each record's status: `stale: fix abc1234` (the first fix that made it stale), else
-    `unknown: why` (a fix applies but git cannot say), else `active`."""
-    stale: list[str | None] = [None] * len(records)
-    unknown: dict[int, str] = {}
-    for judgement in judgements:
-        stale_text = f"stale: fix {judgement.fix.short}"
-        for i in judgement.indices:
-            if stale[i] is not None:
-                continue
-            verdict = judgement.verdict_of(records[i])
-            if verdict.status == STALE:
-                stale[i] = stale_text
-            elif verdict.status == UNKNOWN:
-                unknown.setdefault(i, str(verdict))
-    return [text or unknown.get(i) or "active" for i, text in enumerate(stale)]
+def _masks(
+    graph: list[list[str]], bits: dict[str, int], cut_bits: dict[str, int]
+) -> dict[str, int]:
+    """Per commit, the bit set of the events in its history (and the shallow cuts it reaches);
+    `graph` lists every parent before its children."""
+    masks: dict[str, int] = {}
+    get = masks.get
+    for row in graph:
+        sha = row[0]
+        mask = 0
+        for parent in row[1:]:
+            mask |= get(parent, 0)
+        bit = bits.get(sha)
+        if bit is not None:
+            mask |= 1 << bit
+        cut = cut_bits.get(sha)
+        if cut is not None:
+            mask |= 1 << cut
+        masks[sha] = mask
+    return masks
+
+
+def _subject(repo: git.Repo, sha: str) -> str:
+    return repo.git.log("-1", "--format=%s", "--no-show-signature", sha)
+
+
+def id_key(key: str) -> str:
+    return f"{key}{ID_SUFFIX}"
+
+
+def open_history(
+    key: str,
+    commits: Iterable[str],
+    at: Sequence[str] = ("HEAD",),
+    extra_fixes: dict[str, tuple[str, ...]] | None = None,
+) -> History | None:
+    """The history of the repository around the cwd, or None outside git or before its first
+    commit (no fix can be in effect there: every record applies)."""
+    from oomrec import gitutil
+
+    repo = gitutil.open_repo()
+    if repo is None or gitutil.head_sha(repo) is None:
+        return None
+    return History(repo, key, commits, at=at, extra_fixes=extra_fixes)
+
+
+def judge_all(history: History | None, records: Sequence[OomRecord]) -> list[Judgement]:
+    """Each record's judgement at HEAD; all apply without a history."""
+    if history is None:
+        return [APPLIES] * len(records)
+    return history.judge(records)
+
+
+def hygiene(history: History, models: Collection[str]) -> list[str]:
+    """What is wrong with the fix trailers in the history, for `record stale` to warn about."""
+    out: list[str] = []
+    for sha, event in history.events.items():
+        short = sha[:SHORT_SHA]
+        for glob in event.globs:
+            if " " in glob.strip():
+                out.append(
+                    f"commit {short}: {history.key} glob {glob!r} holds a space; separate "
+                    "globs with commas"
+                )
+            elif models and not any(fnmatchcase(m, glob) for m in models):
+                folded = [m for m in models if fnmatchcase(m.casefold(), glob.casefold())]
+                if folded:
+                    out.append(
+                        f"commit {short}: {history.key} glob {glob!r} matches no model, but "
+                        f"would match {folded[0]!r} ignoring case (globs are case-sensitive)"
+                    )
+        for line in event.loose:
+            out.append(
+                f"commit {short}: {line!r} is not in the trailer block, so it fixes nothing; "
+                f"make it a trailer: git commit --amend --trailer '{line.strip()}' (or put it "
+                "in the message's last paragraph)"
+            )
+    return out

@@ -1,253 +1,241 @@
-"""The staleness verdict (oomrec.stale), against real repositories: linear history, branches,
-merges, and every way git cannot say (unknown, rebased away, ambiguous, shallow, -dirty)."""
+"""The staleness rule (oomrec.stale) on real repositories: which fixes are in effect at HEAD,
+their copies (picks, amends, rebases, fix ids), reverts, and every way git cannot say."""
 
 from __future__ import annotations
 
-import hashlib
+import os
 from pathlib import Path
 
-import git as gitpython
 import pytest
 
 from oomrec import gitutil
-from oomrec.fixes import FixCommit
+from oomrec.errors import OomrecError
 from oomrec.records import OomRecord
-from oomrec.stale import Judge, Verdict, judge_fixes, record_statuses
-from tests.gitrepo import FIX_MESSAGE, History, Repo, git
+from oomrec.stale import History, Status
+from tests.gitrepo import FIX_MESSAGE, Repo, git
+from tests.gitrepo import History as Hist
 
 
-def verdicts(path: Path, fix: str, commits: list[str]) -> dict[str, Verdict]:
-    return Judge(gitpython.Repo(path), commits).against(fix)
+def judge(path: Path, records: list[tuple[str, str]], at: str = "HEAD") -> list[str]:
+    """Each (model, commit) record's judgement at `at`, as text."""
+    repo = gitutil.open_repo(path)
+    assert repo is not None
+    recs = [OomRecord(model, 8192, "2026-07-03", commit) for model, commit in records]
+    history = History(repo, "OOM-Fix", [r.commit for r in recs], at=(at,))
+    return [str(j) for j in history.judge(recs, at=at)]
 
 
-def test_linear_history_and_branches(history: History) -> None:
+def status(path: Path, model: str, commit: str) -> Status:
+    repo = gitutil.open_repo(path)
+    assert repo is not None
+    rec = OomRecord(model, 8192, "2026-07-03", commit)
+    return History(repo, "OOM-Fix", [commit]).judge([rec])[0].status
+
+
+def test_linear_history_and_branches(history: Hist) -> None:
     h = history
-    got = verdicts(h.repo.path, h.fix, [h.base, h.pre, h.fix, h.post, h.side, h.feat, h.merged])
-    assert got == {
-        h.base: Verdict("stale"),
-        h.pre: Verdict("stale"),
-        h.fix: Verdict("current"),
-        h.post: Verdict("current"),
-        h.side: Verdict("stale"),
-        h.feat: Verdict("stale"),
-        h.merged: Verdict("current"),
-    }
-
-
-def test_short_uppercase_and_dirty_commits_are_judged_by_their_hex(history: History) -> None:
-    h = history
-    short_pre, short_post = h.pre[:7], h.post[:10].upper()
-    got = verdicts(h.repo.path, h.fix, [short_pre, short_post, f"{h.pre[:8]}-dirty"])
-    assert got == {
-        short_pre: Verdict("stale"),
-        short_post: Verdict("current"),
-        f"{h.pre[:8]}-dirty": Verdict("stale", f"{h.pre[:8]}-dirty judged by {h.pre[:8]}"),
-    }
-    assert str(got[f"{h.pre[:8]}-dirty"]) == f"stale ({h.pre[:8]}-dirty judged by {h.pre[:8]})"
-
-
-def test_commits_git_cannot_judge_are_unknown_with_the_reason(history: History) -> None:
-    h = history
-    tree = h.repo.git("rev-parse", "HEAD^{tree}")
-    got = verdicts(
-        h.repo.path, h.fix, ["unknown", "", "  ", "HEAD", "abc", "deadbeefdeadbeef", tree]
+    lifted = f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)"
+    got = judge(
+        h.repo.path,
+        [("gemma-4-31b", c) for c in (h.base, h.pre, h.fix, h.post, h.side, h.feat, h.merged)],
     )
-    assert {text: str(v) for text, v in got.items()} == {
-        "unknown": "unknown: no commit recorded",
-        "": "unknown: no commit recorded",
-        "  ": "unknown: no commit recorded",
-        "HEAD": "unknown: 'HEAD' is not a commit SHA",
-        "abc": "unknown: 'abc' is not a commit SHA",
-        "deadbeefdeadbeef": "unknown: commit deadbeefdeadbeef not in this repository "
-        "(rebased away or from another clone?)",
-        tree: f"unknown: {tree} is a tree, not a commit",
-    }
+    assert got == [lifted, lifted, "applies", "applies", lifted, lifted, "applies"]
 
 
-def test_a_commit_rebased_away_is_unknown(history: History) -> None:
+def test_only_models_the_fix_globs_match_are_judged(repo: Repo) -> None:
+    pre = repo.commit("pre")
+    f1 = repo.commit("gemma fix\n\nOOM-Fix: gemma-4-*\n")
+    mid = repo.commit("between")
+    repo.commit("qwen fix\n\nOOM-Fix: qwen3-*\n")
+    got = judge(
+        repo.path,
+        [("gemma-4-31b", mid), ("llama-3", pre), ("qwen3-8b", mid), ("gemma-4-31b", pre)],
+    )
+    assert got[0] == "applies"
+    assert got[1] == "applies"
+    assert got[2].startswith("no longer applies: fix")
+    assert got[3] == f"no longer applies: fix {f1[:7]} (gemma fix)"
+
+
+def test_a_reverted_fix_is_not_in_effect_and_a_revert_of_the_revert_restores_it(
+    history: Hist,
+) -> None:
+    h = history
+    r = h.repo
+    r.git("revert", "--no-edit", h.fix)
+    assert status(r.path, "gemma-4-31b", h.pre) == Status.APPLIES
+    revert = r.head()
+    r.git("revert", "--no-edit", revert)
+    assert status(r.path, "gemma-4-31b", h.pre) == Status.LIFTED
+    # A record measured after the revert (fix not in effect there) is lifted by the restore.
+    assert status(r.path, "gemma-4-31b", revert) == Status.LIFTED
+    r.git("revert", "--no-edit", "HEAD")
+    assert status(r.path, "gemma-4-31b", h.pre) == Status.APPLIES
+
+
+def test_a_cherry_pick_is_a_copy_of_the_fix(history: Hist) -> None:
     h = history
     r = h.repo
     r.git("checkout", "-q", "side")
-    r.git("rebase", "-q", "main")
-    rebased = r.head()
+    r.git("cherry-pick", "-x", h.fix)
+    picked = r.commit("release: after the pick")
     r.git("checkout", "-q", "main")
-    # The old commit is gone once nothing refers to it: as after gc, or in another clone.
-    r.git("reflog", "expire", "--expire=now", "--all")
-    r.git("gc", "-q", "--prune=now")
-    got = verdicts(r.path, h.fix, [h.side, rebased])
-    assert got == {
-        h.side: Verdict(
-            "unknown",
-            f"commit {h.side} not in this repository (rebased away or from another clone?)",
-        ),
-        rebased: Verdict("current"),
-    }
-
-
-def _twin_commits(repo: Repo, parent: str, prefix_len: int = 7) -> tuple[str, str]:
-    """Write two real commits whose SHAs share their first `prefix_len` hex digits."""
-    tree = repo.git("rev-parse", f"{parent}^{{tree}}")
-    seen: dict[str, bytes] = {}
-    n = 0
-    while True:
-        body = (
-            f"tree {tree}\nparent {parent}\nauthor t <t@t> 1700000000 +0000\n"
-            f"committer t <t@t> 1700000000 +0000\n\ntwin {n}\n"
-        ).encode()
-        sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
-        if sha[:prefix_len] in seen:
-            first = seen[sha[:prefix_len]]
-            break
-        seen[sha[:prefix_len]] = body
-        n += 1
-    shas = []
-    for data in (first, body):
-        shas.append(repo.git("hash-object", "-t", "commit", "-w", "--stdin", input=data.decode()))
-    return shas[0], shas[1]
-
-
-def test_an_ambiguous_short_sha_is_unknown(history: History) -> None:
-    h = history
-    one, two = _twin_commits(h.repo, h.post)
-    prefix = one[:7]
-    assert two.startswith(prefix) and one != two
-    got = verdicts(h.repo.path, h.fix, [prefix, one])
-    assert got == {
-        prefix: Verdict(
-            "unknown", f"short SHA {prefix} is ambiguous in this repository (record the full SHA)"
-        ),
-        one: Verdict("current"),
-    }
-
-
-def _shallow_clone(source: Repo, dest: Path, depth: int, *extra: str) -> Path:
-    git(
-        source.path.parent,
-        "clone",
-        "-q",
-        f"--depth={depth}",
-        *extra,
-        source.path.as_uri(),
-        str(dest),
+    assert status(r.path, "gemma-4-31b", picked) == Status.APPLIES
+    assert status(r.path, "gemma-4-31b", h.side) == Status.LIFTED
+    # Judged on the release branch, the pick is the fix in effect there.
+    r.git("checkout", "-q", "side")
+    assert judge(r.path, [("gemma-4-31b", h.pre)])[0].startswith(
+        f"no longer applies: fix {git(r.path, 'rev-parse', 'HEAD~1')[:7]}"
     )
-    assert git(dest, "rev-parse", "--is-shallow-repository") == "true"
-    return dest
 
 
-def test_depth_one_clone_judges_only_what_it_has(repo: Repo, tmp_path: Path) -> None:
-    old = repo.head()
-    fix = repo.commit(FIX_MESSAGE)
-    clone = _shallow_clone(repo, tmp_path / "clone", 1)
-    got = verdicts(clone, fix, [old, fix])
-    assert got == {
-        old: Verdict(
-            "unknown",
-            f"shallow clone: commit {old} is not in the fetched history "
-            "(git fetch --unshallow, then retry)",
-        ),
-        fix: Verdict("current"),
-    }
+def test_a_clean_pick_without_x_is_a_copy_by_patch_id(history: Hist) -> None:
+    h = history
+    r = h.repo
+    r.git("checkout", "-q", "side")
+    r.git("cherry-pick", h.fix)
+    picked = r.head()
+    r.git("checkout", "-q", "main")
+    assert status(r.path, "gemma-4-31b", picked) == Status.APPLIES
 
 
-def test_shallow_clone_proves_what_its_history_proves(repo: Repo, tmp_path: Path) -> None:
-    # main: base - c2 - fix - c4; side: base - s1 - s2. Depth 2 keeps c4, fix, s2, s1;
-    # fix and s1 are where the history is cut.
-    base = repo.head()
-    c2 = repo.commit("c2")
-    repo.git("checkout", "-q", "-b", "side", base)
-    repo.commit("s1")
-    s2 = repo.commit("s2")
+def test_an_amended_or_reworded_fix_is_the_same_fix(repo: Repo) -> None:
+    pre = repo.commit("pre")
+    old = repo.commit("first try\n\nOOM-Fix: gemma-4-*\n", {"prefill.py": "chunked\n"})
+    repo.git("commit", "-q", "--amend", "-m", "Chunk the prefill (reworded)\n\nOOM-Fix: gemma-4-*")
+    assert repo.head() != old
+    assert status(repo.path, "gemma-4-31b", old) == Status.APPLIES
+    assert status(repo.path, "gemma-4-31b", pre) == Status.LIFTED
+
+
+def test_an_interactive_rebase_reword_keeps_the_fix(repo: Repo) -> None:
+    pre = repo.commit("pre")
+    old = repo.commit(FIX_MESSAGE, {"prefill.py": "chunked\n"})
+    repo.commit("after")
+    env = {**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i -e '1s/^pick/reword/'"}
+    env["GIT_EDITOR"] = "sed -i -e '1s/.*/Chunk the prefill, reworded/'"
+    import subprocess
+
+    subprocess.run(["git", "rebase", "-q", "-i", pre], cwd=repo.path, env=env, check=True)
+    assert git(repo.path, "log", "-1", "--format=%s", "HEAD~1") == "Chunk the prefill, reworded"
+    assert status(repo.path, "gemma-4-31b", old) == Status.APPLIES
+    assert status(repo.path, "gemma-4-31b", pre) == Status.LIFTED
+
+
+def test_a_fix_id_names_a_fix_across_a_conflicted_pick(repo: Repo) -> None:
+    base = repo.commit("base", {"prefill.py": "v1\n"})
+    repo.git("checkout", "-q", "-b", "release")
+    repo.commit("release change", {"prefill.py": "release v1\n"})
     repo.git("checkout", "-q", "main")
-    fix = repo.commit(FIX_MESSAGE)
-    c4 = repo.commit("c4")
-    clone = _shallow_clone(repo, tmp_path / "clone", 2, "--no-single-branch")
-    got = verdicts(clone, fix, [c4, fix, s2, c2])
-    assert got[c4] == Verdict("current")
-    assert got[fix] == Verdict("current")
-    # s2 does not contain the fix, but below the cut at s1 git cannot show it.
-    assert got[s2] == Verdict(
-        "unknown",
-        f"shallow clone: the history of {s2} is cut off before fix {fix[:7]} could be found "
-        "(git fetch --unshallow, then retry)",
+    fix = repo.commit(
+        "Chunk the prefill\n\nOOM-Fix: gemma-4-*\nOOM-Fix-Id: chunked-prefill\n",
+        {"prefill.py": "chunked\n"},
     )
-    assert got[c2].status == "unknown"
-    assert "not in the fetched history" in got[c2].reason
-    # Deeper, c2 is in the clone and an ancestor of the fix: provably stale.
-    deeper = _shallow_clone(repo, tmp_path / "deeper", 3)
-    assert verdicts(deeper, fix, [c2, c4]) == {c2: Verdict("stale"), c4: Verdict("current")}
+    repo.git("checkout", "-q", "release")
+    # A different patch (the conflict was resolved by hand), the same fix by its id.
+    repo.commit(
+        "Chunk the prefill on release\n\nOOM-Fix-Id: chunked-prefill\n",
+        {"prefill.py": "release chunked\n"},
+    )
+    on_release = repo.commit("release: after")
+    repo.git("checkout", "-q", "main")
+    assert fix
+    assert status(repo.path, "gemma-4-31b", on_release) == Status.APPLIES
+    assert status(repo.path, "gemma-4-31b", base) == Status.LIFTED
 
 
-def test_batch_answers_many_commits_with_a_few_git_calls(
-    history: History, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Judging 38 commits takes the same git processes as judging 2: git traces each one.
-    trace = tmp_path / "git-trace"
-    repo = gitpython.Repo(history.repo.path)
-    commits = [history.pre, history.post] + [history.side[:n] for n in range(4, 40)]
-    monkeypatch.setenv("GIT_TRACE", str(trace))
-    got = Judge(repo, commits).against(history.fix)
-    monkeypatch.delenv("GIT_TRACE")
-    assert len(got) == 38 and all(v.status != "unknown" for v in got.values())
-    commands = [
-        line.split("built-in: git ")[1].split()[0]
-        for line in trace.read_text().splitlines()
-        if "built-in: git " in line
-    ]
-    assert commands == ["cat-file", "rev-parse", "rev-list"]
-
-
-def test_judge_fixes_pairs_records_with_the_globs_that_match(history: History) -> None:
+def test_judged_where_the_checkout_is_not_where_prune_ran(history: Hist) -> None:
     h = history
-    other = FixCommit(h.post, "qwen fix", ("qwen3-*", "llama-*"))
-    fix = FixCommit(h.fix, "Chunk the prefill", ("gemma-4-*",))
-    records = [
-        OomRecord("gemma-4-31b", 32768, "2026-07-03", h.pre),
-        OomRecord("qwen3-8b", 1024, "2026-07-03", h.fix),
-        OomRecord("gemma-4-31b", 65536, "2026-07-03", h.post),
-        OomRecord("mistral", 4096, "2026-07-03", h.pre),
-        OomRecord("gemma-4-31b", 1024, "2026-07-03", "unknown"),
-    ]
-    unused = FixCommit(h.fix, "llama fix", ("llama-*",))
-    judged = judge_fixes(gitpython.Repo(h.repo.path), [other, unused, fix], records)
-    assert [
-        (
-            j.fix.sha,
-            [(i, j.globs[records[i].model], str(j.verdict_of(records[i]))) for i in j.indices],
-        )
-        for j in judged
-    ] == [
-        (h.post, [(1, "qwen3-*", "stale")]),
-        (
-            h.fix,
-            [
-                (0, "gemma-4-*", "stale"),
-                (2, "gemma-4-*", "current"),
-                (4, "gemma-4-*", "unknown: no commit recorded"),
-            ],
-        ),
-    ]
-    assert [j.count(records, "stale") for j in judged] == [1, 1]
-    assert record_statuses(judged, records) == [
-        f"stale: fix {h.fix[:7]}",
-        f"stale: fix {h.post[:7]}",
-        "active",
-        "active",
-        "unknown: no commit recorded",
-    ]
+    assert status(h.repo.path, "gemma-4-31b", h.pre) == Status.LIFTED
+    h.repo.git("checkout", "-q", "side")
+    assert status(h.repo.path, "gemma-4-31b", h.pre) == Status.APPLIES
 
 
-def test_fix_commits_reads_trailers_as_git_does(repo: Repo) -> None:
-    trailered = repo.git(
-        "interpret-trailers", "--trailer", "OOM-Fix: gemma-4-*, qwen3-*", input="Fix it\n\nWhy.\n"
+def test_dirty_and_unknown_commits_apply_with_the_reason(history: Hist) -> None:
+    h = history
+    tree = h.repo.git("rev-parse", "HEAD^{tree}")
+    got = judge(
+        h.repo.path,
+        [
+            ("gemma-4-31b", f"{h.pre[:8]}-dirty"),
+            ("gemma-4-31b", f"{h.post[:8]}-dirty"),
+            ("gemma-4-31b", "unknown"),
+            ("gemma-4-31b", "HEAD"),
+            ("gemma-4-31b", "deadbeefdeadbeef"),
+            ("gemma-4-31b", tree),
+        ],
     )
-    a = repo.commit(trailered)
-    b = repo.commit("Two trailers\n\nOOM-Fix: llama-*\nSigned-off-by: x <x@x>\noom-fix: llama-*\n")
-    # Not a trailer: the key line is not in the message's last paragraph.
-    repo.commit("Mentions it\n\nOOM-Fix: mistral\n\nSee above.\n")
-    repo.commit("No fix here")
-    found = gitutil.fix_commits(gitpython.Repo(repo.path), ["HEAD"], "OOM-Fix")
-    assert [(f.sha, f.subject, f.globs) for f in found] == [
-        (b, "Two trailers", ("llama-*",)),
-        (a, "Fix it", ("gemma-4-*", "qwen3-*")),
-    ]
-    assert gitutil.fix_commits(gitpython.Repo(repo.path), [f"{a}..HEAD"], "OOM-Fix")[0].sha == b
+    assert got[0].startswith(f"applies (unknown: {h.pre[:8]}-dirty was measured on uncommitted")
+    assert got[1] == "applies"
+    assert got[2] == "applies (unknown: no commit recorded)"
+    assert got[3] == "applies (unknown: 'HEAD' is not a commit SHA)"
+    assert got[4] == (
+        "applies (unknown: commit deadbeefdeadbeef not in this repository "
+        "(rebased away or from another clone?))"
+    )
+    assert got[5] == f"applies (unknown: {tree} is a tree, not a commit)"
+
+
+def test_a_short_sha_that_is_also_a_ref_name_means_the_commit(history: Hist) -> None:
+    h = history
+    short = h.pre[:8]
+    # A tag and a branch named like the record's short SHA, pointing at a commit with the fix.
+    h.repo.git("tag", short, h.post)
+    h.repo.git("branch", h.pre[:9], h.post)
+    assert status(h.repo.path, "gemma-4-31b", short) == Status.LIFTED
+    assert status(h.repo.path, "gemma-4-31b", h.pre[:9]) == Status.LIFTED
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ["grep.patternType=fixed"],
+        ["grep.patternType=perl"],
+        ["log.showSignature=true", "gpg.program=false"],
+        ["core.abbrev=4", "diff.noprefix=true", "log.decorate=full"],
+        ["trailer.separators=#"],
+        ["i18n.logOutputEncoding=ISO-8859-1"],
+    ],
+)
+def test_hostile_git_config_changes_nothing(history: Hist, config: list[str]) -> None:
+    h = history
+    r = h.repo
+    r.git("revert", "--no-edit", h.fix)
+    r.git("revert", "--no-edit", "HEAD")
+    r.git("checkout", "-q", "side")
+    r.git("cherry-pick", "-x", h.fix)
+    picked = r.commit("after pick")
+    r.git("checkout", "-q", "main")
+    for item in config:
+        name, _, value = item.partition("=")
+        r.git("config", name, value)
+    got = judge(r.path, [("gemma-4-31b", h.pre), ("gemma-4-31b", picked), ("x", h.pre)])
+    assert got[0].startswith("no longer applies: fix")
+    assert got[1:] == ["applies", "applies"]
+
+
+def test_shallow_clone_proves_applies_never_lifted_beyond_the_cut(
+    tmp_path: Path, history: Hist
+) -> None:
+    h = history
+    for _ in range(3):
+        h.repo.commit("more")
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{h.repo.path}", str(clone))
+    # The fix is below the cut: no fix is in effect as far as the clone can see.
+    assert status(clone, "gemma-4-31b", h.pre) == Status.APPLIES
+    git(clone, "fetch", "-q", "--deepen", "3")
+    # The fix is visible now, pre is not fetched yet: git cannot say.
+    deep = judge(clone, [("gemma-4-31b", h.pre), ("gemma-4-31b", h.post)])
+    assert deep[0].startswith(f"applies (unknown: shallow clone: commit {h.pre} is not in")
+    assert deep[1] == "applies"
+    git(clone, "fetch", "-q", "--unshallow")
+    assert status(clone, "gemma-4-31b", h.pre) == Status.LIFTED
+
+
+def test_no_history_at_all_is_an_error_line(tmp_path: Path) -> None:
+    empty = Repo(tmp_path / "empty")
+    repo = gitutil.open_repo(empty.path)
+    assert repo is not None
+    with pytest.raises(OomrecError, match="is not a commit"):
+        History(repo, "OOM-Fix", ["abc1234"])
