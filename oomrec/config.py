@@ -44,6 +44,26 @@ class Settings:
         return self.tool.get(key, default)
 
 
+def main_worktree_root(root: Path) -> Path:
+    """The main worktree of the repository whose (possibly linked) worktree is `root`.
+
+    A linked worktree (`git worktree add`) has a `.git` file naming its git dir, whose
+    `commondir` names the main repository's; one record per repository lives there. Read from
+    files, not asked of git, for the same reason as find_repo_root.
+    """
+    dot_git = root / ".git"
+    if not dot_git.is_file():
+        return root
+    try:
+        text = dot_git.read_text(encoding="utf-8").strip()
+        gitdir = (root / text.removeprefix("gitdir:").strip()).resolve()
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return root
+    # A worktree of a bare repository has no main worktree to share with.
+    return common.parent if common.name == ".git" else root
+
+
 def load_settings(start: Path | None = None) -> Settings:
     root = find_repo_root(start)
     pyproject = (root or (start or Path.cwd())) / "pyproject.toml"
@@ -65,7 +85,8 @@ def load_settings(start: Path | None = None) -> Settings:
 def record_path(cli_value: Path | None, settings: Settings) -> Path:
     """The record file, by precedence: --record, $OOMREC_RECORD, [tool.oomrec] record, default.
 
-    The default is `benchmarks/.oom-record` under the git top level, else under the cwd.
+    The default is `benchmarks/.oom-record` under the git top level (of the main worktree,
+    from a linked one: one record per repository), else under the cwd.
     """
     if cli_value is not None:
         return cli_value
@@ -78,8 +99,12 @@ def record_path(cli_value: Path | None, settings: Settings) -> Path:
             raise OomrecError(
                 f"{settings.source}: [tool.oomrec] record must be a non-empty path string"
             )
-        return settings.base / configured
-    return settings.base / DEFAULT_RECORD
+        return _record_base(settings) / configured
+    return _record_base(settings) / DEFAULT_RECORD
+
+
+def _record_base(settings: Settings) -> Path:
+    return main_worktree_root(settings.repo_root) if settings.repo_root else settings.base
 
 
 def display_path(path: Path) -> str:

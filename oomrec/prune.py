@@ -1,57 +1,42 @@
-"""`record prune`: which records a fix made stale, and removing them without losing an append.
+"""`record prune` and `record restore`: move records that no longer apply at HEAD into the
+archive, and back. Nothing is deleted: a pruned record is one `restore` away, and the sweep
+reads the archive too, so an archived record that applies again still pre-skips.
 
-The plan is made outside the lock (judging can take a while); the rewrite then drops lines by
-their exact text from the file as re-read inside the lock, so a record a sweep appended in the
+The plan is made outside the lock (judging can take a while); the move then picks lines by their
+exact text from the files as re-read inside the lock, so a record a sweep appended in the
 meantime stays, as do unparsed lines and the order of everything kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
 
-from oomrec.records import Loaded, OomRecord, RecordFile, RecordLine
-from oomrec.stale import CURRENT, STALE, UNKNOWN, Judge, Status, Verdict
-
-if TYPE_CHECKING:
-    import git
-
-# A record line, its record, and its verdict against the fix.
-Row = tuple[RecordLine, OomRecord, Verdict]
+from oomrec import archive, gitutil
+from oomrec.errors import OomrecError
+from oomrec.fixes import SHORT_SHA
+from oomrec.records import OomRecord, RecordFile, RecordLine
+from oomrec.stale import Fix, History, Judgement, Status, open_history
 
 
 @dataclass(frozen=True)
+class Row:
+    line: RecordLine
+    record: OomRecord
+    judgement: Judgement
+    # The fix the record is archived for: the --since fix, else the first that lifts it.
+    fix: Fix | None = None
+
+
+@dataclass
 class PrunePlan:
-    fix: str
-    head: str
-    # The selected record lines in file order, and the verdict for each of their commits:
-    # per commit, not per line, as a large record has far fewer commits than lines.
-    chosen: list[tuple[RecordLine, OomRecord]]
-    verdicts: dict[str, Verdict]
-    prune_unknown: bool = False
+    since: Fix | None
+    going: list[Row] = field(default_factory=list)
+    staying: list[Row] = field(default_factory=list)
 
-    @property
-    def head_has_fix(self) -> bool:
-        return self.verdicts[self.head].status == CURRENT
-
-    def goes(self, verdict: Verdict) -> bool:
-        return verdict.status == STALE or (self.prune_unknown and verdict.status == UNKNOWN)
-
-    def rows(self, going: bool, status: Status | None = None) -> list[Row]:
-        """The chosen lines that go (or stay), with `status` when given, in file order."""
-        goes = {commit: self.goes(v) for commit, v in self.verdicts.items()}
-        return [
-            (line, rec, self.verdicts[rec.commit])
-            for line, rec in self.chosen
-            if goes[rec.commit] == going
-            and (status is None or self.verdicts[rec.commit].status == status)
-        ]
-
-    def texts(self) -> frozenset[str]:
-        """The exact text of every line to remove."""
-        return frozenset(line.text for line, _, _ in self.rows(going=True))
+    def count(self, status: Status) -> int:
+        return sum(1 for row in self.staying if row.judgement.status == status)
 
 
 def select(
@@ -69,36 +54,110 @@ def select(
 
 
 def plan(
-    repo: git.Repo,
-    loaded: Loaded,
-    fix: str,
-    head: str,
+    record_file: RecordFile,
+    key: str,
+    since: str | None = None,
     models: Sequence[str] = (),
     hardware: str | None = None,
-    prune_unknown: bool = False,
 ) -> PrunePlan:
-    """Judge the selected records against `fix` (a full SHA); stale ones go, unknown ones too
-    when `prune_unknown`. HEAD is judged in the same batch, to warn when it lacks the fix."""
+    """Which records go to the archive: those that no longer apply at HEAD (with `since`, only
+    those the fix `since` and its copies take out of play)."""
+    repo = gitutil.open_repo()
+    if repo is None or gitutil.head_sha(repo) is None:
+        raise OomrecError(
+            "record prune needs git history: run it inside the repository that holds the fixes"
+        )
+    loaded = record_file.load()
     chosen = select(loaded.lines, models, hardware)
-    verdicts = Judge(repo, {rec.commit for _, rec in chosen} | {head}).against(fix)
-    return PrunePlan(fix, head, chosen, verdicts, prune_unknown)
+    commits = [rec.commit for _, rec in chosen]
+    fix_sha = gitutil.resolve_commit(repo, since) if since is not None else None
+    tips = [fix_sha] if fix_sha else []
+    history = History(repo, key, commits, extra_tips=tips)
+    fix: Fix | None = None
+    if fix_sha is not None:
+        found = history.fix_of(fix_sha)
+        if found is None:
+            if not models:
+                raise OomrecError(
+                    f"{since!r} ({fix_sha[:SHORT_SHA]}) carries no {key} trailer and is no copy "
+                    f"of a fix: say which models it fixed with --model GLOB, or add the trailer "
+                    f"(git commit --amend --trailer '{key}: <model glob>')"
+                )
+            history = History(repo, key, commits, extra_fixes={fix_sha: tuple(models)})
+            found = history.fix_of(fix_sha)
+            assert found is not None
+        root, fix = found
+        if not history.in_effect_at(root):
+            raise OomrecError(
+                f"HEAD ({history.sha_at()[:SHORT_SHA]}) does not have fix {fix_sha[:SHORT_SHA]} "
+                "in effect (not merged here, or reverted): no record is lifted by it on this "
+                "checkout; check out a branch that has the fix, then prune"
+            )
+    result = PrunePlan(fix)
+    judgements = history.judge([rec for _, rec in chosen])
+    for (line, rec), judgement in zip(chosen, judgements, strict=True):
+        lifting = _lifting(judgement, fix)
+        if lifting is not None:
+            result.going.append(Row(line, rec, judgement, lifting))
+        else:
+            result.staying.append(Row(line, rec, judgement))
+    return result
 
 
-def apply(record_file: RecordFile, texts: frozenset[str]) -> list[RecordLine]:
-    """Remove the record lines whose text is in `texts`, under the lock; returns the lines removed
-    (as read inside the lock). Does not touch the file when there is nothing to remove."""
-    if not texts:
+def _lifting(judgement: Judgement, since: Fix | None) -> Fix | None:
+    if judgement.status != Status.LIFTED:
+        return None
+    if since is None:
+        return judgement.fixes[0]
+    for fix in judgement.fixes:
+        if set(fix.copies) & set(since.copies):
+            return fix
+    return None
+
+
+def apply(record_file: RecordFile, prune_plan: PrunePlan) -> list[RecordLine]:
+    """Move the planned lines into the archive; returns the lines moved (as read in the lock)."""
+    fixes = {row.line.text: row.fix.sha if row.fix else "" for row in prune_plan.going}
+    if not fixes:
         return []
-    removed: list[RecordLine] = []
+    return archive.move_out(record_file, lambda loaded: fixes)
 
-    def keep(loaded: Loaded) -> list[RecordLine]:
-        kept = []
-        for line in loaded.lines:
-            if line.record is not None and line.text in texts:
-                removed.append(line)
-            else:
-                kept.append(line)
-        return kept
 
-    record_file.rewrite(keep)
-    return removed
+@dataclass(frozen=True)
+class RestoreRow:
+    line: archive.ArchivedLine
+    judgement: Judgement
+
+
+def restore_plan(
+    record_file: RecordFile, key: str, fix: str | None = None, everything: bool = False
+) -> tuple[list[RestoreRow], list[RestoreRow]]:
+    """The archived records to move back (and those to leave): by default those that apply
+    again at HEAD; with `fix`, those archived for that fix or a copy of it; with `everything`,
+    all."""
+    lines = archive.load(record_file)
+    records = [line.record for line in lines if line.record is not None]
+    history = open_history(key, [r.commit for r in records])
+    judgements = (
+        history.judge(records) if history is not None else [Judgement(Status.APPLIES)] * len(lines)
+    )
+    copies: set[str] = set()
+    if fix is not None:
+        repo = gitutil.open_repo()
+        sha = gitutil.resolve_commit(repo, fix)
+        found = history.fix_of(sha) if history is not None else None
+        copies = set(found[1].copies) if found else {sha}
+    back: list[RestoreRow] = []
+    stay: list[RestoreRow] = []
+    for line, judgement in zip(lines, judgements, strict=True):
+        row = RestoreRow(line, judgement)
+        if everything or (line.fix in copies if fix is not None else judgement.applies):
+            back.append(row)
+        else:
+            stay.append(row)
+    return back, stay
+
+
+def restore(record_file: RecordFile, rows: Sequence[RestoreRow]) -> list[archive.ArchivedLine]:
+    texts = {row.line.text for row in rows}
+    return archive.move_back(record_file, lambda lines: [x for x in lines if x.text in texts])

@@ -206,6 +206,7 @@ class RecordFile:
         # How warnings and errors name the file; the path as the user gave it, by default.
         self.shown_as = shown_as or str(path)
         self.lock_path = path.with_name(path.name + ".lock")
+        self._held = 0
 
     def load(self) -> Loaded:
         """Read the file; a missing file is an empty record. Unparsed lines come with a warning."""
@@ -239,23 +240,7 @@ class RecordFile:
                 pending = _new_only(pending, self._parse(self._read_text()).records, unless_present)
             if not pending:
                 return []
-            lines = [format_line(r) + "\n" for r in pending]
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                payload = "".join(lines)
-                # Never glue the first new line onto a last line written without a newline.
-                if _ends_without_newline(fd):
-                    payload = "\n" + payload
-                data = payload.encode("utf-8", errors="surrogateescape")
-                written = os.write(fd, data)
-                if written != len(data):
-                    raise OomrecError(
-                        f"{self.shown_as}: short write ({written} of {len(data)} bytes); "
-                        "check free disk space"
-                    )
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            self.append_text("".join(format_line(r) + "\n" for r in pending))
         return pending
 
     def rewrite(self, transform: Callable[[Loaded], Sequence[RecordLine]]) -> Loaded:
@@ -273,8 +258,37 @@ class RecordFile:
             kept = transform(current)
             bom = _BOM if raw.startswith(_BOM) else ""
             text = bom + "".join(line.text + line.ending for line in kept)
-            self._replace_with(text)
+            self.replace_text(text)
         return current
+
+    def read_text(self) -> str:
+        """The file's text as it is now ("" when missing); call under `locked()` to act on it."""
+        return self._read_text()
+
+    def append_text(self, text: str) -> None:
+        """Append `text` (whole lines) in one write and fsync; the caller holds `locked()`."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            # Never glue the first new line onto a last line written without a newline.
+            if _ends_without_newline(fd):
+                text = "\n" + text
+            data = text.encode("utf-8", errors="surrogateescape")
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OomrecError(
+                    f"{self.shown_as}: short write ({written} of {len(data)} bytes); "
+                    "check free disk space"
+                )
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def replace_text(self, text: str) -> None:
+        """Replace the file with `text` atomically (temp file, fsync, rename); the caller holds
+        `locked()`."""
+        self._check_rewritable()
+        self._replace_with(text)
 
     def _replace_with(self, text: str) -> None:
         directory = self.path.parent
@@ -330,7 +344,21 @@ class RecordFile:
             raise OomrecError(f"{self.shown_as}: not a regular file; refusing to rewrite it")
 
     @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the record's lock across several reads and writes (re-entrant: append and
+        rewrite inside it do not take it again). The archive is written under it too."""
+        with self._lock():
+            yield
+
+    @contextmanager
     def _lock(self) -> Iterator[None]:
+        if self._held:
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+            return
         # filelock costs ~0.1 s to import; only writers pay it.
         from filelock import FileLock, Timeout
 
@@ -344,9 +372,11 @@ class RecordFile:
             ) from None
         except OSError as exc:
             raise OomrecError(f"{self.lock_path}: cannot lock ({exc.strerror})") from None
+        self._held = 1
         try:
             yield
         finally:
+            self._held = 0
             lock.release()
 
 

@@ -1,22 +1,27 @@
-"""`oomrec record prune --since FIX`, through the CLI, on real repositories and record files."""
+"""`record prune` (archive, never delete), `record restore`, `record list --archived`, and the
+sweep judging every record at HEAD: through the CLI, on real repositories and record files."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import CliResult
-from tests.gitrepo import History
+from tests.gitrepo import History, Repo
 from tests.helpers import line, write
 
 Cli = Callable[..., CliResult]
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_prunes_what_lacks_the_fix_and_keeps_what_has_it(
+def archive_of(record: Path) -> Path:
+    return record.with_name(record.name + ".archive")
+
+
+def test_prune_archives_what_no_longer_applies_and_keeps_the_rest(
     cli: Cli, history: History, record: Path
 ) -> None:
     h = history
@@ -24,225 +29,240 @@ def test_prunes_what_lacks_the_fix_and_keeps_what_has_it(
         line("gemma-4-31b", 1024, h.pre),
         "# a note the harness never wrote",
         line("gemma-4-31b", 2048, h.fix),
-        line("gemma-4-31b", 4096, h.post),
         line("gemma-4-31b", 8192, h.side),
-        line("gemma-4-31b", 16384, h.merged),
-        line("gemma-4-31b", 32768, h.base[:7]),
+        line("llama-3", 512, h.pre),
+        line("gemma-4-31b", 32768, f"{h.pre[:8]}-dirty"),
     ]
     write(record, lines)
-    result = cli("record", "prune", "--since", h.fix[:9])
+    result = cli("record", "prune")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == "pruned 3, kept 3 current, kept 0 unknown"
-    assert f"records against fix {h.fix[:7]}" in result.stdout
-    for pruned in (h.pre, h.side, h.base[:7]):
-        assert f"stale: {pruned[:8]} lacks fix {h.fix[:7]}" in result.stdout
-    assert h.post[:8] not in result.stdout
-    assert result.stderr == (
-        "warning: benchmarks/.oom-record:2: not a record (1 fields, needs at least 6), kept as is\n"
+    assert result.stdout.splitlines()[-1] == (
+        f"archived 2 records lifted; kept 3 that apply at HEAD (1 because git cannot prove "
+        f"otherwise); undo with: oomrec record restore --fix {h.fix[:7]}"
     )
-    assert record.read_text().splitlines() == [lines[1], lines[2], lines[3], lines[5]]
+    assert record.read_text().splitlines() == [lines[1], lines[2], lines[4], lines[5]]
+    archived = archive_of(record).read_text().splitlines()
+    assert [a.split(" ", 2)[1:] for a in archived] == [[h.fix, lines[0]], [h.fix, lines[3]]]
+    # Listed as archived, with the judgement at HEAD.
+    listed = cli("record", "list", "--archived", "--json")
+    assert [(r["prompt_target_len"], r["status"]) for r in json.loads(listed.stdout)] == [
+        (1024, f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)"),
+        (8192, f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)"),
+    ]
 
 
-def test_before_commit_is_the_same_option(cli: Cli, history: History, record: Path) -> None:
-    write(record, [line("m", 1, history.pre), line("m", 2, history.post)])
-    result = cli("record", "prune", "--before-commit", history.fix)
-    assert result.stdout.splitlines()[-1] == "pruned 1, kept 1 current, kept 0 unknown"
-    assert record.read_text() == line("m", 2, history.post) + "\n"
+def test_since_judges_only_what_that_fix_matches(cli: Cli, repo: Repo, record: Path) -> None:
+    pre = repo.commit("pre")
+    f1 = repo.commit("gemma fix\n\nOOM-Fix: gemma-4-*\n")
+    mid = repo.commit("between")
+    f2 = repo.commit("qwen fix\n\nOOM-Fix: qwen3-*\n")
+    lines = [line("gemma-4-31b", 1, mid), line("llama-3", 2, pre), line("qwen3-8b", 3, mid)]
+    write(record, lines)
+    result = cli("record", "prune", "--since", f2[:8])
+    assert result.exit_code == 0, result.stderr
+    assert record.read_text().splitlines() == lines[:2]
+    assert f1 != f2
 
 
-def test_unknown_records_are_kept_with_their_reason_unless_asked(
-    cli: Cli, history: History, record: Path
-) -> None:
+def test_since_a_commit_without_trailer_needs_model(cli: Cli, history: History, record: Path):
     h = history
-    lines = [
-        line("m", 1, "unknown"),
-        line("m", 2, "deadbeef99"),
-        line("m", 3, f"{h.pre[:8]}-dirty"),
-        line("m", 4, f"{h.post[:8]}-dirty"),
-    ]
-    write(record, lines)
+    before = write(record, [line("gemma-4-31b", 1, h.pre), line("llama-3", 2, h.pre)])
+    result = cli("record", "prune", "--since", h.post)
+    assert result.exit_code == 2
+    assert "carries no OOM-Fix trailer" in result.stderr
+    assert "--model GLOB" in result.stderr
+    assert record.read_bytes() == before
+    # With --model, the commit is taken as a fix of those models.
+    result = cli("record", "prune", "--since", h.post, "--model", "llama-*")
+    assert result.exit_code == 0, result.stderr
+    assert record.read_text().splitlines() == [line("gemma-4-31b", 1, h.pre)]
+
+
+def test_since_a_fix_head_does_not_have_is_refused(cli: Cli, history: History, record: Path):
+    h = history
+    before = write(record, [line("gemma-4-31b", 1, h.pre)])
+    h.repo.git("checkout", "-q", "side")
     result = cli("record", "prune", "--since", h.fix)
-    out = " ".join(result.stdout.split())
-    assert result.stdout.splitlines()[-1] == "pruned 1, kept 1 current, kept 2 unknown"
-    assert "kept │ unknown: no commit recorded" in out
-    assert (
-        "kept │ unknown: commit deadbeef99 not in this repository "
-        "(rebased away or from another clone?)" in out
-    )
-    assert (
-        f"pruned │ stale: {h.pre[:8]}-dirty lacks fix {h.fix[:7]} "
-        f"({h.pre[:8]}-dirty judged by {h.pre[:8]})" in out
-    )
-    assert record.read_text().splitlines() == [lines[0], lines[1], lines[3]]
-
-    result = cli("record", "prune", "--since", h.fix, "--prune-unknown")
-    out = " ".join(result.stdout.split())
-    assert result.stdout.splitlines()[-1] == "pruned 2, kept 1 current, kept 0 unknown"
-    assert "pruned │ unknown: no commit recorded" in out
-    assert "pruned │ unknown: commit deadbeef99 not in this repository" in out
-    assert record.read_text().splitlines() == [lines[3]]
-
-
-def test_model_globs_and_hardware_limit_what_is_judged(
-    cli: Cli, history: History, record: Path
-) -> None:
-    pre = history.pre
-    lines = [
-        line("gemma-4-31b", 1, pre),
-        line("qwen3-8b", 1, pre),
-        line("llama-3", 1, pre),
-        line("gemma-4-31b", 2, pre, hardware="m1ultra"),
-    ]
-    write(record, lines)
-    result = cli(
-        "record", "prune", "--since", history.fix, "--model", "gemma-*", "--model", "qwen3-*",
-        "--hardware", "NVIDIA_GB10_CUDA13.0_122GB",
-    )  # fmt: skip
-    assert result.stdout.splitlines()[-1] == "pruned 2, kept 0 current, kept 0 unknown"
-    assert record.read_text().splitlines() == [lines[2], lines[3]]
+    assert result.exit_code == 2
+    assert "does not have fix" in result.stderr
+    assert record.read_bytes() == before
+    assert not archive_of(record).exists()
 
 
 def test_dry_run_changes_no_byte(cli: Cli, history: History, record: Path) -> None:
-    before = write(record, [line("m", 1, history.pre), line("m", 2, "unknown")])
-    mtime = record.stat().st_mtime_ns
-    result = cli("record", "prune", "--since", history.fix, "--dry-run")
-    assert result.exit_code == 0
-    out = " ".join(result.stdout.split())
-    assert "would go │ stale" in out and "would stay │ unknown: no commit recorded" in out
-    assert result.stdout.splitlines()[-1] == (
-        "dry run: would prune 1, keep 0 current, keep 1 unknown; benchmarks/.oom-record is "
-        "unchanged"
-    )
+    before = write(record, [line("gemma-4-31b", 1, history.pre)])
+    result = cli("record", "prune", "--dry-run")
+    assert result.stdout.splitlines()[-1].startswith("dry run: would archive 1 record lifted")
     assert record.read_bytes() == before
-    assert record.stat().st_mtime_ns == mtime
-    assert not record.with_name(".oom-record.lock").exists()
+    assert not archive_of(record).exists()
 
 
-@pytest.mark.parametrize("fix", ["nope", "deadbeefdeadbeef", "HEAD~99", "--all"])
-def test_a_fix_that_is_no_commit_is_one_line_and_changes_no_byte(
-    cli: Cli, history: History, record: Path, fix: str
-) -> None:
-    before = write(record, [line("m", 1, history.pre)])
-    result = cli("record", "prune", "--since", fix)
-    assert result.exit_code == 2
-    assert result.stdout == ""
-    assert result.stderr == (
-        f"oomrec: error: {fix!r} is not a commit in {history.repo.path}; check the revision "
-        "(git log --oneline)\n"
-    )
-    assert record.read_bytes() == before
+def test_print_removed_prints_the_lines_verbatim(cli: Cli, history: History, record: Path):
+    lines = [line("gemma-4-31b", 1, history.pre), line("gemma-4-31b", 2, history.post)]
+    write(record, lines)
+    result = cli("record", "prune", "--print-removed")
+    assert result.stdout == lines[0] + "\n"
+    assert "archived 1 record" in result.stderr
 
 
-def test_outside_git_prune_is_a_one_line_error(
-    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    result = cli("record", "prune", "--since", "HEAD")
-    assert result.exit_code == 2
-    assert result.stderr == (
-        "oomrec: error: record prune needs git history: run it inside the repository that "
-        "holds the fix commit\n"
-    )
-
-
-def test_print_removed_lines_restore_with_append(cli: Cli, history: History, record: Path) -> None:
-    h = history
-    lines = [line("a", 1, h.pre), line("b", 2, h.post), "c,3,2026-07-03," + h.side + ',,"x,y.csv"']
-    before = write(record, lines)
-    result = cli("record", "prune", "--since", h.fix, "--print-removed")
-    assert result.stdout == f"{lines[0]}\n{lines[2]}\n"
-    assert "pruned 2, kept 1 current, kept 0 unknown" in result.stderr
-    with record.open("a", encoding="utf-8") as out:
-        out.write(result.stdout)
-    assert sorted(record.read_bytes().splitlines()) == sorted(before.splitlines())
-
-
-def test_warns_when_head_lacks_the_fix_and_still_prunes(
+def test_a_revert_makes_an_archived_record_apply_again_and_restore_brings_it_back(
     cli: Cli, history: History, record: Path
 ) -> None:
-    history.repo.git("checkout", "-q", "side")
-    write(record, [line("m", 1, history.pre)])
-    result = cli("record", "prune", "--since", history.fix)
-    assert result.exit_code == 0
-    assert result.stderr == (
-        f"warning: HEAD ({history.side[:7]}) does not contain fix {history.fix[:7]}: this "
-        "checkout runs without the fix\n"
-    )
+    h = history
+    lines = [line("gemma-4-31b", 8192, h.pre), line("gemma-4-31b", 32768, h.post)]
+    write(record, lines)
+    assert cli("record", "prune").exit_code == 0
+    assert record.read_text().splitlines() == [lines[1]]
+    h.repo.git("revert", "--no-edit", h.fix)
+    stale = cli("record", "stale", "--exit-code")
+    assert stale.exit_code == 1
+    assert "1 archived record apply again" in stale.stdout
+    assert "run: oomrec record restore" in stale.stdout
+    restored = cli("record", "restore")
+    assert restored.exit_code == 0, restored.stderr
+    assert restored.stdout.splitlines()[-1] == "restored 1 record; 0 stay archived"
+    assert record.read_text().splitlines() == [lines[1], lines[0]]
+    assert archive_of(record).read_text() == ""
+
+
+def test_restore_by_fix_and_all(cli: Cli, history: History, record: Path) -> None:
+    h = history
+    lines = [line("gemma-4-31b", 1, h.pre), line("gemma-4-31b", 2, h.side)]
+    write(record, lines)
+    cli("record", "prune")
+    assert cli("record", "restore").stdout.splitlines()[-1] == "restored 0 records; 2 stay archived"
+    dry = cli("record", "restore", "--fix", h.fix[:7], "--dry-run")
+    assert dry.stdout.splitlines()[-1] == "dry run: would restore 2 records; 0 stay archived"
     assert record.read_text() == ""
+    assert cli("record", "restore", "--all").exit_code == 0
+    assert sorted(record.read_text().splitlines()) == sorted(lines)
 
 
-def test_nothing_to_prune_leaves_the_file_alone(cli: Cli, history: History, record: Path) -> None:
-    before = write(record, [line("m", 1, history.post)])
-    mtime = record.stat().st_mtime_ns
-    result = cli("record", "prune", "--since", history.fix)
-    assert result.stdout == "pruned 0, kept 1 current, kept 0 unknown\n"
-    assert record.read_bytes() == before and record.stat().st_mtime_ns == mtime
-
-
-_APPENDER = """
-import sys
-from pathlib import Path
-from oomrec.records import OomRecord, RecordFile
-
-path, current, stale, stop = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
-record = RecordFile(path)
-n = 0
-while not stop.exists():
-    # Alternate: a line prune must keep, and one it may remove on a later pass.
-    commit = current if n % 2 == 0 else stale
-    record.append([OomRecord("gemma-4-31b", 100000 + n, "2026-07-03", commit)])
-    n += 1
-print(n)
-"""
-
-
-def test_a_concurrent_appender_loses_nothing(
-    cli: Cli, history: History, record: Path, tmp_path: Path
-) -> None:
-    h = history
-    seed = [line("m", n, h.pre if n % 2 else h.post) for n in range(200)]
-    write(record, seed)
-    stop = tmp_path / "stop"
-    appender = subprocess.Popen(
-        [sys.executable, "-c", _APPENDER, str(record), h.post, h.pre, str(stop)],
-        cwd=h.repo.path,
-        stdout=subprocess.PIPE,
-        text=True,
+def sweep_dry_run(cli: Cli, repo: Repo) -> dict[str, object]:
+    (repo.path / "models" / "gemma-4-31b").mkdir(parents=True, exist_ok=True)
+    result = cli(
+        "sweep",
+        "--models",
+        "gemma-4-31b",
+        "--lengths",
+        "4096 8192",
+        "--runner",
+        f"{sys.executable} -c pass",
+        "--dry-run",
+        "--json",
     )
-    try:
-        # The appender runs from before the first prune until after the last one.
-        while "gemma-4-31b," not in record.read_text():
-            assert appender.poll() is None
-        for _ in range(3):
-            result = cli("record", "prune", "--since", h.fix)
-            assert result.exit_code == 0, result.stderr
-    finally:
-        stop.touch()
-        out, _ = appender.communicate(timeout=120)
-    assert appender.returncode == 0
-    appended = int(out)
-    cli("record", "prune", "--since", h.fix)
-    kept = record.read_text().splitlines()
-    assert [text for text in kept if text.startswith("gemma-4-31b,")] == [
-        f"gemma-4-31b,{100000 + n},2026-07-03,{h.post},," for n in range(0, appended, 2)
-    ]
-    assert [text for text in kept if text.startswith("m,")] == seed[0::2]
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
 
 
-def test_help_names_the_alias_and_an_example(cli: Cli) -> None:
-    out = " ".join(cli("record", "prune", "--help").stdout.split())
-    assert "--since" in out and "--before-commit" in out and "Example: oomrec record prune" in out
+def actions(plan: dict[str, object]) -> list[str]:
+    return [cell["action"] for cell in plan["cells"]]  # type: ignore[index,union-attr]
 
 
-def test_a_long_report_is_cut_and_says_where_the_rest_is(
+def test_the_sweep_judges_records_at_head_without_any_prune(
     cli: Cli, history: History, record: Path
 ) -> None:
-    write(record, [line("m", n, history.pre) for n in range(130)])
-    result = cli("record", "prune", "--since", history.fix, "--dry-run")
-    rows = [row for row in result.stdout.splitlines() if row.startswith("│ m ")]
-    assert len(rows) == 100
-    assert result.stdout.splitlines()[-2:] == [
-        "... and 30 more (--print-removed lists them all)",
-        "dry run: would prune 130, keep 0 current, keep 0 unknown; benchmarks/.oom-record is "
-        "unchanged",
-    ]
+    h = history
+    write(record, [line("gemma-4-31b", 8192, h.pre, hardware="testhw")])
+    plan = sweep_dry_run(cli, h.repo)
+    assert actions(plan) == ["run", "run"]
+    lifted = plan["cells"][1]  # type: ignore[index]
+    assert lifted["reason"] == (
+        f"recorded OOM at 8192 no longer applies: fix {h.fix[:7]} (Chunk the prefill)"
+    )
+    assert lifted["record_line"].startswith("benchmarks/.oom-record:1: ")
+    # The fix reverted: the record applies again.
+    h.repo.git("revert", "--no-edit", h.fix)
+    assert actions(sweep_dry_run(cli, h.repo)) == ["run", "SKIP:oom_record"]
+    h.repo.git("revert", "--no-edit", "HEAD")
+    assert actions(sweep_dry_run(cli, h.repo)) == ["run", "run"]
+
+
+def test_an_archived_record_pre_skips_again_on_a_branch_without_the_fix(
+    cli: Cli, history: History, record: Path
+) -> None:
+    h = history
+    write(record, [line("gemma-4-31b", 8192, h.pre, hardware="testhw")])
+    assert cli("record", "prune").exit_code == 0
+    assert record.read_text() == ""
+    h.repo.git("checkout", "-q", "side")
+    plan = sweep_dry_run(cli, h.repo)
+    assert actions(plan) == ["run", "SKIP:oom_record"]
+    assert plan["cells"][1]["record_line"].startswith(  # type: ignore[index]
+        "benchmarks/.oom-record.archive:1: "
+    )
+
+
+def test_a_linked_worktree_shares_the_main_worktrees_record(
+    cli: Cli, history: History, record: Path, monkeypatch
+) -> None:
+    h = history
+    write(record, [line("gemma-4-31b", 4096, h.side, hardware="testhw")])
+    other = h.repo.path.parent / "wt"
+    h.repo.git("worktree", "add", "-q", str(other), "side")
+    monkeypatch.chdir(other)
+    result = cli("record", "list", "--json")
+    assert [r["commit"] for r in json.loads(result.stdout)] == [h.side]
+    assert cli("record", "add", "qwen3-8b", "512").exit_code == 0
+    assert "qwen3-8b,512" in record.read_text()
+    assert not (other / "benchmarks" / ".oom-record").exists()
+
+
+def test_a_killed_move_leaves_the_line_in_both_never_in_neither(
+    cli: Cli, history: History, record: Path
+) -> None:
+    """An archive line whose record line is still there (a prune killed between its append and
+    its rewrite) is read once, and pruning again does not duplicate it."""
+    h = history
+    text = line("gemma-4-31b", 8192, h.pre)
+    write(record, [text])
+    archive_of(record).write_text(f"2026-11-30T00:00:00Z {h.fix} {text}\n")
+    listed = cli("record", "list", "--archived", "--json")
+    assert json.loads(listed.stdout) == []
+    assert cli("record", "prune").exit_code == 0
+    assert record.read_text() == ""
+    assert archive_of(record).read_text().count(text) == 2
+    # Still one record as far as the sweep and list are concerned.
+    assert len(json.loads(cli("record", "list", "--archived", "--json").stdout)) == 1
+
+
+def test_a_concurrent_appender_loses_nothing(history: History, record: Path) -> None:
+    h = history
+    write(record, [line("gemma-4-31b", n, h.pre) for n in range(1, 200)])
+    appender = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from pathlib import Path\n"
+            "from oomrec.records import RecordFile, OomRecord\n"
+            "f = RecordFile(Path(sys.argv[1]))\n"
+            "for n in range(300):\n"
+            "    f.append([OomRecord('llama-3', n, '2026-07-03', sys.argv[2])])\n",
+            str(record),
+            h.post,
+        ],
+        cwd=ROOT,
+    )
+    for _ in range(5):
+        subprocess.run(
+            [sys.executable, "-m", "oomrec", "record", "prune"],
+            cwd=h.repo.path,
+            capture_output=True,
+            check=True,
+        )
+    assert appender.wait(timeout=60) == 0
+    kept = record.read_text().splitlines()
+    assert sum(1 for t in kept if t.startswith("llama-3,")) == 300
+    archived = archive_of(record).read_text()
+    assert sum(1 for n in range(1, 200) if f"gemma-4-31b,{n}," in archived) == 199
+
+
+def test_prune_outside_git_is_one_line(cli: Cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    rec = tmp_path / "r"
+    write(rec, [line("m", 1, "abc1234")])
+    result = cli("record", "prune", "--record", str(rec))
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert "needs git history" in result.stderr

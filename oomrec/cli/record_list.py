@@ -1,4 +1,4 @@
-"""`oomrec record list`: the records, sorted by model then length, as a table or JSON."""
+"""`oomrec record list`: the records, sorted by model then length, with whether each applies."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from oomrec import archive
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.render import print_json, record_table, stdout_console
@@ -38,6 +39,10 @@ def record_list(
     hardware: Annotated[
         str | None, typer.Option("--hardware", help="Only records of this hardware tag.")
     ] = None,
+    archived: Annotated[
+        bool,
+        typer.Option("--archived", help="List the archived records (RECORD.archive) instead."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
     no_git: Annotated[
         bool,
@@ -47,31 +52,43 @@ def record_list(
 ) -> None:
     """List the OOM records, sorted by model then length.
 
-    Inside a git repository a status column says whether a fix commit in HEAD's history (trailer
-    `OOM-Fix: <model glob>`) made each record stale: active, stale: fix abc1234, or unknown: why.
+    Inside a git repository a status column says whether each record applies at HEAD:
+    `applies`, `applies (unknown: why)` when git cannot prove otherwise, or `no longer applies:
+    fix abc1234 (subject)` when a fix in effect at HEAD (trailer `OOM-Fix: <model glob>`)
+    lifts it.
 
     Example: oomrec record list --model 'gemma-4-*' --hardware gb10
     """
     record_file, settings = open_record(record)
     loaded = record_file.load()
     print_warnings(loaded)
-    chosen = select(loaded.records, model, hardware)
+    if archived:
+        lines = archive.load(record_file, loaded)
+        pool = [line.record for line in lines if line.record is not None]
+        stamps = {id(line.record): line.archived_at for line in lines}
+    else:
+        pool, stamps = loaded.records, {}
+    chosen = select(pool, model, hardware)
     statuses = None if no_git or not chosen else _statuses(chosen, settings)
     if as_json:
         rows = [r.to_dict() for r in chosen]
+        for row, rec in zip(rows, chosen, strict=True):
+            if archived:
+                row["archived_at"] = stamps.get(id(rec))
         if statuses is not None:
             for row, status in zip(rows, statuses, strict=True):
                 row["status"] = status
         print_json(rows)
         return
     console = stdout_console()
+    where = record_file.shown_as + (archive.SUFFIX if archived else "")
     if not chosen:
-        console.print(f"no OOM records in {record_file.shown_as}", highlight=False)
+        console.print(f"no OOM records in {where}", highlight=False)
         return
     console.print(
         record_table(
             chosen,
-            title=f"{record_file.shown_as}: {len(chosen)} records",
+            title=f"{where}: {len(chosen)} records",
             extra=("status",) if statuses else (),
             extra_values=[(escape(status),) for status in statuses or ()],
         )
@@ -79,17 +96,14 @@ def record_list(
 
 
 def _statuses(records: list[OomRecord], settings: Settings) -> list[str] | None:
-    """Each record's status against the fix commits in HEAD's history; None outside git."""
+    """Each record's status at HEAD; None outside git."""
     if settings.repo_root is None:
         # Outside a repository: no status, and no GitPython import either.
         return None
-    from oomrec import gitutil
     from oomrec.fixes import trailer_key
-    from oomrec.stale import judge_fixes, record_statuses
+    from oomrec.stale import judge_all, open_history
 
-    repo = gitutil.open_repo()
-    if repo is None:
+    history = open_history(trailer_key(settings), [r.commit for r in records])
+    if history is None:
         return None
-    key = trailer_key(settings)
-    fixes = gitutil.fix_commits(repo, ["HEAD"], key) if gitutil.head_sha(repo) else []
-    return record_statuses(judge_fixes(repo, fixes, records), records)
+    return [str(j) for j in judge_all(history, records)]

@@ -1,9 +1,9 @@
-"""`oomrec record prune --since FIX`: remove the records a memory fix made stale."""
+"""`oomrec record prune` and `record restore`: move records between the record and its archive."""
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -11,126 +11,156 @@ from rich.markup import escape
 
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import (
-    MAX_TABLE_ROWS,
-    more_rows,
-    record_table,
-    short_commit,
-    stdout_console,
-)
-from oomrec.errors import OomrecError
-from oomrec.fixes import SHORT_SHA
+from oomrec.cli.render import MAX_TABLE_ROWS, more_rows, record_table, stdout_console
+from oomrec.fixes import trailer_key
 from oomrec.hardware import option_tag
+from oomrec.stale import Status
+
+if TYPE_CHECKING:
+    from oomrec.prune import PrunePlan
 
 
 @record_app.command("prune")
 def record_prune(
     since: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--since",
             "--before-commit",
             metavar="FIX",
-            help="The fix commit: records measured on code without it go.",
+            help="Only the records this fix commit (and its copies) took out of play.",
             show_default=False,
         ),
-    ],
+    ] = None,
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", help="Only models matching this glob (repeatable)."),
+        typer.Option(
+            "--model",
+            metavar="GLOB",
+            help="Only models matching this glob (repeatable); with --since FIX where FIX has "
+            "no OOM-Fix trailer, the models FIX fixed.",
+        ),
     ] = None,
     hardware: Annotated[
         str | None, typer.Option("--hardware", help="Only records of this hardware tag.")
     ] = None,
-    prune_unknown: Annotated[
-        bool,
-        typer.Option(
-            "--prune-unknown", help="Also remove records git cannot judge (each with its reason)."
-        ),
-    ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would go; change nothing.")
+        bool, typer.Option("--dry-run", help="Show what would move; change nothing.")
     ] = False,
     print_removed: Annotated[
         bool,
         typer.Option(
             "--print-removed",
-            help="Print the removed lines verbatim on stdout (the report goes to stderr), so "
-            "`>> RECORD` restores them.",
+            help="Print the archived lines verbatim on stdout (the report goes to stderr).",
         ),
     ] = False,
     record: RecordOption = None,
 ) -> None:
-    """Remove the records observed on code that did not have fix FIX yet.
+    """Archive the records that no longer apply at HEAD (a fix in effect here lifts them).
 
-    A record is stale when its commit does not contain FIX (it predates FIX, or is on a branch
-    that never merged it); records whose commit git cannot judge are kept unless --prune-unknown.
+    Nothing is deleted: records move to RECORD.archive with the fix and the time, the sweep
+    still reads the archive (an archived record that applies again still pre-skips), and
+    `oomrec record restore` moves them back.
 
-    Example: oomrec record prune --since 1a2b3c4 --model 'gemma-4-*' --dry-run
+    Example: oomrec record prune --since 1a2b3c4 --dry-run
     """
-    from oomrec import gitutil, prune
-    from oomrec.stale import CURRENT, UNKNOWN
+    from oomrec import prune
 
     tag = option_tag(hardware)
-    record_file, _ = open_record(record)
-    repo = gitutil.open_repo()
-    head = gitutil.head_sha(repo)
-    if repo is None or head is None:
-        raise OomrecError(
-            "record prune needs git history: run it inside the repository that holds the fix commit"
-        )
-    fix = gitutil.resolve_commit(repo, since)
-    loaded = record_file.load()
-    print_warnings(loaded)
-    plan = prune.plan(repo, loaded, fix, head, model or (), tag, prune_unknown)
-    fix_short = fix[:SHORT_SHA]
-    if not plan.head_has_fix:
-        typer.echo(
-            f"warning: HEAD ({head[:SHORT_SHA]}) does not contain fix {fix_short}: this checkout "
-            "runs without the fix",
-            err=True,
-        )
-    going = plan.rows(going=True)
-    if dry_run:
-        removed_texts = [line.text for line, _, _ in going]
-    else:
-        removed_texts = [line.text for line in prune.apply(record_file, plan.texts())]
-
+    record_file, settings = open_record(record)
+    key = trailer_key(settings)
+    print_warnings(record_file.load())
+    plan = prune.plan(record_file, key, since, model or (), tag)
+    moved = (
+        [row.line.text for row in plan.going]
+        if dry_run
+        else [line.text for line in prune.apply(record_file, plan)]
+    )
     report = Console(file=sys.stderr, soft_wrap=True) if print_removed else stdout_console()
-    kept_unknown = plan.rows(going=False, status=UNKNOWN)
-    # Unknown records first: they are the ones a cut-off table must not hide.
-    shown = [(False, row) for row in kept_unknown] + [(True, row) for row in going]
-    if shown:
-        gone, kept = ("would go", "would stay") if dry_run else ("pruned", "kept")
-        table = record_table(
-            [rec for _, (_, rec, _) in shown[:MAX_TABLE_ROWS]],
-            title=f"{record_file.shown_as}: records against fix {fix_short}",
-            extra=("result", "why"),
-            extra_values=[
-                (gone if goes else kept, escape(_why(str(verdict), rec.commit, fix_short)))
-                for goes, (_, rec, verdict) in shown[:MAX_TABLE_ROWS]
-            ],
+    rows = plan.going[:MAX_TABLE_ROWS]
+    if rows:
+        what = "would archive" if dry_run else "archived"
+        report.print(
+            record_table(
+                [row.record for row in rows],
+                title=f"{record_file.shown_as}: {what}",
+                extra=("why",),
+                extra_values=[
+                    (escape(f"no longer applies: {row.fix.describe()}" if row.fix else ""),)
+                    for row in rows
+                ],
+            ),
+            highlight=False,
         )
-        report.print(table, highlight=False)
-        more = more_rows(len(shown), "--print-removed")
+        more = more_rows(len(plan.going), "--print-removed")
         if more:
             report.print(more, highlight=False, markup=False)
-    current = len(plan.rows(going=False, status=CURRENT))
-    if dry_run:
-        summary = (
-            f"dry run: would prune {len(removed_texts)}, keep {current} current, keep "
-            f"{len(kept_unknown)} unknown; {record_file.shown_as} is unchanged"
-        )
-    else:
-        summary = (
-            f"pruned {len(removed_texts)}, kept {current} current, kept {len(kept_unknown)} unknown"
-        )
+    applies = len(plan.staying)
+    unknown = plan.count(Status.UNKNOWN)
+    scope = f" by fix {plan.since.short}" if plan.since else ""
+    verb = "dry run: would archive" if dry_run else "archived"
+    summary = (
+        f"{verb} {_n(len(moved), 'record')} lifted{scope}; kept {applies} that apply at HEAD "
+        f"({unknown} because git cannot prove otherwise)"
+    )
+    if moved and not dry_run:
+        summary += f"; undo with: oomrec record restore --fix {_fix_arg(plan)}"
     report.print(summary, highlight=False, markup=False)
     if print_removed:
-        sys.stdout.write("".join(f"{text}\n" for text in removed_texts))
+        sys.stdout.write("".join(f"{text}\n" for text in moved))
 
 
-def _why(verdict: str, commit: str, fix_short: str) -> str:
-    if verdict.startswith("stale"):
-        return verdict.replace("stale", f"stale: {short_commit(commit)} lacks fix {fix_short}", 1)
-    return verdict
+def _fix_arg(plan: PrunePlan) -> str:
+    if plan.since is not None:
+        return plan.since.short
+    fixes = {row.fix.short for row in plan.going if row.fix}
+    return fixes.pop() if len(fixes) == 1 else "FIX (or --all)"
+
+
+@record_app.command("restore")
+def record_restore(
+    fix: Annotated[
+        str | None,
+        typer.Option("--fix", metavar="FIX", help="The records archived for this fix (or a copy)."),
+    ] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Every archived record.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would move back; change nothing.")
+    ] = False,
+    record: RecordOption = None,
+) -> None:
+    """Move archived records back into the record.
+
+    By default the archived records that apply again at HEAD (their fix was reverted, or this
+    branch does not have it); --fix FIX those archived for FIX; --all every one.
+
+    Example: oomrec record restore --fix 1a2b3c4
+    """
+    from oomrec import prune
+
+    record_file, settings = open_record(record)
+    key = trailer_key(settings)
+    back, stay = prune.restore_plan(record_file, key, fix, everything)
+    if not dry_run:
+        prune.restore(record_file, back)
+    console = stdout_console()
+    shown = back[:MAX_TABLE_ROWS]
+    if shown:
+        console.print(
+            record_table(
+                [row.line.record for row in shown if row.line.record is not None],
+                title=f"{record_file.shown_as}: {'would restore' if dry_run else 'restored'}",
+                extra=("archived", "status at HEAD"),
+                extra_values=[(row.line.archived_at, escape(str(row.judgement))) for row in shown],
+            ),
+            highlight=False,
+        )
+        more = more_rows(len(back), "--dry-run")
+        if more:
+            console.print(more, highlight=False, markup=False)
+    verb = "dry run: would restore" if dry_run else "restored"
+    typer.echo(f"{verb} {_n(len(back), 'record')}; {len(stay)} stay archived")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -1,23 +1,23 @@
-"""`oomrec record stale`: which records the fix commits of a range have made stale."""
+"""`oomrec record stale`: which records no longer apply at HEAD, which archived ones apply
+again, and what is wrong with the fix trailers."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from oomrec import archive
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import (
-    MAX_TABLE_ROWS,
-    more_rows,
-    print_json,
-    record_table,
-    stdout_console,
-)
+from oomrec.cli.render import MAX_TABLE_ROWS, more_rows, print_json, record_table, stdout_console
 from oomrec.errors import EXIT_FOUND, OomrecError
+from oomrec.fixes import trailer_key
+from oomrec.records import OomRecord
+
+if TYPE_CHECKING:
+    from oomrec.stale import Judgement
 
 
 @record_app.command("stale")
@@ -27,132 +27,128 @@ def record_stale(
         typer.Option(
             "--range",
             metavar="A..B",
-            help="Where to look for fix commits. Default: all of HEAD's history.",
+            help="Only fixes with a copy or revert in this range. Default: all of HEAD's history.",
             show_default=False,
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
     exit_code: Annotated[
-        bool, typer.Option("--exit-code", help="Exit 1 when some record is stale (for CI).")
+        bool,
+        typer.Option(
+            "--exit-code",
+            help="Exit 1 when a record no longer applies or an archived one applies again.",
+        ),
     ] = False,
     record: RecordOption = None,
 ) -> None:
-    """List the records that fix commits (trailer `OOM-Fix: <model glob>`) have made stale.
+    """List the records that no longer apply at HEAD, and the archived ones that apply again.
 
-    For each one: the record, the fix, its subject and the glob that matched; then the prune
-    command that removes them. Exit status 0 either way, unless --exit-code.
+    A record no longer applies when a fix commit (trailer `OOM-Fix: <model glob>`) is in effect
+    at HEAD and was not where the record was measured; a revert takes a fix out of effect. Also
+    warns about fix trailers that cannot work as written. Exit status 0 either way, unless
+    --exit-code.
 
     Example: oomrec record stale --range v1.2..HEAD --exit-code
     """
     from oomrec import gitutil
-    from oomrec.fixes import prune_command, trailer_key
-    from oomrec.stale import STALE, UNKNOWN, judge_fixes
+    from oomrec.stale import Status, hygiene, open_history
 
     record_file, settings = open_record(record)
     key = trailer_key(settings)
-    repo = gitutil.open_repo()
-    if repo is None:
+    if gitutil.open_repo() is None:
         raise OomrecError("record stale reads git history: run it inside the repository")
-    where = range_ or "HEAD"
-    # A repository without commits has no fix commit, and `git log HEAD` would fail.
-    no_history = range_ is None and gitutil.head_sha(repo) is None
-    fixes = [] if no_history else gitutil.fix_commits(repo, [where], key)
     loaded = record_file.load()
     print_warnings(loaded)
-    lines = [line for line in loaded.lines if line.record is not None]
-    records = [line.record for line in lines if line.record is not None]
-    judgements = judge_fixes(repo, fixes, records)
-    # (judgement, record index) pairs, by fix, then in file order.
-    stale = [
-        (j, i) for j in judgements for i in j.indices if j.verdict_of(records[i]).status == STALE
-    ]
-    unknown = [
-        (j, i) for j in judgements for i in j.indices if j.verdict_of(records[i]).status == UNKNOWN
-    ]
-    stale_fixes = {j.fix.sha for j, _ in stale}
-    record_arg = str(record) if record is not None else None
-    commands = [prune_command(fix, record_arg) for fix in fixes if fix.sha in stale_fixes]
+    live = [line for line in loaded.lines if line.record is not None]
+    parked = archive.load(record_file, loaded)
+    records: list[OomRecord] = [line.record for line in live if line.record is not None]
+    records += [line.record for line in parked if line.record is not None]
+    history = open_history(key, [r.commit for r in records])
+    judgements = history.judge(records) if history is not None else []
+    in_range = _range_filter(range_, key)
 
+    def lifted(j: Judgement) -> bool:
+        return j.status == Status.LIFTED and (
+            in_range is None or any(set(f.copies) & in_range for f in j.fixes)
+        )
+
+    n = len(live)
+    gone = [(live[i].lineno, records[i], j) for i, j in enumerate(judgements[:n]) if lifted(j)]
+    unknown = [
+        (live[i].lineno, records[i], j)
+        for i, j in enumerate(judgements[:n])
+        if j.status == Status.UNKNOWN
+    ]
+    back = [
+        (parked[i].lineno, records[n + i], j) for i, j in enumerate(judgements[n:]) if j.applies
+    ]
+    warnings = hygiene(history, {r.model for r in records}) if history is not None else []
+    for warning in warnings:
+        typer.echo(f"warning: {warning}", err=True)
     if as_json:
         print_json(
             {
-                "range": where,
-                "fixes": [
-                    {"commit": fix.sha, "subject": fix.subject, "globs": list(fix.globs)}
-                    for fix in fixes
-                ],
-                "stale": [
-                    {
-                        "line": lines[i].lineno,
-                        "record": records[i].to_dict(),
-                        "fix": j.fix.sha,
-                        "subject": j.fix.subject,
-                        "glob": j.globs[records[i].model],
-                    }
-                    for j, i in stale
-                ],
-                "unknown": [
-                    {
-                        "line": lines[i].lineno,
-                        "record": records[i].to_dict(),
-                        "fix": j.fix.sha,
-                        "reason": j.verdict_of(records[i]).reason,
-                    }
-                    for j, i in unknown
-                ],
-                "prune_commands": commands,
+                "range": range_ or "HEAD",
+                "no_longer_apply": [_entry(ln, rec, j) for ln, rec, j in gone],
+                "apply_again": [_entry(ln, rec, j) for ln, rec, j in back],
+                "unknown": [_entry(ln, rec, j) for ln, rec, j in unknown],
+                "warnings": warnings,
             }
         )
     else:
         console = stdout_console()
-        if stale:
+        for title, rows in (
+            (f"{record_file.shown_as}: no longer apply at HEAD", gone),
+            (f"{record_file.shown_as}{archive.SUFFIX}: archived, apply again at HEAD", back),
+            ("apply because git cannot prove otherwise", unknown),
+        ):
+            if not rows:
+                continue
             console.print(
                 record_table(
-                    [records[i] for _, i in stale[:MAX_TABLE_ROWS]],
-                    title=f"{record_file.shown_as}: stale records (fix commits in {where})",
-                    extra=("fix", "subject", "glob"),
-                    extra_values=[
-                        (j.fix.short, escape(j.fix.subject), escape(j.globs[records[i].model]))
-                        for j, i in stale[:MAX_TABLE_ROWS]
-                    ],
+                    [rec for _, rec, _ in rows[:MAX_TABLE_ROWS]],
+                    title=title,
+                    extra=("line", "status"),
+                    extra_values=[(str(ln), escape(str(j))) for ln, _, j in rows[:MAX_TABLE_ROWS]],
                 ),
                 highlight=False,
             )
-            _more(console, len(stale))
-        if unknown:
-            console.print(
-                record_table(
-                    [records[i] for _, i in unknown[:MAX_TABLE_ROWS]],
-                    title="not judged (kept by prune unless --prune-unknown)",
-                    extra=("fix", "why"),
-                    extra_values=[
-                        (j.fix.short, escape(j.verdict_of(records[i]).reason))
-                        for j, i in unknown[:MAX_TABLE_ROWS]
-                    ],
-                ),
-                highlight=False,
-            )
-            _more(console, len(unknown))
-        for command in commands:
-            typer.echo(f"run: {command}")
-        stale_records = len({i for _, i in stale})
-        typer.echo(_summary(stale_records, len(stale_fixes), len(fixes), key, where))
-    if exit_code and stale:
+            more = more_rows(len(rows), "--json")
+            if more:
+                console.print(more, highlight=False, markup=False)
+        if gone:
+            typer.echo("run: oomrec record prune   (archives them; the sweep skips them already)")
+        if back:
+            typer.echo("run: oomrec record restore (the sweep pre-skips their cells already)")
+        typer.echo(
+            f"{_n(len(gone), 'record')} no longer apply, {_n(len(back), 'archived record')} "
+            f"apply again, {len(unknown)} apply because git cannot say (at HEAD)"
+        )
+    if exit_code and (gone or back):
         raise typer.Exit(EXIT_FOUND)
 
 
-def _more(console: Console, total: int) -> None:
-    more = more_rows(total, "--json")
-    if more:
-        console.print(more, highlight=False, markup=False)
+def _range_filter(range_: str | None, key: str) -> set[str] | None:
+    if range_ is None:
+        return None
+    from oomrec import gitutil
+
+    repo = gitutil.open_repo()
+    assert repo is not None
+    return {event.sha for event in gitutil.range_events(repo, [range_], key)}
 
 
-def _summary(stale: int, stale_fixes: int, fixes: int, key: str, where: str) -> str:
-    if not fixes:
-        return f"no fix commits (trailer {key}:) in {where}"
-    if not stale:
-        return f"no stale records ({_n(fixes, 'fix commit')} in {where})"
-    return f"{_n(stale, 'stale record')} from {_n(stale_fixes, 'fix commit')} in {where}"
+def _entry(lineno: int, rec: OomRecord, j: Judgement) -> dict[str, object]:
+    fix = j.fixes[0] if j.fixes else None
+    return {
+        "line": lineno,
+        "record": rec.to_dict(),
+        "status": j.status.value,
+        "fix": fix.sha if fix else None,
+        "subject": fix.subject if fix else None,
+        "globs": list(fix.globs) if fix else [],
+        "reason": j.reason or None,
+    }
 
 
 def _n(count: int, noun: str) -> str:
