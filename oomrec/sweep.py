@@ -26,8 +26,9 @@ from oomrec.classify import Verdict, read_cell_csv, verdict_from_exit, verdict_f
 from oomrec.errors import OomrecError
 from oomrec.records import (
     UNKNOWN_COMMIT,
+    Loaded,
     OomRecord,
-    RecordLine,
+    RecordFile,
     format_line,
 )
 from oomrec.runner import CellRun, run_cell
@@ -40,6 +41,7 @@ from oomrec.schema import (
     TRUE_OOM,
     skip_row,
 )
+from oomrec.stale import APPLIES, Judgement
 from oomrec.sweep_config import FAKE_OOM_ENV, SweepConfig
 
 RUN = "run"
@@ -59,7 +61,7 @@ class Decision:
 
     action: str
     reason: str = ""
-    # `path:lineno: line` of the record that pre-skips the cell.
+    # `path:lineno: line` of the record that pre-skips the cell (or, for RUN, that a fix lifted).
     record_line: str | None = None
 
     @property
@@ -89,10 +91,17 @@ def plan_cells(config: SweepConfig) -> Plan:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordHit:
-    length: int
+class Evidence:
+    """A record line (of the record or its archive) and its judgement at HEAD."""
+
     where: str
     text: str
+    record: OomRecord
+    judgement: Judgement = APPLIES
+
+    @property
+    def length(self) -> int:
+        return self.record.prompt_target_len
 
     def __str__(self) -> str:
         return f"{self.where}: {self.text}"
@@ -103,8 +112,7 @@ class Planner:
 
     def __init__(
         self,
-        record_lines: Sequence[RecordLine],
-        record_name: str,
+        evidence: Sequence[Evidence],
         hardware: str,
         *,
         ignore_record: bool = False,
@@ -113,24 +121,35 @@ class Planner:
         self.ignore_record = ignore_record
         self.fake_oom = fake_oom
         self.oom_min: dict[str, int] = {}
-        # Per model, the records of this hardware (or of none), smallest length first.
-        self.records: dict[str, list[RecordHit]] = {}
-        for line in record_lines:
-            rec = line.record
-            if rec is None or rec.hardware not in (None, hardware):
+        # Per model, the records of this hardware (or of none), smallest length first: those
+        # that apply at HEAD, and those a fix in effect at HEAD lifted (for the dry run's why).
+        self.records: dict[str, list[Evidence]] = {}
+        self.lifted: dict[str, list[Evidence]] = {}
+        for item in evidence:
+            rec = item.record
+            if rec.hardware not in (None, hardware):
                 continue
-            hit = RecordHit(rec.prompt_target_len, f"{record_name}:{line.lineno}", line.text)
-            self.records.setdefault(rec.model, []).append(hit)
-        for hits in self.records.values():
+            into = self.records if item.judgement.applies else self.lifted
+            into.setdefault(rec.model, []).append(item)
+        for hits in (*self.records.values(), *self.lifted.values()):
             hits.sort(key=lambda h: h.length)
 
     @property
     def applicable_records(self) -> int:
         return sum(len(hits) for hits in self.records.values())
 
-    def record_hit(self, model: str, length: int) -> RecordHit | None:
-        """The record with the smallest length <= `length` for `model`, if any."""
+    @property
+    def lifted_records(self) -> int:
+        return sum(len(hits) for hits in self.lifted.values())
+
+    def record_hit(self, model: str, length: int) -> Evidence | None:
+        """The applying record with the smallest length <= `length` for `model`, if any."""
         hits = self.records.get(model)
+        return hits[0] if hits and hits[0].length <= length else None
+
+    def lifted_hit(self, model: str, length: int) -> Evidence | None:
+        """The lifted record with the smallest length <= `length` for `model`, if any."""
+        hits = self.lifted.get(model)
         return hits[0] if hits and hits[0].length <= length else None
 
     def decide(self, cell: Cell) -> Decision:
@@ -148,10 +167,48 @@ class Planner:
                 )
         if (cell.model, cell.length) in self.fake_oom:
             return Decision(TRUE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
+        lifted = self.lifted_hit(cell.model, cell.length)
+        if lifted is not None:
+            return Decision(
+                RUN,
+                f"recorded OOM at {lifted.length} {lifted.judgement}",
+                str(lifted),
+            )
         return Decision(RUN)
 
     def note_oom(self, model: str, length: int) -> None:
         self.oom_min[model] = min(length, self.oom_min.get(model, length))
+
+
+def gather_evidence(
+    record_file: RecordFile, loaded: Loaded, key: str, judge: bool = True
+) -> list[Evidence]:
+    """Every record line of the record and its archive, judged at HEAD (when `judge`; an
+    archived line also in the record is read once)."""
+    from oomrec import archive
+
+    items = [
+        (f"{record_file.shown_as}:{line.lineno}", line.text, line.record)
+        for line in loaded.lines
+        if line.record is not None
+    ]
+    shown = archive.archive_file(record_file).shown_as
+    items += [
+        (f"{shown}:{line.lineno}", line.original, line.record)
+        for line in archive.load(record_file, loaded)
+        if line.record is not None
+    ]
+    records = [rec for _, _, rec in items]
+    if judge and records:
+        from oomrec.stale import judge_all, open_history
+
+        judgements = judge_all(open_history(key, [r.commit for r in records]), records)
+    else:
+        judgements = [APPLIES] * len(records)
+    return [
+        Evidence(where, text, rec, j)
+        for (where, text, rec), j in zip(items, judgements, strict=True)
+    ]
 
 
 def preview(plan: Plan, planner: Planner) -> list[tuple[Cell, Decision]]:

@@ -312,7 +312,7 @@ def test_the_record_pre_skips_its_model_at_and_above_its_length_on_this_hardware
         "[3/6] a @ 8192: SKIP:oom_record (recorded OOM at 2048 <= 8192: benchmarks/.oom-record:1: "
         "a,2048,2026-07-03,9bef3f2,,benchmarks/old.csv,testhw)"
     ) in result.stdout.splitlines()
-    assert "record:  benchmarks/.oom-record (2 records apply to testhw)" in result.stdout
+    assert "record:  benchmarks/.oom-record (2 records apply to testhw at HEAD)" in result.stdout
     assert record.read_text() == text
 
 

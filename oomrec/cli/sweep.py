@@ -27,6 +27,7 @@ from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.render import print_json
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED
+from oomrec.fixes import trailer_key
 from oomrec.hardware import detect
 from oomrec.records import RecordFile
 from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
@@ -39,6 +40,7 @@ from oomrec.sweep import (
     Planner,
     Sweep,
     SweepResult,
+    gather_evidence,
     plan_cells,
     preview,
 )
@@ -174,9 +176,11 @@ def sweep(
     config = configure(opts, settings, record_file, hardware=hardware, day=day)
     loaded = record_file.load()
     print_warnings(loaded)
+    evidence = gather_evidence(
+        record_file, loaded, trailer_key(settings), judge=not config.ignore_record
+    )
     planner = Planner(
-        loaded.lines,
-        record_file.shown_as,
+        evidence,
         hardware,
         ignore_record=config.ignore_record,
         fake_oom=config.fake_oom,
@@ -221,8 +225,10 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
         f"  runner:  {config.runner.text}",
         f"  models:  {config.models_dir_shown}",
         f"  output:  {display_path(config.output)}",
-        f"  record:  {config.record.shown_as} ({planner.applicable_records} records apply to "
-        f"{config.hardware})",
+        f"  record:  {config.record.shown_as} ({_n(planner.applicable_records, 'record')} "
+        f"apply to {config.hardware} at HEAD"
+        + (f", {planner.lifted_records} lifted by fixes" if planner.lifted_records else "")
+        + ")",
     ]
     if config.ignore_record:
         why = flag or f"{ignore_record_from_env()}=1"
@@ -238,6 +244,10 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
             for m in plan.missing
         )
     return lines
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
