@@ -1,15 +1,18 @@
 """The git hooks: the shims `oomrec hook install` writes, and the check they run.
 
-`oomrec hook post-merge` / `post-rewrite` only flag: one line per incoming fix commit that makes
-records stale, with the prune command to run. They never edit the record and never fail the git
-operation. The common case (no fix came in) must take under 200 ms, so the check reads the
-range's trailers with one plain `git log` subprocess, and imports GitPython and the judging
-machinery only when a fix commit is there. Nothing here imports them at module level.
+After a merge, a pull, a rebase, an amend, a branch switch, or a commit that carries or quotes
+a fix trailer (a squash merge, a conflicted merge or pick finished by `git commit`), the hook
+prints at most one line: how many records stopped applying or apply again at the new HEAD, and
+the command to run. It never edits the record and never fails the git operation. The common
+case (no fix, revert or pick between the old and the new HEAD) must take under 200 ms, so the
+check reads that range with one plain `git log` subprocess, and imports GitPython and the
+judging machinery only when such a commit is there. Nothing here imports them at module level.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -19,11 +22,10 @@ from oomrec import fixes
 from oomrec.config import display_path, load_settings, record_path
 from oomrec.errors import OomrecError
 
-EVENTS = ("post-merge", "post-rewrite")
+EVENTS = ("post-merge", "post-rewrite", "post-checkout", "post-commit")
 # How uninstall (and install, when updating) knows a hook file is oomrec's own.
 MARKER = "# oomrec-hook: written by `oomrec hook install`; `oomrec hook uninstall` removes it"
-# The range a merge or a rebase brought in (git sets ORIG_HEAD to the tip before either).
-_INCOMING = "ORIG_HEAD..HEAD"
+_NULL_SHA = re.compile(r"0+")
 
 
 def shim(event: str) -> str:
@@ -31,8 +33,8 @@ def shim(event: str) -> str:
     return (
         "#!/bin/sh\n"
         f"{MARKER}\n"
-        "# Flags OOM records that an incoming memory fix made stale. It never edits the record,\n"
-        "# never fails the git operation, and stays silent when oomrec is not installed.\n"
+        "# Says when OOM records stop applying (or apply again) at the new HEAD. It never edits\n"
+        "# the record, never fails the git operation, and stays silent without oomrec.\n"
         "command -v oomrec >/dev/null 2>&1 || exit 0\n"
         f'oomrec hook {event} "$@" || true\n'
         "exit 0\n"
@@ -40,7 +42,7 @@ def shim(event: str) -> str:
 
 
 def run(event: str, args: Sequence[str], stdin: Iterable[str]) -> int:
-    """Run the hook for `event`: print its flag lines, or one error line. Always returns 0."""
+    """Run the hook for `event`: print its line, or one error line. Always returns 0."""
     try:
         for line in flag_lines(event, args, stdin):
             print(line)
@@ -52,40 +54,87 @@ def run(event: str, args: Sequence[str], stdin: Iterable[str]) -> int:
 
 
 def flag_lines(event: str, args: Sequence[str], stdin: Iterable[str]) -> list[str]:
-    """One line per fix commit that `event` brought in and that makes records stale."""
+    """At most one line: what the git operation `event` changed about which records apply."""
     settings = load_settings()
     key = fixes.trailer_key(settings)
     path = record_path(None, settings)
-    if not _has_content(path):
+    if not (_has_content(path) or _has_content(path.with_name(path.name + ".archive"))):
         return []
-    revs, walk = _incoming(event, args, stdin)
-    if not revs:
+    moved = _moved(event, args, stdin, key)
+    if moved is None:
         return []
-    found = fixes.parse_log(_git_log(fixes.log_args(key, revs, walk=walk)), key)
-    if not found:
+    old, new = moved
+    revs = [f"{old}...{new}"] if old else [new]
+    found = fixes.parse_log(_git("log", *fixes.log_args(key, revs)), key)
+    if not any(e.globs or e.fix_ids or e.picked_from or e.reverts for e in found):
+        quoted = [line for e in found for line in e.loose]
+        if quoted and event == "post-commit":
+            return [_quoted_line(quoted[0])]
+        if _git("rev-parse", "--is-shallow-repository").strip() == "true":
+            return [
+                "oomrec: no OOM fix found, but this clone is shallow: fixes below the cut are "
+                "not seen (git fetch --unshallow, or --deepen N)"
+            ]
         return []
-    return _flags(found, path)
+    return _compare(path, key, old, new)
 
 
-def flag_line(fix: fixes.FixCommit, count: int) -> str:
-    """`oomrec: 2 OOM records predate fix 1a2b3c4 (OOM-Fix: gemma-4-*): oomrec record prune ...`"""
-    what = "1 OOM record predates" if count == 1 else f"{count} OOM records predate"
-    return f"oomrec: {what} fix {fix.short} ({fix.label}): {fixes.prune_command(fix)}"
-
-
-def _incoming(event: str, args: Sequence[str], stdin: Iterable[str]) -> tuple[list[str], bool]:
-    """The revisions to read trailers from, and whether to walk their history."""
+def _moved(
+    event: str, args: Sequence[str], stdin: Iterable[str], key: str
+) -> tuple[str | None, str] | None:
+    """The old and the new HEAD of the operation, or None when there is nothing to check."""
     if event == "post-merge":
-        # git passes 1 for a squash merge, which makes no commit: nothing entered the history.
-        return ([], True) if args[:1] == ["1"] else ([_INCOMING], True)
+        # git passes 1 for a squash merge, which makes no commit (post-commit sees it later).
+        return None if args[:1] == ["1"] else ("ORIG_HEAD", "HEAD")
     if event == "post-rewrite":
         if args[:1] == ["amend"]:
-            # stdin: "<old-sha> <new-sha> [<extra>]" per rewritten commit; only the new ones.
-            return [fields[1] for fields in map(str.split, stdin) if len(fields) >= 2], False
-        # A rebase (also `git pull --rebase`): the upstream commits it moved onto and the
-        # rebased commits (the ones on stdin) are all in ORIG_HEAD..HEAD.
-        return [_INCOMING], True
+            # An amend also runs post-commit, which speaks when HEAD carries the trailer: one
+            # line per operation.
+            if _post_commit_speaks(key):
+                return None
+            # stdin: "<old-sha> <new-sha> [<extra>]" per rewritten commit.
+            pairs = [fields for fields in map(str.split, stdin) if len(fields) >= 2]
+            return (pairs[0][0], "HEAD") if pairs else None
+        return ("ORIG_HEAD", "HEAD")
+    if event == "post-checkout":
+        # prev HEAD, new HEAD, 1 for a branch checkout (0: files only).
+        if len(args) < 3 or args[2] != "1" or args[0] == args[1] or _rebasing():
+            return None
+        return (None if _NULL_SHA.fullmatch(args[0]) else args[0], args[1])
+    if event == "post-commit":
+        parents = _post_commit_speaks(key)
+        if parents is None:
+            return None
+        return ("HEAD^1" if parents else None, "HEAD")
     raise OomrecError(f"unknown hook {event!r}; oomrec has {', '.join(EVENTS)}")
+
+
+def _post_commit_speaks(key: str) -> list[str] | None:
+    """HEAD's parents when post-commit has something to check (HEAD is a merge, a revert, a
+    pick, or its message carries or quotes the fix trailer), else None."""
+    shown = _git(
+        "log", "-1", "--no-show-signature", "--encoding=UTF-8", "--format=%P%x00%B", "HEAD"
+    )
+    parents, _, body = shown.partition("\0")
+    folded = body.casefold()
+    if len(parents.split()) > 1 or any(
+        word in folded for word in (key.casefold(), "this reverts commit ", "cherry picked from")
+    ):
+        return parents.split()
+    return None
+
+
+def _rebasing() -> bool:
+    """A rebase checks out its base first: post-rewrite speaks for the whole rebase."""
+    git_dir = Path(_git("rev-parse", "--git-dir").strip())
+    return (git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists()
+
+
+def _quoted_line(quoted: str) -> str:
+    return (
+        f"oomrec: HEAD quotes {quoted!r} outside its trailer block, so it lifts no record; "
+        f"to make it count: git commit --amend --trailer '{quoted}'"
+    )
 
 
 def _has_content(path: Path) -> bool:
@@ -95,10 +144,10 @@ def _has_content(path: Path) -> bool:
         return False
 
 
-def _git_log(args: list[str]) -> str:
+def _git(*args: str) -> str:
     # A plain subprocess, not GitPython: see the module docstring (the 200 ms budget).
     done = subprocess.run(
-        ["git", "log", *args],
+        ["git", *fixes.git_config_args(), *args],
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -107,21 +156,51 @@ def _git_log(args: list[str]) -> str:
     )
     if done.returncode != 0:
         stderr = done.stderr.strip().splitlines()
-        raise OomrecError(f"git log failed: {stderr[0] if stderr else done.returncode}")
+        raise OomrecError(f"git {args[0]} failed: {stderr[0] if stderr else done.returncode}")
     return done.stdout
 
 
-def _flags(found: list[fixes.FixCommit], path: Path) -> list[str]:
-    from oomrec import gitutil
+def _compare(path: Path, key: str, old: str | None, new: str) -> list[str]:
+    from oomrec import archive, gitutil
     from oomrec.records import RecordFile
-    from oomrec.stale import STALE, judge_fixes
+    from oomrec.stale import History, Status
 
     repo = gitutil.open_repo()
     if repo is None:
         raise OomrecError(f"{Path.cwd()}: not inside a git repository")
-    records = RecordFile(path).load().records
-    counts = [(j.fix, j.count(records, STALE)) for j in judge_fixes(repo, found, records)]
-    return [flag_line(fix, count) for fix, count in counts if count]
+    record_file = RecordFile(path)
+    loaded = record_file.load()
+    records = loaded.records + [
+        x.record for x in archive.load(record_file, loaded) if x.record is not None
+    ]
+    at = (new,) if old is None else (old, new)
+    history = History(repo, key, [r.commit for r in records], at=at)
+    after = history.judge(records, at=new)
+    before = history.judge(records, at=old) if old is not None else [None] * len(records)
+    stopped = [
+        a
+        for a, b in zip(after, before, strict=True)
+        if a.status == Status.LIFTED and (b is None or b.applies)
+    ]
+    again = [
+        a
+        for a, b in zip(after, before, strict=True)
+        if a.applies and b is not None and not b.applies
+    ]
+    if not stopped and not again:
+        return []
+    parts = []
+    if stopped:
+        fix = stopped[0].fixes[0]
+        parts.append(f"{_n(len(stopped), 'OOM record')} stopped applying ({fix.describe()})")
+    if again:
+        parts.append(f"{_n(len(again), 'record')} apply again (a fix left HEAD's history)")
+    command = "oomrec record stale; then oomrec record prune" if stopped else "oomrec record stale"
+    return [f"oomrec: at the new HEAD {', '.join(parts)}; the sweep already knows; see: {command}"]
+
+
+def _n(count: int, noun: str) -> str:
+    return f"1 {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def install(force: bool = False) -> list[str]:

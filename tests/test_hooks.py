@@ -42,12 +42,15 @@ def oomrec_lines(done: subprocess.CompletedProcess[str]) -> list[str]:
     return [text for text in (done.stdout + done.stderr).splitlines() if "oomrec" in text]
 
 
-def flag(fix: str, count: int, globs: str, models: str) -> str:
-    what = "1 OOM record predates" if count == 1 else f"{count} OOM records predate"
+def flag(fix: str, count: int, subject: str = "Chunk the prefill") -> str:
+    what = "1 OOM record" if count == 1 else f"{count} OOM records"
     return (
-        f"oomrec: {what} fix {fix[:7]} (OOM-Fix: {globs}): oomrec record prune --since {fix[:7]}"
-        + models
+        f"oomrec: at the new HEAD {what} stopped applying (fix {fix[:7]} ({subject})); the "
+        "sweep already knows; see: oomrec record stale; then oomrec record prune"
     )
+
+
+INSTALLED = "".join(f"installed: .git/hooks/{event}\n" for event in EVENTS)
 
 
 def with_records(repo: Repo, commit: str) -> bytes:
@@ -79,13 +82,11 @@ def test_shims_in_the_repository_are_what_install_writes() -> None:
 
 def test_merging_a_fix_prints_the_flag_line(cli: Cli, repo: Repo) -> None:
     before = with_records(repo, repo.head())
-    assert cli("hook", "install").stdout == (
-        "installed: .git/hooks/post-merge\ninstalled: .git/hooks/post-rewrite\n"
-    )
+    assert cli("hook", "install").stdout == INSTALLED
     fix = fix_branch(repo, "fix", "OOM-Fix: gemma-4-*")
     repo.commit("main moves on")
     done = run_git(repo.path, "merge", "--no-edit", "fix")
-    assert oomrec_lines(done) == [flag(fix, 2, "gemma-4-*", " --model 'gemma-4-*'")]
+    assert oomrec_lines(done) == [flag(fix, 2)]
     # The hook only flags: the record is untouched.
     assert (repo.path / "benchmarks" / ".oom-record").read_bytes() == before
 
@@ -113,13 +114,13 @@ def test_pull_and_pull_rebase_flag_the_fixes_they_bring(
 
     first = repo.commit("Fix gemma\n\nOOM-Fix: gemma-4-*\n")
     pulled = run_git(clone, "pull", "-q", "--no-rebase")
-    assert oomrec_lines(pulled) == [flag(first, 1, "gemma-4-*", " --model 'gemma-4-*'")]
+    assert oomrec_lines(pulled) == [flag(first, 1, "Fix gemma")]
 
     # A local commit makes `pull --rebase` rebase (post-rewrite), not fast-forward.
     run_git(clone, "commit", "-q", "--allow-empty", "-m", "local work")
     second = repo.commit("Fix everything\n\nOOM-Fix: *\n")
     rebased = run_git(clone, "pull", "-q", "--rebase")
-    assert oomrec_lines(rebased) == [flag(second, 2, "*", "")]
+    assert oomrec_lines(rebased) == [flag(second, 1, "Fix everything")]
 
 
 def test_amending_in_the_trailer_flags_it(cli: Cli, repo: Repo) -> None:
@@ -134,7 +135,7 @@ def test_amending_in_the_trailer_flags_it(cli: Cli, repo: Repo) -> None:
         "-m",
         "Chunk the prefill\n\nOOM-Fix: qwen3-*",
     )
-    assert oomrec_lines(done) == [flag(repo.head(), 1, "qwen3-*", " --model 'qwen3-*'")]
+    assert oomrec_lines(done) == [flag(repo.head(), 1)]
 
 
 def test_without_oomrec_on_path_the_hook_is_silent(cli: Cli, repo: Repo) -> None:
@@ -200,15 +201,12 @@ def test_the_no_fix_path_loads_neither_gitpython_nor_typer(cli: Cli, repo: Repo)
 def test_install_honours_core_hooks_path(cli: Cli, repo: Repo) -> None:
     repo.git("config", "core.hooksPath", "tools/githooks")
     result = cli("hook", "install")
-    assert result.stdout == (
-        "installed: tools/githooks/post-merge\ninstalled: tools/githooks/post-rewrite\n"
-    )
+    assert result.stdout == "".join(f"installed: tools/githooks/{e}\n" for e in EVENTS)
     for event in EVENTS:
         assert (repo.path / "tools" / "githooks" / event).read_text() == shim(event)
         assert not (repo.path / ".git" / "hooks" / event).exists()
-    assert cli("hook", "install").stdout == (
-        "already installed: tools/githooks/post-merge\n"
-        "already installed: tools/githooks/post-rewrite\n"
+    assert cli("hook", "install").stdout == "".join(
+        f"already installed: tools/githooks/{e}\n" for e in EVENTS
     )
 
 
@@ -227,8 +225,8 @@ def test_install_never_clobbers_a_foreign_hook_without_force(cli: Cli, repo: Rep
     assert not (hooks / "post-rewrite").exists()
 
     result = cli("hook", "install", "--force")
-    assert result.stdout == (
-        "replaced (--force): .git/hooks/post-merge\ninstalled: .git/hooks/post-rewrite\n"
+    assert (
+        result.stdout == "replaced (--force): .git/hooks/post-merge\n" + INSTALLED.split("\n", 1)[1]
     )
     assert (hooks / "post-merge").read_text() == shim("post-merge")
 
@@ -237,7 +235,9 @@ def test_install_updates_an_older_oomrec_hook(cli: Cli, repo: Repo) -> None:
     old = repo.path / ".git" / "hooks" / "post-rewrite"
     old.write_text(f"#!/bin/sh\n{MARKER}\noomrec hook post-rewrite\n")
     result = cli("hook", "install")
-    assert result.stdout == ("installed: .git/hooks/post-merge\nupdated: .git/hooks/post-rewrite\n")
+    assert result.stdout == INSTALLED.replace(
+        "installed: .git/hooks/post-rewrite", "updated: .git/hooks/post-rewrite"
+    )
     assert old.read_text() == shim("post-rewrite")
 
 
@@ -250,6 +250,8 @@ def test_uninstall_removes_only_oomrecs_hooks(cli: Cli, repo: Repo) -> None:
     assert result.stdout == (
         "left as is: .git/hooks/post-merge (not installed by oomrec)\n"
         "removed: .git/hooks/post-rewrite\n"
+        "removed: .git/hooks/post-checkout\n"
+        "removed: .git/hooks/post-commit\n"
     )
     assert (hooks / "post-merge").read_text() == foreign
     assert not (hooks / "post-rewrite").exists()
@@ -281,3 +283,86 @@ def test_pre_commit_hook_entry() -> None:
         "  verbose: true",
     ):
         assert expected in text.splitlines()
+
+
+def test_switching_to_a_branch_without_the_fix_says_records_apply_again(
+    cli: Cli, repo: Repo
+) -> None:
+    old = repo.head()
+    repo.git("branch", "release")
+    fix = repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n")
+    with_records(repo, old)
+    cli("hook", "install")
+    away = run_git(repo.path, "checkout", "-q", "release")
+    assert oomrec_lines(away) == [
+        "oomrec: at the new HEAD 2 records apply again (a fix left HEAD's history); the sweep "
+        "already knows; see: oomrec record stale"
+    ]
+    back = run_git(repo.path, "checkout", "-q", "main")
+    assert oomrec_lines(back) == [flag(fix, 2)]
+    # A checkout of files only says nothing.
+    assert oomrec_lines(run_git(repo.path, "checkout", "release", "--", ".")) == []
+
+
+def test_a_revert_commit_says_records_apply_again(cli: Cli, repo: Repo) -> None:
+    old = repo.head()
+    fix = repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n")
+    with_records(repo, old)
+    cli("hook", "install")
+    done = run_git(repo.path, "revert", "--no-edit", fix)
+    assert oomrec_lines(done) == [
+        "oomrec: at the new HEAD 2 records apply again (a fix left HEAD's history); the sweep "
+        "already knows; see: oomrec record stale"
+    ]
+
+
+def test_a_squash_merge_quoting_the_trailer_is_flagged(cli: Cli, repo: Repo) -> None:
+    with_records(repo, repo.head())
+    cli("hook", "install")
+    fix_branch(repo, "fix", "OOM-Fix: gemma-4-*")
+    squashed = run_git(repo.path, "merge", "--squash", "fix")
+    assert oomrec_lines(squashed) == []
+    # git's default squash message indents the squashed commit's message, trailer included.
+    done = run_git(repo.path, "commit", "--no-edit")
+    assert oomrec_lines(done) == [
+        "oomrec: HEAD quotes 'OOM-Fix: gemma-4-*' outside its trailer block, so it lifts no "
+        "record; to make it count: git commit --amend --trailer 'OOM-Fix: gemma-4-*'"
+    ]
+
+
+def test_a_conflicted_merge_finished_by_commit_is_flagged(cli: Cli, repo: Repo) -> None:
+    repo.commit("base", {"prefill.py": "v1\n"})
+    with_records(repo, repo.head())
+    cli("hook", "install")
+    repo.git("checkout", "-q", "-b", "fix")
+    fix = repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n", {"prefill.py": "chunked\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main change", {"prefill.py": "v2\n"})
+    conflicted = subprocess.run(
+        ["git", "merge", "fix"], cwd=repo.path, capture_output=True, text=True, check=False
+    )
+    assert conflicted.returncode != 0
+    (repo.path / "prefill.py").write_text("chunked v2\n")
+    repo.git("add", "prefill.py")
+    done = run_git(repo.path, "commit", "--no-edit")
+    assert oomrec_lines(done) == [flag(fix, 2)]
+
+
+def test_a_shallow_clone_says_fixes_may_be_below_the_cut(
+    cli: Cli, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(3):
+        repo.commit(f"c{n}")
+    clone = tmp_path / "shallow"
+    run_git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo.path}", str(clone))
+    monkeypatch.chdir(clone)
+    cli("hook", "install")
+    record = clone / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    write(record, [line("gemma-4-31b", 1, repo.head())])
+    repo.commit("upstream moves on")
+    pulled = run_git(clone, "pull", "-q", "--no-rebase")
+    assert oomrec_lines(pulled) == [
+        "oomrec: no OOM fix found, but this clone is shallow: fixes below the cut are not seen "
+        "(git fetch --unshallow, or --deepen N)"
+    ]

@@ -1,7 +1,7 @@
-"""`oomrec hook install|uninstall|post-merge|post-rewrite`: the git hooks.
+"""`oomrec hook install|uninstall|post-merge|post-rewrite|post-checkout|post-commit`.
 
-The installed shims run `oomrec hook post-merge` / `post-rewrite`, which `oomrec.entry` serves
-without loading this module; the commands here serve `--help` and direct calls.
+The installed shims run `oomrec hook <event>`, which `oomrec.entry` serves without loading this
+module; the commands here serve `--help` and direct calls.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def hook_install(
         bool, typer.Option("--force", help="Replace hooks of the same name that are not oomrec's.")
     ] = False,
 ) -> None:
-    """Install the post-merge and post-rewrite hooks into this repository.
+    """Install the post-merge, post-rewrite, post-checkout and post-commit hooks here.
 
     The hooks directory is git's (`git rev-parse --git-path hooks`, so core.hooksPath counts).
 
@@ -47,9 +47,9 @@ def hook_post_merge(
         str | None, typer.Argument(help="What git passes: 1 for a squash merge.")
     ] = None,
 ) -> None:
-    """Flag records that a fix commit merged in ORIG_HEAD..HEAD made stale (what the hook runs).
+    """Say which records stopped applying (or apply again) after a merge (what the hook runs).
 
-    Prints one line per such fix, with the prune command; never edits the record, always exits 0.
+    Prints at most one line; never edits the record, always exits 0.
 
     Example: oomrec hook post-merge
     """
@@ -60,10 +60,33 @@ def hook_post_merge(
 def hook_post_rewrite(
     command: Annotated[str, typer.Argument(help="What git passes: amend or rebase.")] = "rebase",
 ) -> None:
-    """Flag records that a fix commit rebased onto (or amended) made stale (what the hook runs).
+    """Say which records stopped applying after a rebase or an amend (what the hook runs).
 
     Reads git's "<old-sha> <new-sha>" lines on stdin; never edits the record, always exits 0.
 
     Example: oomrec hook post-rewrite rebase </dev/null
     """
     hooks.run("post-rewrite", [command], sys.stdin)
+
+
+@hook_app.command("post-checkout")
+def hook_post_checkout(
+    previous: Annotated[str, typer.Argument(help="What git passes: the previous HEAD.")],
+    new: Annotated[str, typer.Argument(help="What git passes: the new HEAD.")],
+    branch: Annotated[str, typer.Argument(help="What git passes: 1 for a branch switch.")],
+) -> None:
+    """Say which records stopped applying or apply again after a branch switch.
+
+    Example: oomrec hook post-checkout ORIG_HEAD HEAD 1
+    """
+    hooks.run("post-checkout", [previous, new, branch], sys.stdin)
+
+
+@hook_app.command("post-commit")
+def hook_post_commit() -> None:
+    """After a commit that carries or quotes a fix trailer, or a merge commit: say which records
+    stopped applying.
+
+    Example: oomrec hook post-commit
+    """
+    hooks.run("post-commit", [], sys.stdin)
