@@ -139,6 +139,14 @@ class _Class:
     # (bit, depth) of each member (depth 0) and each revert in the chain.
     events: list[tuple[int, int]] = field(default_factory=list)
     cut_mask: int = 0
+    # Per depth, deepest first: the bits of the events of that depth.
+    by_depth: list[tuple[int, int]] = field(default_factory=list)
+
+    def in_effect(self, mask: int) -> bool:
+        for depth, bits in self.by_depth:
+            if mask & bits:
+                return depth % 2 == 0
+        return False
 
 
 class History:
@@ -224,6 +232,10 @@ class History:
         for cls in self._classes.values():
             for sha, _ in cls.members:
                 cls.cut_mask |= self._masks.get(sha, 0) & self._all_cuts
+            depths: dict[int, int] = {}
+            for bit, d in cls.events:
+                depths[d] = depths.get(d, 0) | 1 << bit
+            cls.by_depth = sorted(depths.items(), reverse=True)
 
     def _revert_depth(
         self,
@@ -257,12 +269,7 @@ class History:
         return [self._fix(root, mask) for root in self._effective_roots(mask)]
 
     def _effective_roots(self, mask: int) -> list[str]:
-        roots = []
-        for root, cls in self._classes.items():
-            deepest = max((d for bit, d in cls.events if mask >> bit & 1), default=None)
-            if deepest is not None and deepest % 2 == 0:
-                roots.append(root)
-        return roots
+        return [root for root, cls in self._classes.items() if cls.in_effect(mask)]
 
     def _fix(self, root: str, mask: int) -> Fix:
         cls = self._classes[root]
@@ -283,19 +290,26 @@ class History:
         if not at_fixes:
             return [APPLIES] * len(records)
         cache: dict[tuple[str, str], Judgement] = {}
+        # Per model, the fixes in effect at `at` that match it; per commit, those in effect there.
+        matching: dict[str, list[tuple[str, Fix]]] = {}
+        effective: dict[str, set[str]] = {}
         out = []
         for rec in records:
             key = (rec.commit, rec.model)
             found = cache.get(key)
             if found is None:
-                found = cache[key] = self._judge_one(rec.commit, rec.model, at_fixes)
+                fixes = matching.get(rec.model)
+                if fixes is None:
+                    fixes = matching[rec.model] = [
+                        (root, fix) for root, fix in at_fixes if first_match(fix.globs, rec.model)
+                    ]
+                found = cache[key] = self._judge_one(rec.commit, fixes, effective)
             out.append(found)
         return out
 
     def _judge_one(
-        self, commit_text: str, model: str, at_fixes: list[tuple[str, Fix]]
+        self, commit_text: str, matching: list[tuple[str, Fix]], effective_at: dict[str, set[str]]
     ) -> Judgement:
-        matching = [(root, fix) for root, fix in at_fixes if first_match(fix.globs, model)]
         if not matching:
             return APPLIES
         commit = self._commits.get(commit_text) or read_commit(commit_text)
@@ -307,7 +321,9 @@ class History:
             problem = resolved.problem if resolved else "missing"
             return Judgement(Status.UNKNOWN, (first,), self._unresolved(commit.hex, problem))
         mask = self._masks.get(resolved.sha, 0)
-        effective = set(self._effective_roots(mask))
+        effective = effective_at.get(resolved.sha)
+        if effective is None:
+            effective = effective_at[resolved.sha] = set(self._effective_roots(mask))
         lifting = [(root, fix) for root, fix in matching if root not in effective]
         if not lifting:
             return APPLIES

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, NamedTuple, Protocol
 
 from oomrec.classify import Verdict, read_cell_csv, verdict_from_exit, verdict_from_row
 from oomrec.errors import OomrecError
@@ -90,11 +90,14 @@ def plan_cells(config: SweepConfig) -> Plan:
     return Plan(tuple(cells), tuple(missing), dir_missing)
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """A record line (of the record or its archive) and its judgement at HEAD."""
+class Evidence(NamedTuple):
+    """A record line (of the record or its archive) and its judgement at HEAD.
 
-    where: str
+    A NamedTuple: a sweep over a 100k-line record builds one per line before its first cell.
+    """
+
+    source: str
+    lineno: int
     text: str
     record: OomRecord
     judgement: Judgement = APPLIES
@@ -102,6 +105,10 @@ class Evidence:
     @property
     def length(self) -> int:
         return self.record.prompt_target_len
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.lineno}"
 
     def __str__(self) -> str:
         return f"{self.where}: {self.text}"
@@ -132,7 +139,7 @@ class Planner:
             into = self.records if item.judgement.applies else self.lifted
             into.setdefault(rec.model, []).append(item)
         for hits in (*self.records.values(), *self.lifted.values()):
-            hits.sort(key=lambda h: h.length)
+            hits.sort(key=_length)
 
     @property
     def applicable_records(self) -> int:
@@ -187,28 +194,30 @@ def gather_evidence(
     archived line also in the record is read once)."""
     from oomrec import archive
 
+    shown = record_file.shown_as
     items = [
-        (f"{record_file.shown_as}:{line.lineno}", line.text, line.record)
+        (shown, line.lineno, line.text, line.record)
         for line in loaded.lines
         if line.record is not None
     ]
     shown = archive.archive_file(record_file).shown_as
     items += [
-        (f"{shown}:{line.lineno}", line.original, line.record)
+        (shown, line.lineno, line.original, line.record)
         for line in archive.load(record_file, loaded)
         if line.record is not None
     ]
-    records = [rec for _, _, rec in items]
+    records = [item[3] for item in items]
     if judge and records:
         from oomrec.stale import judge_all, open_history
 
-        judgements = judge_all(open_history(key, [r.commit for r in records]), records)
+        judgements = judge_all(open_history(key, {r.commit for r in records}), records)
     else:
         judgements = [APPLIES] * len(records)
-    return [
-        Evidence(where, text, rec, j)
-        for (where, text, rec), j in zip(items, judgements, strict=True)
-    ]
+    return [Evidence(*item, j) for item, j in zip(items, judgements, strict=True)]
+
+
+def _length(item: Evidence) -> int:
+    return item.record.prompt_target_len
 
 
 def preview(plan: Plan, planner: Planner) -> list[tuple[Cell, Decision]]:

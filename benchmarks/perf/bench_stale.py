@@ -1,17 +1,19 @@
-"""Judging a 100,000-line record (2,000 distinct commits) against a fix on a 20,000-commit repo.
+"""Planning a sweep with 100,000 records (live + archive) over 2,000 commits, against 50 fix
+commits (some reverted, a revert of a revert, some cherry-picked to a release branch) on a
+20,000-commit repository.
 
-The repository is built once with `git fast-import` (a main line with a merged side branch every
-40 commits, one long branch that never merges the fix, the fix commit halfway) and cached under
-the temp dir. Reported, median of --runs, next to baselines measured in the same run:
+The repository is built with `git fast-import` in three phases (the reverts and picks name the
+SHAs of the fixes, so each phase reads the marks of the one before) and cached under the temp
+dir. Reported, median of --runs, next to baselines measured in the same run:
 
-- baseline: `git rev-list --count HEAD` (one walk of the whole history) and `python -c pass`;
-- in process: loading the record, then judging every record against the fix (the issue's
-  budget: under 2 s), and the same through `judge_fixes` for three fix commits at once;
-- as a fresh process: `oomrec record prune --since FIX --dry-run --print-removed` and
-  `oomrec record stale --json` (everything a user waits for, output included).
+- baselines: `git rev-list --count HEAD` (one walk of the whole history), loading the record;
+- plan: read the record and its archive, judge every line at HEAD and build the planner (what
+  `oomrec sweep` does before its first cell), in process;
+- the number of git processes planning starts (GIT_TRACE), for 10,000 and for 100,000 records:
+  it must not grow with the number of records;
+- as fresh processes: `oomrec sweep --dry-run` and `oomrec record stale --json`.
 
-    python benchmarks/perf/bench_stale.py [--commits 20000] [--lines 100000] [--distinct 2000]
-        [--runs 5] [--cache DIR]
+    python benchmarks/perf/bench_stale.py [--commits 20000] [--lines 100000] [--runs 5]
 """
 
 from __future__ import annotations
@@ -29,65 +31,98 @@ from pathlib import Path
 from timing import median_time  # a sibling script module
 
 IDENTITY = "bench <bench@oomrec.invalid>"
-SIDE_EVERY = 40
-SIDE_LENGTH = 9
-LONG_BRANCH = 300
-FIX_GLOBS = "model-1*"
+FIXES = 50
+REVERTED = 10
+RE_REVERTED = 3
+PICKED = 10
+MODELS = 20
+
+
+class Builder:
+    """Commits in fast-import streams, phase by phase, with marks carried across phases."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.marks = path / ".git" / "bench-marks"
+        self.mark = 0
+        self.when = 1_700_000_000
+        self.stream: list[str] = []
+        self.shas: dict[int, str] = {}
+
+    def commit(self, ref: str, message: str, parent: int | None, files: dict[str, str]) -> int:
+        self.mark += 1
+        self.when += 60
+        data = message.encode()
+        self.stream.append(
+            f"commit {ref}\nmark :{self.mark}\ncommitter {IDENTITY} {self.when} +0000\n"
+            f"data {len(data)}\n{message}\n"
+        )
+        if parent is not None:
+            self.stream.append(f"from :{parent}\n")
+        for name, content in files.items():
+            self.stream.append(f"M 644 inline {name}\ndata {len(content)}\n{content}\n")
+        return self.mark
+
+    def flush(self) -> None:
+        args = ["git", "fast-import", "--quiet", "--done", f"--export-marks={self.marks}"]
+        if self.marks.exists():
+            args.append(f"--import-marks={self.marks}")
+        self.stream.append("done\n")
+        subprocess.run(args, cwd=self.path, input="".join(self.stream).encode(), check=True)
+        self.stream = []
+        for row in self.marks.read_text().split("\n"):
+            if row:
+                mark, sha = row.split()
+                self.shas[int(mark[1:])] = sha
 
 
 def build_repo(path: Path, commits: int) -> None:
-    """A repository of about `commits` commits, made in one `git fast-import` stream."""
     path.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
-    stream: list[str] = []
-    mark = 0
-    when = 1_700_000_000
-
-    def commit(ref: str, message: str, parent: int | None, merge: int | None = None) -> int:
-        nonlocal mark, when
-        mark += 1
-        when += 60
-        data = message.encode()
-        stream.append(f"commit {ref}\nmark :{mark}\ncommitter {IDENTITY} {when} +0000\n")
-        stream.append(f"data {len(data)}\n{message}\n")
-        if parent is not None:
-            stream.append(f"from :{parent}\n")
-        if merge is not None:
-            stream.append(f"merge :{merge}\n")
-        content = f"{mark}\n"
-        stream.append(f"M 644 inline state.txt\ndata {len(content)}\n{content}\n")
-        return mark
-
-    tip = commit("refs/heads/main", "root", None)
-    branch = tip
-    for n in range(LONG_BRANCH):
-        branch = commit("refs/heads/never-merged", f"long branch {n}", branch)
-    main_count = 0
-    fixed = False
-    while mark < commits:
-        main_count += 1
-        if not fixed and mark >= commits // 2:
-            tip = commit("refs/heads/main", f"Chunk the prefill\n\nOOM-Fix: {FIX_GLOBS}", tip)
-            fixed = True
-        elif main_count % SIDE_EVERY == 0:
-            side = tip
-            for n in range(SIDE_LENGTH):
-                side = commit(f"refs/heads/side-{main_count}", f"side {main_count}.{n}", side)
-            tip = commit("refs/heads/main", f"merge side {main_count}", tip, merge=side)
+    b = Builder(path)
+    tip = b.commit("refs/heads/main", "root", None, {"state.txt": "0\n"})
+    fixes: list[int] = []
+    spacing = (commits - 200) // (FIXES + 1)
+    release = None
+    for n in range(1, commits - 200):
+        if n % spacing == 0 and len(fixes) < FIXES:
+            i = len(fixes)
+            message = f"Fix {i}\n\nOOM-Fix: model-{i % MODELS}-*\n"
+            tip = b.commit("refs/heads/main", message, tip, {f"fix{i}.txt": f"fix {i}\n"})
+            fixes.append(tip)
         else:
-            tip = commit("refs/heads/main", f"work {main_count}", tip)
-    stream.append("done\n")
-    subprocess.run(
-        ["git", "fast-import", "--quiet", "--done"],
-        cwd=path,
-        input="".join(stream).encode(),
-        check=True,
-    )
+            tip = b.commit("refs/heads/main", f"work {n}", tip, {"state.txt": f"{n}\n"})
+        if n == commits // 2:
+            release = tip
+    b.flush()
+    # Phase 2: reverts of some fixes on main, picks of others onto a release branch.
+    reverts = []
+    for i in range(REVERTED):
+        sha = b.shas[fixes[i]]
+        message = f'Revert "Fix {i}"\n\nThis reverts commit {sha}.\n'
+        tip = b.commit("refs/heads/main", message, tip, {f"fix{i}.txt": ""})
+        reverts.append(tip)
+    rel = release
+    for i in range(FIXES - PICKED, FIXES):
+        sha = b.shas[fixes[i]]
+        message = f"Fix {i}\n\nOOM-Fix: model-{i % MODELS}-*\n(cherry picked from commit {sha})\n"
+        rel = b.commit("refs/heads/release", message, rel, {f"fix{i}.txt": f"fix {i}\n"})
+    for n in range(50):
+        rel = b.commit("refs/heads/release", f"release work {n}", rel, {"rel.txt": f"{n}\n"})
+    b.flush()
+    # Phase 3: reverts of some of the reverts.
+    for i in range(RE_REVERTED):
+        sha = b.shas[reverts[i]]
+        message = f'Reapply "Fix {i}"\n\nThis reverts commit {sha}.\n'
+        tip = b.commit("refs/heads/main", message, tip, {f"fix{i}.txt": f"fix {i}\n"})
+    for n in range(100):
+        tip = b.commit("refs/heads/main", f"more work {n}", tip, {"state.txt": f"m{n}\n"})
+    b.flush()
     subprocess.run(["git", "reset", "-q", "--hard", "main"], cwd=path, check=True)
 
 
 def cached_repo(cache: Path, commits: int) -> Path:
-    path = cache / f"repo-{commits}-v1"
+    path = cache / f"plan-repo-{commits}-v1"
     if not (path / ".git" / "oomrec-bench-done").exists():
         if path.exists():
             subprocess.run(["rm", "-rf", str(path)], check=True)
@@ -104,20 +139,45 @@ def git_out(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def write_record(repo: Path, record: Path, lines: int, distinct: int) -> None:
-    """`lines` records over `distinct` commits drawn from the whole history (seeded)."""
-    everything = git_out(repo, "rev-list", "--all").split()
+def write_records(repo: Path, record: Path, lines: int, distinct: int) -> None:
+    """`lines` records over `distinct` commits of main and release; a fifth archived."""
+    pool = git_out(repo, "rev-list", "main", "release").split()
     rng = random.Random(4)
-    pool = rng.sample(everything, distinct)
-    # Some records carry short, dirty, unknown or foreign commits, as real files do.
-    pool[:20] = [sha[:9] for sha in pool[:20]]
-    pool[20:30] = [f"{sha[:8]}-dirty" for sha in pool[20:30]]
-    pool[30:35] = ["unknown", "deadbeefcafe", "0123456789abcdef0123", "feedface", "unknown"]
-    rows = []
+    chosen = rng.sample(pool, distinct)
+    live, parked = [], []
     for n in range(lines):
-        model = f"model-{n % 50}"
-        rows.append(f"{model},{512 * (1 + n % 64)},2026-07-03,{rng.choice(pool)},,bench.csv,gb10\n")
-    record.write_text("".join(rows))
+        text = f"model-{n % MODELS}-x,{512 * (1 + n % 64)},2026-07-03,{rng.choice(chosen)},,b.csv"
+        if n % 5 == 0:
+            parked.append(f"2026-11-30T00:00:00Z {'f' * 40} {text}\n")
+        else:
+            live.append(text + "\n")
+    record.write_text("".join(live))
+    record.with_name(record.name + ".archive").write_text("".join(parked))
+
+
+def plan(record: Path) -> int:
+    from oomrec.records import RecordFile
+    from oomrec.sweep import Planner, gather_evidence
+
+    record_file = RecordFile(record)
+    evidence = gather_evidence(record_file, record_file.load(), "OOM-Fix")
+    return Planner(evidence, "gb10").applicable_records
+
+
+def git_processes(repo: Path, record: Path) -> int:
+    trace = record.with_name("trace")
+    trace.unlink(missing_ok=True)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[2]); import bench_stale; "
+        "bench_stale.plan(__import__('pathlib').Path(sys.argv[1]))"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(record), str(Path(__file__).parent)],
+        cwd=repo,
+        env={**os.environ, "GIT_TRACE": str(trace)},
+        check=True,
+    )
+    return sum(1 for row in trace.read_text().splitlines() if "git.c:" in row and "built-in" in row)
 
 
 def process(argv: list[str], cwd: Path, env: dict[str, str]) -> Callable[[], object]:
@@ -135,80 +195,66 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "oomrec-bench")
     args = parser.parse_args()
 
-    import git
-
-    from oomrec import gitutil
-    from oomrec.fixes import FixCommit
     from oomrec.records import RecordFile
-    from oomrec.stale import Judge, judge_fixes
 
-    repo_path = cached_repo(args.cache, args.commits)
-    total = int(git_out(repo_path, "rev-list", "--count", "--all"))
-    fix = git_out(repo_path, "log", "-1", "--format=%H", "--grep=^OOM-Fix:", "main")
+    repo = cached_repo(args.cache, args.commits)
+    os.chdir(repo)
+    total = int(git_out(repo, "rev-list", "--count", "--all"))
     with tempfile.TemporaryDirectory() as tmp:
+        small = Path(tmp) / "small" / "oom-record"
+        small.parent.mkdir()
+        write_records(repo, small, args.lines // 10, args.distinct)
         record = Path(tmp) / "oom-record"
-        write_record(repo_path, record, args.lines, args.distinct)
-        repo = git.Repo(repo_path)
-        loaded = RecordFile(record).load()
-        records = loaded.records
-        commits = {r.commit for r in records}
-        fixes = gitutil.fix_commits(repo, ["HEAD"], "OOM-Fix")
-        others = git_out(repo_path, "rev-parse", "main~3000", "main~9000").split()
-        three = [fixes[0], *(FixCommit(sha, "bench fix", ("*",)) for sha in others)]
-        verdicts = Judge(repo, commits).against(fix)
-        counts: dict[str, int] = {}
-        for r in records:
-            status = verdicts[r.commit].status
-            counts[status] = counts.get(status, 0) + 1
-
-        env = {**os.environ, "OOMREC_RECORD": str(record), "COLUMNS": "160"}
+        write_records(repo, record, args.lines, args.distinct)
+        applying = plan(record)
+        env = {**os.environ, "OOMREC_RECORD": str(record), "OOMREC_HARDWARE": "gb10"}
         py = sys.executable
+        (repo / "models" / "model-1-x").mkdir(parents=True, exist_ok=True)
         results = {
-            "python -c pass (baseline)": median_time(
-                process([py, "-c", "pass"], repo_path, env), args.runs
-            ),
             "git rev-list --count HEAD (baseline)": median_time(
-                process(["git", "rev-list", "--count", "HEAD"], repo_path, env), args.runs
+                process(["git", "rev-list", "--count", "HEAD"], repo, env), args.runs
             ),
-            f"load the record ({args.lines} lines)": median_time(
+            f"load the record, no judging ({args.lines * 4 // 5} lines, baseline)": median_time(
                 lambda: RecordFile(record).load(), args.runs
             ),
-            f"judge {len(records)} records, {len(commits)} commits, vs 1 fix": median_time(
-                lambda: Judge(repo, commits).against(fix), args.runs
+            f"plan: read record + archive, judge {args.lines} lines at HEAD": median_time(
+                lambda: plan(record), args.runs
             ),
-            "judge_fixes: the same records vs 3 fixes": median_time(
-                lambda: judge_fixes(repo, three, records), args.runs
-            ),
-            "oomrec record prune --since FIX --dry-run --print-removed (process)": median_time(
+            "oomrec sweep --dry-run (process)": median_time(
                 process(
                     [
                         py,
                         "-m",
                         "oomrec",
-                        "record",
-                        "prune",
-                        "--since",
-                        fix[:12],
+                        "sweep",
+                        "--models",
+                        "model-1-x",
+                        "--runner",
+                        "true",
                         "--dry-run",
-                        "--print-removed",
                     ],
-                    repo_path,
+                    repo,
                     env,
                 ),
                 args.runs,
             ),
             "oomrec record stale --json (process)": median_time(
-                process([py, "-m", "oomrec", "record", "stale", "--json"], repo_path, env),
-                args.runs,
+                process([py, "-m", "oomrec", "record", "stale", "--json"], repo, env), args.runs
             ),
         }
-    base = results["git rev-list --count HEAD (baseline)"]
+        processes = {
+            n: git_processes(repo, p) for n, p in ((args.lines // 10, small), (args.lines, record))
+        }
     print(
-        f"{total} commits, {args.lines} records over {len(commits)} distinct commits; verdicts "
-        f"vs fix {fix[:7]}: {counts}; median of {args.runs} runs, {sys.version.split()[0]}"
+        f"repository: {total} commits, {FIXES} fixes ({REVERTED} reverted, {RE_REVERTED} of "
+        f"those reapplied, {PICKED} picked to release); {args.lines} records over "
+        f"{args.distinct} commits, {applying} apply at HEAD; median of {args.runs} runs"
     )
+    base = results["git rev-list --count HEAD (baseline)"]
     for name, seconds in results.items():
-        print(f"  {seconds * 1000:8.1f} ms  {seconds / base:6.1f}x rev-list  {name}")
+        print(f"  {seconds * 1000:8.1f} ms  {seconds / base:6.1f}x rev-list   {name}")
+    for lines, count in processes.items():
+        print(f"  git processes to plan {lines} records: {count}")
 
 
 if __name__ == "__main__":
