@@ -34,6 +34,7 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from oomrec.errors import OomrecError
 from oomrec.fixes import ID_SUFFIX, SHORT_SHA, Event, first_match
 from oomrec.records import UNKNOWN_COMMIT, OomRecord
 
@@ -200,8 +201,15 @@ class History:
                 classes.union(sha, first_of_id.setdefault(fix_id.casefold(), sha))
         first_of_patch: dict[str, str] = {}
         trailer_shas = [sha for sha, e in events.items() if e.globs or e.fix_ids]
+        # Without patch-ids an amended fix would look like another fix: nothing is lifted then.
+        self._doubt = ""
         if len(trailer_shas) > 1:
-            for sha, patch in gitutil.patch_ids(self.repo, trailer_shas).items():
+            try:
+                patches = gitutil.patch_ids(self.repo, trailer_shas)
+            except OomrecError as exc:
+                patches = {}
+                self._doubt = f"cannot compare the fixes' patches ({exc})"
+            for sha, patch in patches.items():
                 classes.union(sha, first_of_patch.setdefault(patch, sha))
         for sha, e in events.items():
             for source in e.picked_from:
@@ -210,25 +218,36 @@ class History:
                     classes.union(sha, target)
         fix_roots = {classes.find(sha) for sha in fix_shas}
         # Depth 0: every copy of a class that has a fix; reverts get the depth of their chain.
-        depth: dict[str, tuple[str, int]] = {}
+        # A commit may stand for several fixes: a revert of a merge reverts all it brought in.
+        entries: dict[str, list[tuple[str, int]]] = {}
         for sha in events:
             root = classes.find(sha)
             if root in fix_roots and not events[sha].reverts:
-                depth[sha] = (root, 0)
+                entries[sha] = [(root, 0)]
         for sha in events:
-            self._revert_depth(sha, by_prefix, depth, set())
+            self._revert_entries(sha, by_prefix, entries, set())
+        graph = gitutil.parents(self.repo, tips) if entries else []
+        self._index(entries, graph)
+        if self._merge_reverts(entries, graph, by_prefix):
+            self._index(entries, graph)
+
+    def _index(self, entries: dict[str, list[tuple[str, int]]], graph: list[list[str]]) -> None:
+        """Give each (commit, fix) entry a bit, and each commit the bits of its history."""
         self._classes: dict[str, _Class] = {}
         bits: dict[str, int] = {}
-        for sha, (root, d) in depth.items():
-            cls = self._classes.setdefault(root, _Class())
-            bit = len(bits)
-            bits[sha] = bit
-            cls.events.append((bit, d))
-            if d == 0:
-                cls.members.append((sha, bit))
-        cut_bits = {sha: len(bits) + i for i, sha in enumerate(sorted(self._shallow))}
-        self._all_cuts = sum(1 << b for b in cut_bits.values())
-        self._masks = _masks(gitutil.parents(self.repo, tips) if bits else [], bits, cut_bits)
+        n = 0
+        for sha, pairs in entries.items():
+            for root, d in pairs:
+                cls = self._classes.setdefault(root, _Class())
+                cls.events.append((n, d))
+                if d == 0:
+                    cls.members.append((sha, n))
+                bits[sha] = bits.get(sha, 0) | 1 << n
+                n += 1
+        for i, sha in enumerate(sorted(self._shallow)):
+            bits[sha] = bits.get(sha, 0) | 1 << (n + i)
+        self._all_cuts = ((1 << len(self._shallow)) - 1) << n
+        self._masks = _masks(graph, bits)
         for cls in self._classes.values():
             for sha, _ in cls.members:
                 cls.cut_mask |= self._masks.get(sha, 0) & self._all_cuts
@@ -237,25 +256,56 @@ class History:
                 depths[d] = depths.get(d, 0) | 1 << bit
             cls.by_depth = sorted(depths.items(), reverse=True)
 
-    def _revert_depth(
+    def _merge_reverts(
+        self,
+        entries: dict[str, list[tuple[str, int]]],
+        graph: list[list[str]],
+        by_prefix: _PrefixIndex,
+    ) -> bool:
+        """Reverts of merge commits (`git revert -m 1 M`): each cancels the fixes that M brought
+        in (in effect at M, not at its first parent). Returns whether any was found."""
+        parents = {row[0]: row[1:] for row in graph}
+        found = False
+        for sha, event in self.events.items():
+            if sha in entries:
+                continue
+            for target in event.reverts:
+                merged = parents.get(target, ())
+                if len(merged) < 2:
+                    continue
+                at_merge = set(self._effective_roots(self._masks.get(target, 0)))
+                before = set(self._effective_roots(self._masks.get(merged[0], 0)))
+                brought = sorted(at_merge - before)
+                if brought:
+                    entries[sha] = [(root, 1) for root in brought]
+                    found = True
+                    break
+        if found:
+            # Reverts of those reverts, and so on.
+            for sha in self.events:
+                if sha not in entries:
+                    self._revert_entries(sha, by_prefix, entries, set())
+        return found
+
+    def _revert_entries(
         self,
         sha: str,
         by_prefix: _PrefixIndex,
-        depth: dict[str, tuple[str, int]],
+        entries: dict[str, list[tuple[str, int]]],
         seen: set[str],
-    ) -> tuple[str, int] | None:
-        if sha in depth:
-            return depth[sha]
+    ) -> list[tuple[str, int]] | None:
+        if sha in entries:
+            return entries[sha]
         event = self.events.get(sha)
         if event is None or not event.reverts or sha in seen:
             return None
         seen.add(sha)
         for target_text in event.reverts:
             target = by_prefix.get(target_text)
-            found = self._revert_depth(target, by_prefix, depth, seen) if target else None
-            if found is not None:
-                depth[sha] = (found[0], found[1] + 1)
-                return depth[sha]
+            found = self._revert_entries(target, by_prefix, entries, seen) if target else None
+            if found:
+                entries[sha] = [(root, d + 1) for root, d in found]
+                return entries[sha]
         return None
 
     # -- asking -------------------------------------------------------------------------
@@ -336,6 +386,8 @@ class History:
                 f"shallow clone: the history of {commit.hex} is cut off where "
                 f"{lifting[0][1].describe()} could be ({_UNSHALLOW})",
             )
+        if self._doubt:
+            return Judgement(Status.UNKNOWN, (provable[0],), self._doubt)
         if commit.dirty:
             return Judgement(
                 Status.UNKNOWN,
@@ -388,25 +440,16 @@ class _PrefixIndex:
         return hits[0] if len(hits) == 1 else None
 
 
-def _masks(
-    graph: list[list[str]], bits: dict[str, int], cut_bits: dict[str, int]
-) -> dict[str, int]:
+def _masks(graph: list[list[str]], bits: dict[str, int]) -> dict[str, int]:
     """Per commit, the bit set of the events in its history (and the shallow cuts it reaches);
     `graph` lists every parent before its children."""
     masks: dict[str, int] = {}
     get = masks.get
     for row in graph:
-        sha = row[0]
-        mask = 0
+        mask = bits.get(row[0], 0)
         for parent in row[1:]:
             mask |= get(parent, 0)
-        bit = bits.get(sha)
-        if bit is not None:
-            mask |= 1 << bit
-        cut = cut_bits.get(sha)
-        if cut is not None:
-            mask |= 1 << cut
-        masks[sha] = mask
+        masks[row[0]] = mask
     return masks
 
 

@@ -239,3 +239,60 @@ def test_no_history_at_all_is_an_error_line(tmp_path: Path) -> None:
     assert repo is not None
     with pytest.raises(OomrecError, match="is not a commit"):
         History(repo, "OOM-Fix", ["abc1234"])
+
+
+def test_reverting_the_merge_that_brought_a_fix_cancels_it(repo: Repo) -> None:
+    pre = repo.commit("pre")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n", {"prefill.py": "chunked\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main work")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge feature", "feature")
+    merge = repo.head()
+    assert status(repo.path, "gemma-4-31b", pre) == Status.LIFTED
+    repo.git("revert", "--no-edit", "-m", "1", merge)
+    assert status(repo.path, "gemma-4-31b", pre) == Status.APPLIES
+    repo.git("revert", "--no-edit", "HEAD")
+    assert status(repo.path, "gemma-4-31b", pre) == Status.LIFTED
+
+
+def test_a_partial_clone_judges_like_a_full_one(tmp_path: Path, history: Hist) -> None:
+    h = history
+    r = h.repo
+    r.git("checkout", "-q", "side")
+    r.git("cherry-pick", h.fix)
+    picked = r.head()
+    r.git("checkout", "-q", "main")
+    r.git("config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "partial"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{r.path}", str(clone))
+    git(clone, "fetch", "-q", "origin", "side:side")
+    assert status(clone, "gemma-4-31b", picked) == Status.APPLIES
+    assert status(clone, "gemma-4-31b", h.pre) == Status.LIFTED
+
+
+def test_a_fix_in_a_linked_worktree_is_judged_from_there(tmp_path: Path, history: Hist) -> None:
+    h = history
+    other = tmp_path / "wt"
+    h.repo.git("worktree", "add", "-q", str(other), "side")
+    assert status(other, "gemma-4-31b", h.pre) == Status.APPLIES
+    assert status(h.repo.path, "gemma-4-31b", h.pre) == Status.LIFTED
+
+
+def test_a_partial_clone_whose_remote_is_gone_lifts_nothing(tmp_path: Path, history: Hist) -> None:
+    h = history
+    h.repo.git("config", "uploadpack.allowFilter", "true")
+    h.repo.commit("another fix\n\nOOM-Fix: qwen3-*\n", {"other.py": "x\n"})
+    clone = tmp_path / "partial"
+    git(
+        tmp_path,
+        "clone",
+        "-q",
+        "--no-checkout",
+        "--filter=blob:none",
+        f"file://{h.repo.path}",
+        str(clone),
+    )
+    h.repo.path.rename(tmp_path / "gone")
+    got = judge(clone, [("gemma-4-31b", h.pre)])
+    assert got[0].startswith("applies (unknown: cannot compare the fixes' patches")
