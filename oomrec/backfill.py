@@ -10,15 +10,13 @@ added, once for its rows' lines), filters by hardware and leaves out what the re
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 import posixpath
 import re
 import stat
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date as Date
 from functools import lru_cache
@@ -515,17 +513,3 @@ def _modified(path: str) -> str:
         return Date.fromtimestamp(os.stat(path).st_mtime).isoformat()
     except OSError:
         return Date.today().isoformat()
-
-
-@contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """No cyclic garbage collection inside: an import makes several small objects per OOM row
-    and no reference cycles, so each collection would only walk them again (~10% of the time
-    of a 10,000-row import)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

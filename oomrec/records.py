@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from oomrec.bulk import no_cycle_collection
 from oomrec.errors import OomrecError
 from oomrec.hardware import normalize
 
@@ -210,7 +211,8 @@ class RecordFile:
 
     def load(self) -> Loaded:
         """Read the file; a missing file is an empty record. Unparsed lines come with a warning."""
-        return self._parse(self._read_text())
+        with no_cycle_collection():
+            return self._parse(self._read_text())
 
     def append(
         self,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
@@ -178,7 +179,11 @@ class History:
         self._shallow = gitutil.shallow_commits(repo)
         tips = {r.sha for r in self._resolved.values() if r.sha is not None}
         tips |= set(self._at.values()) | set(extra) | set(extra_tips)
-        self.events = {e.sha: e for e in gitutil.events(repo, tips, key)}
+        # The graph walk and the log both read the whole history: run them side by side.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            graph = pool.submit(gitutil.parents, repo, tips)
+            self.events = {e.sha: e for e in gitutil.events(repo, tips, key)}
+            self._graph = graph.result()
         for sha, globs in extra.items():
             old = self.events.get(sha)
             subject = old.subject if old else _subject(repo, sha)
@@ -226,7 +231,7 @@ class History:
                 entries[sha] = [(root, 0)]
         for sha in events:
             self._revert_entries(sha, by_prefix, entries, set())
-        graph = gitutil.parents(self.repo, tips) if entries else []
+        graph = self._graph if entries else []
         self._index(entries, graph)
         if self._merge_reverts(entries, graph, by_prefix):
             self._index(entries, graph)

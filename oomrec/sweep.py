@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 
+from oomrec.bulk import no_cycle_collection
 from oomrec.classify import Verdict, read_cell_csv, verdict_from_exit, verdict_from_row
 from oomrec.errors import OomrecError
 from oomrec.records import (
@@ -192,6 +193,11 @@ def gather_evidence(
 ) -> list[Evidence]:
     """Every record line of the record and its archive, judged at HEAD (when `judge`; an
     archived line also in the record is read once)."""
+    with no_cycle_collection():
+        return _gather(record_file, loaded, key, judge)
+
+
+def _gather(record_file: RecordFile, loaded: Loaded, key: str, judge: bool) -> list[Evidence]:
     from oomrec import archive
 
     shown = record_file.shown_as

@@ -1,11 +1,11 @@
 """Wall time of the post-merge hook on a 20,000-commit repository (budget: under 200 ms when the
 merged range has no fix commit).
 
-Uses bench_stale.py's cached repository, cloned into a temp dir, where a 5-commit feature branch
-without a fix is merged; the record holds 100,000 lines. Each case runs as a fresh process (what
-git waits for), median of --runs, next to baselines measured in the same run: `python -c pass`,
-`git log -1`, and `python -c "import git, typer"` (what the hook would pay before doing anything
-if it went through the full command line).
+Uses bench_stale.py's cached repository (50 fixes, reverts, picks), cloned into a temp dir,
+where a 5-commit feature branch without a fix is merged; the record holds 100,000 lines. Each
+case runs as a fresh process (what git waits for), median of --runs, next to baselines measured
+in the same run: `python -c pass`, `git log -1`, and `python -c "import git, typer"` (what the
+hook would pay before doing anything if it went through the full command line).
 
     python benchmarks/perf/bench_hook.py [--runs 21] [--cache DIR]
 """
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_stale import cached_repo, git_out, write_record
+from bench_stale import cached_repo, git_out, write_records
 
 BUDGET_S = 0.200
 
@@ -64,7 +64,7 @@ def main() -> None:
 
         record = repo / "benchmarks" / ".oom-record"
         record.parent.mkdir()
-        write_record(repo, record, 100_000, 2_000)
+        write_records(repo, record, 100_000, 2_000)
         git("checkout", "-q", "-b", "feature", "main~3")
         for n in range(5):
             git("commit", "-q", "--allow-empty", "-m", f"feature work {n}")
@@ -93,10 +93,21 @@ def main() -> None:
                 "0",
             ],
         }
+        head = git_out(repo, "rev-parse", "HEAD")
+        cases["oomrec hook post-checkout, branch switch with no fix between"] = [
+            oomrec,
+            "hook",
+            "post-checkout",
+            git_out(repo, "rev-parse", "feature"),
+            head,
+            "1",
+        ]
         results = {name: wall(argv, repo, env, args.runs) for name, argv in cases.items()}
         fix = git_out(repo, "log", "-1", "--format=%H", "--grep=^OOM-Fix:", "main")
-        # Wider ranges: everything after the fix (no fix in it), then a range holding the fix.
-        for orig, label in ((fix, "no fix"), (f"{fix}~1", "the fix")):
+        last = git_out(repo, "log", "-1", "--format=%H", "--grep=^This reverts", "main")
+        # Wider ranges: everything after the last revert (no fix, pick or revert in it), then a
+        # range holding the last fix and the reverts.
+        for orig, label in ((last, "no fix"), (f"{fix}~1", "the fix")):
             git("update-ref", "ORIG_HEAD", orig)
             size = len(git_out(repo, "rev-list", "ORIG_HEAD..HEAD").split())
             name = f"oomrec hook post-merge, {label} in a {size}-commit range"

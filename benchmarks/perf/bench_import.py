@@ -331,8 +331,8 @@ def break_even(repo: Path, runs: int) -> None:
         DEFAULT_COMMIT_COLUMNS,
         columns_read,
         find_csv_files,
-        no_cycle_collection,
     )
+    from oomrec.bulk import no_cycle_collection
 
     files, _ = find_csv_files([repo / "benchmarks"])
     scanned = csvscan.scan_files(files)

@@ -141,7 +141,7 @@ def git_out(repo: Path, *args: str) -> str:
 
 def write_records(repo: Path, record: Path, lines: int, distinct: int) -> None:
     """`lines` records over `distinct` commits of main and release; a fifth archived."""
-    pool = git_out(repo, "rev-list", "main", "release").split()
+    pool = git_out(repo, "rev-list", "--all").split()
     rng = random.Random(4)
     chosen = rng.sample(pool, distinct)
     live, parked = [], []

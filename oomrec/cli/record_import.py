@@ -12,9 +12,9 @@ from oomrec.backfill import (
     commit_columns,
     default_paths,
     import_csvs,
-    no_cycle_collection,
     record_key,
 )
+from oomrec.bulk import no_cycle_collection
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.render import print_json, record_table, stdout_console
