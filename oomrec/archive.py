@@ -45,8 +45,9 @@ def archive_line(original: str, fix: str, when: datetime | None = None) -> str:
     return f"{stamp} {fix or '-'} {original}"
 
 
-def parse(text: str) -> tuple[list[ArchivedLine], list[str]]:
-    """The archive's lines, and a warning for each line that is not an archive line."""
+def parse(text: str, shown_as: str = "") -> tuple[list[ArchivedLine], list[str]]:
+    """The archive's lines, and a warning for each line that is not an archive line (kept
+    verbatim in the file)."""
     lines: list[ArchivedLine] = []
     warnings: list[str] = []
     for lineno, raw in enumerate(text.split("\n"), start=1):
@@ -55,7 +56,7 @@ def parse(text: str) -> tuple[list[ArchivedLine], list[str]]:
             continue
         match = _LINE.fullmatch(raw)
         if match is None:
-            warnings.append(f"{lineno}: not an archive line, kept as is")
+            warnings.append(f"warning: {shown_as}:{lineno}: not an archive line, kept as is")
             continue
         stamp, fix, original = match.groups()
         try:
@@ -69,14 +70,22 @@ def parse(text: str) -> tuple[list[ArchivedLine], list[str]]:
 def load(record_file: RecordFile, live: Loaded | None = None) -> list[ArchivedLine]:
     """The archived records, each once, less any whose line is also in the record (a move cut
     short by a crash leaves a line in both)."""
-    lines, _ = parse(archive_file(record_file).read_text())
+    return read(record_file, live)[0]
+
+
+def read(
+    record_file: RecordFile, live: Loaded | None = None
+) -> tuple[list[ArchivedLine], list[str]]:
+    """`load`, and the warnings about the archive's lines that are not archive lines."""
+    archive = archive_file(record_file)
+    lines, warnings = parse(archive.read_text(), archive.shown_as)
     seen = {line.text for line in (live or record_file.load()).lines}
     out = []
     for line in lines:
         if line.record is not None and line.original not in seen:
             seen.add(line.original)
             out.append(line)
-    return out
+    return out, warnings
 
 
 def move_out(

@@ -266,3 +266,21 @@ def test_prune_outside_git_is_one_line(cli: Cli, tmp_path: Path, monkeypatch) ->
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
     assert "needs git history" in result.stderr
+
+
+def test_a_line_in_the_archive_that_is_not_an_archive_line_is_kept_and_warned(
+    cli: Cli, history: History, record: Path
+) -> None:
+    h = history
+    write(record, [line("gemma-4-31b", 1, h.pre)])
+    archive_of(record).write_text("hand-written note\n")
+    result = cli("record", "prune")
+    assert result.exit_code == 0
+    assert "warning: benchmarks/.oom-record.archive:1: not an archive line, kept as is" in (
+        cli("record", "list").stderr
+    )
+    lines = archive_of(record).read_text().splitlines()
+    assert lines[0] == "hand-written note"
+    assert len(lines) == 2
+    assert cli("record", "restore", "--all").exit_code == 0
+    assert archive_of(record).read_text() == "hand-written note\n"

@@ -18,6 +18,12 @@ def open_record(cli_value: Path | None) -> tuple[RecordFile, Settings]:
     return RecordFile(path, shown_as=shown), settings
 
 
-def print_warnings(loaded: Loaded) -> None:
+def print_warnings(loaded: Loaded, record_file: RecordFile | None = None) -> None:
+    """The record's warnings, and with `record_file` those of its archive too."""
     for warning in loaded.warnings:
         typer.echo(str(warning), err=True)
+    if record_file is not None:
+        from oomrec import archive
+
+        for text in archive.read(record_file, loaded)[1]:
+            typer.echo(text, err=True)

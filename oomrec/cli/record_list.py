@@ -61,7 +61,7 @@ def record_list(
     """
     record_file, settings = open_record(record)
     loaded = record_file.load()
-    print_warnings(loaded)
+    print_warnings(loaded, record_file)
     if archived:
         lines = archive.load(record_file, loaded)
         pool = [line.record for line in lines if line.record is not None]

@@ -175,7 +175,7 @@ def sweep(
     )
     config = configure(opts, settings, record_file, hardware=hardware, day=day)
     loaded = record_file.load()
-    print_warnings(loaded)
+    print_warnings(loaded, record_file)
     evidence = gather_evidence(
         record_file, loaded, trailer_key(settings), judge=not config.ignore_record
     )
