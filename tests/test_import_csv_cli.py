@@ -313,6 +313,7 @@ def test_real_corpus_holds_exactly_one_true_oom(cli: Cli, repo: Repo) -> None:
             "peak_bytes": None,
             "source_csv": "benchmarks/cuda_gb10_longprompt_2026-07-03.csv",
             "hardware": "gb10",
+            "mem_bytes": None,
         }
     ]
     assert (report["oom_rows"], report["bad_rows"], report["files_read"]) == (1, [], 144)
