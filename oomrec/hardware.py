@@ -183,10 +183,13 @@ def parse_size(text: str) -> int | None:
 def detect_memory() -> int | None:
     """The memory this host's accelerator can address, in bytes; None when it cannot be told.
 
-    `$OOMREC_MEM_BYTES` wins (bytes, or e.g. `96GiB`). Discrete CUDA/ROCm GPUs: device memory
-    (`nvidia-smi`, `rocm-smi`); unified memory (GB10, Strix Halo, Apple) and CPUs: host RAM.
+    `$OOMREC_MEM_BYTES` wins (bytes, or e.g. `96GiB`; `unknown` records no memory, so records
+    apply whatever the memory). Discrete CUDA/ROCm GPUs: device memory (`nvidia-smi`,
+    `rocm-smi`); unified memory (GB10, Strix Halo, Apple) and CPUs: host RAM.
     """
     override = os.environ.get(MEM_ENV, "").strip()
+    if override.lower() == "unknown":
+        return None
     if override:
         size = parse_size(override)
         if size is None:
