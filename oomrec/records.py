@@ -620,6 +620,14 @@ class RecordFile:
         # The real path's lock: a writer through a symlink and one through the target exclude
         # each other.
         lock_path = self.lock_path
+        try:
+            # filelock retries a lock file it cannot create until its timeout; fail at once.
+            os.close(os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
+        except OSError as exc:
+            raise OomrecError(
+                f"{lock_path}: cannot lock ({exc.strerror}); the record's folder must be "
+                "writable, or pass --record FILE"
+            ) from None
         lock = FileLock(str(lock_path), timeout=LOCK_TIMEOUT_S)
         try:
             lock.acquire()
