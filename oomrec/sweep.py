@@ -28,6 +28,8 @@ from oomrec.records import (
     UNKNOWN_COMMIT,
     OomRecord,
     RecordLine,
+    applies_on,
+    evidence_key,
     format_line,
 )
 from oomrec.runner import CellRun, run_cell
@@ -40,7 +42,7 @@ from oomrec.schema import (
     TRUE_OOM,
     skip_row,
 )
-from oomrec.sweep_config import FAKE_OOM_ENV, SweepConfig
+from oomrec.sweep_config import FAKE_OOM_ENV, SweepConfig, check_before_launch
 
 RUN = "run"
 
@@ -109,6 +111,7 @@ class Planner:
         *,
         ignore_record: bool = False,
         fake_oom: frozenset[tuple[str, int]] = frozenset(),
+        host_mem: int | None = None,
     ) -> None:
         self.ignore_record = ignore_record
         self.fake_oom = fake_oom
@@ -117,7 +120,7 @@ class Planner:
         self.records: dict[str, list[RecordHit]] = {}
         for line in record_lines:
             rec = line.record
-            if rec is None or rec.hardware not in (None, hardware):
+            if rec is None or not applies_on(rec, hardware, host_mem):
                 continue
             hit = RecordHit(rec.prompt_target_len, f"{record_name}:{line.lineno}", line.text)
             self.records.setdefault(rec.model, []).append(hit)
@@ -176,6 +179,8 @@ class CellResult:
     record_line: str | None = None
     # The record line appended for this cell, when it was a true OOM.
     recorded: str | None = None
+    # The record line of a true OOM the record already held (the same evidence key).
+    already_recorded: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -189,6 +194,7 @@ class CellResult:
             "peak_rss_bytes": self.peak_rss_bytes,
             "record_line": self.record_line,
             "recorded": self.recorded,
+            "already_recorded": self.already_recorded,
         }
 
 
@@ -270,6 +276,7 @@ class Sweep:
 
     def run(self, plan: Plan) -> SweepResult:
         """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done."""
+        check_before_launch(self.config, plan.models_dir_missing)
         if plan.cells:
             _check_writable(self.config.output)
         try:
@@ -305,7 +312,11 @@ class Sweep:
             # The record before the row: it is what keeps later sweeps from launching this
             # cell, so a failed CSV write or a signal between the two must not lose it.
             self.planner.note_oom(cell.model, cell.length)
-            result.recorded = self._append_record(cell, result.peak_rss_bytes)
+            line, new = self._append_record(cell, result.peak_rss_bytes)
+            if new:
+                result.recorded = line
+            else:
+                result.already_recorded = line
         self._write(rows, header)
         return result
 
@@ -358,7 +369,9 @@ class Sweep:
         if warning:
             self.reporter.log(f"warning: {warning}")
 
-    def _append_record(self, cell: Cell, peak: int | None) -> str:
+    def _append_record(self, cell: Cell, peak: int | None) -> tuple[str, bool]:
+        """Append the cell's OOM unless the record holds the same evidence; the line, and
+        whether it was new."""
         record = OomRecord(
             model=cell.model,
             prompt_target_len=cell.length,
@@ -367,9 +380,14 @@ class Sweep:
             peak_bytes=peak,
             source_csv=source_name(self.config.output, self.config.repo_root),
             hardware=self.config.hardware,
+            mem_bytes=self.config.host_mem,
         )
-        self.config.record.append([record])
-        return format_line(record)
+        record_file = self.config.record
+        added = record_file.append_new([record], unless_present=evidence_key)
+        for notice in record_file.notices:
+            self.reporter.log(f"warning: {notice}")
+        record_file.notices.clear()
+        return format_line(record), bool(added)
 
     def _head(self) -> str:
         if self._commit is None:

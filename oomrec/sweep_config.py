@@ -57,6 +57,8 @@ class SweepConfig:
     provided_models: frozenset[str] = frozenset()
     # Where records name the aggregate CSV from, and where HEAD is read.
     repo_root: Path | None = None
+    # The memory this host's accelerator can address (None: unknown); new records carry it.
+    host_mem: int | None = None
 
 
 def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
@@ -140,7 +142,13 @@ class Options:
 
 
 def configure(
-    opts: Options, settings: Settings, record: RecordFile, *, hardware: str, day: str
+    opts: Options,
+    settings: Settings,
+    record: RecordFile,
+    *,
+    hardware: str,
+    day: str,
+    host_mem: int | None = None,
 ) -> SweepConfig:
     """The sweep's configuration: flags first, then `[tool.oomrec]`, then defaults.
 
@@ -237,7 +245,36 @@ def configure(
         fake_oom=fake,
         provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
         repo_root=settings.repo_root,
+        host_mem=host_mem,
     )
+
+
+def check_before_launch(config: SweepConfig, models_dir_missing: bool) -> None:
+    """OomrecError unless a sweep can keep what it learns: checked before any cell runs.
+
+    A cell that runs out of memory is only worth running if its OOM reaches the record, and a
+    CSV written over the record (or a file beside it) would wipe the evidence.
+    """
+    if models_dir_missing:
+        raise OomrecError(
+            f"models dir {config.models_dir_shown} does not exist: no model can run; pass "
+            "--models-dir or set models_dir in [tool.oomrec]"
+        )
+    output = Path(os.path.realpath(config.output))
+    if output in config.record.side_paths() or _same_file(config.output, config.record.path):
+        raise OomrecError(
+            f"--output {config.output} is the OOM record {config.record.shown_as} or a file "
+            "beside it; writing the sweep's CSV there would wipe it; pass another --output"
+        )
+    config.record.check_writable()
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    # A hard link is the same file under another name.
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _configured_runner(value: object, where: str, base: Path) -> RunnerTemplate:

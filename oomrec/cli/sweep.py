@@ -27,7 +27,7 @@ from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.render import print_json
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED
-from oomrec.hardware import detect
+from oomrec.hardware import detect, detect_memory
 from oomrec.records import RecordFile
 from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
@@ -171,7 +171,9 @@ def sweep(
         ignore_record=ignore_record,
         demo=demo_dirs,
     )
-    config = configure(opts, settings, record_file, hardware=hardware, day=day)
+    config = configure(
+        opts, settings, record_file, hardware=hardware, day=day, host_mem=detect_memory()
+    )
     loaded = record_file.load()
     print_warnings(loaded)
     planner = Planner(
@@ -180,6 +182,7 @@ def sweep(
         hardware,
         ignore_record=config.ignore_record,
         fake_oom=config.fake_oom,
+        host_mem=config.host_mem,
     )
     plan = plan_cells(config)
     log = sys.stderr if as_json else sys.stdout
@@ -292,6 +295,8 @@ class _LineReporter:
         self.log(_cell_line(done, self.total, result))
         if result.recorded:
             self.log(f"  recorded: {result.recorded}")
+        if result.already_recorded:
+            self.log(f"  already recorded: {result.already_recorded}")
 
 
 class _ProgressReporter(_LineReporter):
@@ -352,9 +357,11 @@ def _summary(
         table.add_row("all", *(str(totals[t]) for t in tokens), str(totals.total()), style="bold")
         Console(file=stream, soft_wrap=not stream.isatty()).print(table)
     new = sum(1 for r in result.results if r.recorded)
+    known = sum(1 for r in result.results if r.already_recorded)
+    also = f", {known} already recorded" if known else ""
     lines = [
         f"rows: {display_path(result.output)}" if result.output else "rows: none written",
-        f"record: {new} new OOM records in {config.record.shown_as}",
+        f"record: {new} new OOM records{also} in {config.record.shown_as}",
     ]
     if result.interrupted:
         killed = result.killed_cell
@@ -411,4 +418,5 @@ def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[s
         "counts": {model: dict(counts) for model, counts in per_model.items()},
         "totals": dict(sum(per_model.values(), Counter())),
         "new_records": [r.recorded for r in result.results if r.recorded],
+        "already_recorded": [r.already_recorded for r in result.results if r.already_recorded],
     }
