@@ -95,7 +95,7 @@ BATCH = textwrap.dedent(
     rf = RecordFile(Path(sys.argv[1]))
     batch = [
         OomRecord(f"model-{i:05d}", 1000 + i, "2026-01-01", "a" * 40, 123456789, "s" * 60, "v100")
-        for i in range(20000)
+        for i in range(8000)
     ]
     print("go", flush=True)
     rf.append(batch)
@@ -106,8 +106,22 @@ BATCH = textwrap.dedent(
 def _expected_batch_lines() -> set[str]:
     return {
         f"model-{i:05d},{1000 + i},2026-01-01,{'a' * 40},123456789,{'s' * 60},v100"
-        for i in range(20000)
+        for i in range(8000)
     }
+
+
+def _kill_when_it_grows(proc: subprocess.Popen[str], path: Path, size: int) -> None:
+    """SIGKILL `proc` the moment `path` grows past `size`: while its write is under way."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if os.stat(path).st_size > size:
+                break
+        except FileNotFoundError:
+            pass
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert gone(proc.pid)
 
 
 def test_sigkill_mid_append_never_leaves_a_torn_line_that_reads_as_a_record(
@@ -115,27 +129,22 @@ def test_sigkill_mid_append_never_leaves_a_torn_line_that_reads_as_a_record(
 ) -> None:
     whole = _expected_batch_lines()
     path = tmp_path / "rec"
-    for trial in range(8):
+    for trial in range(4):
+        size = path.stat().st_size if path.exists() else 0
         proc = _python(BATCH, str(path))
         assert proc.stdout is not None
         assert proc.stdout.readline() == "go\n"
-        # Spread the kills over the write: some before, some during, some after.
-        time.sleep(trial * 0.004)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        assert gone(proc.pid)
+        _kill_when_it_grows(proc, path, size)
         loaded = RecordFile(path).load()
         for line in loaded.lines:
             if line.record is not None:
                 assert line.text in whole, f"trial {trial}: torn line read as a record"
-    # The next writer moves a torn tail aside (kept, never deleted) and appends whole lines.
-    rf = RecordFile(path)
-    rf.append([OomRecord("after", 1, "2026-01-01", "unknown")])
-    text = path.read_text()
-    assert text.endswith("\nafter,1,2026-01-01,unknown,,\n") or text == (
-        "after,1,2026-01-01,unknown,,\n"
-    )
-    assert all(line.record is not None or line.is_blank for line in rf.load().lines)
+        # The next writer moves a torn tail aside (kept, never deleted) and appends whole lines.
+        rf = RecordFile(path)
+        rf.append([OomRecord(f"after{trial}", 1, "2026-01-01", "unknown")])
+        whole.add(f"after{trial},1,2026-01-01,unknown,,")
+        assert path.read_text().endswith(f"after{trial},1,2026-01-01,unknown,,\n")
+        assert all(line.record is not None or line.is_blank for line in rf.load().lines)
 
 
 def test_a_cut_line_is_no_record_even_when_what_is_left_parses(tmp_path: Path) -> None:
