@@ -269,3 +269,22 @@ def test_a_read_only_record_stops_the_sweep_before_any_launch(
     assert result.exit_code == 2
     assert "benchmarks/.oom-record: cannot write (Permission denied)" in result.stderr
     assert runner.launched() == []
+
+
+def test_record_list_shows_the_memory(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_text(f"m,512,2026-01-01,unknown,,s,gb10,{96 * GIB}\nn,1,2026-01-01,unknown,,s\n")
+    table = cli("record", "list", "--no-git", "--record", str(path))
+    assert table.exit_code == 0, table.stderr
+    assert "mem GiB" in table.stdout
+    # The header's rules are heavy (┃), the rows' light (│).
+    rows = [
+        [c.strip() for c in line.replace("┃", "│").split("│")] for line in table.stdout.splitlines()
+    ]
+    header = next(r for r in rows if "mem GiB" in r)
+    m = next(r for r in rows if r[1:2] == ["m"])
+    n = next(r for r in rows if r[1:2] == ["n"])
+    at = header.index("mem GiB")
+    assert (m[at], n[at]) == ("96.0", "-")
+    as_json = json.loads(cli("record", "list", "--no-git", "--json", "--record", str(path)).stdout)
+    assert [r["mem_bytes"] for r in as_json] == [96 * GIB, None]
