@@ -191,22 +191,22 @@ def read_line(text: str) -> tuple[OomRecord, str | None]:
     if not model:
         raise NotARecord("empty model")
     if not (length.isdigit() and length.isascii()):
-        raise NotARecord(f"length {_show(length)} is not a number")
+        raise NotARecord(f"length {shorten(length)} is not a number")
     prompt_target_len = bounded_int(length)
     if prompt_target_len is None:
-        raise NotARecord(f"length {_show(length)} is out of range")
+        raise NotARecord(f"length {shorten(length)} is out of range")
     notes = []
     # A field the harness does not read is evidence oomrec can do without: the line still
     # pre-skips (as the harness's would), with that field unknown.
     if day and not _is_date(day):
-        notes.append(f"date {_show(day)} is not YYYY-MM-DD")
+        notes.append(f"date {shorten(day)} is not YYYY-MM-DD")
         day = ""
     peak_bytes = bounded_int(peak) if peak else None
     if peak and peak_bytes is None:
-        notes.append(f"peak_bytes {_show(peak)} is not a number of bytes")
+        notes.append(f"peak_bytes {shorten(peak)} is not a number of bytes")
     mem_bytes = bounded_int(mem) if mem else None
     if mem and mem_bytes is None:
-        notes.append(f"mem_bytes {_show(mem)} is not a number of bytes")
+        notes.append(f"mem_bytes {shorten(mem)} is not a number of bytes")
     note = f"{'; '.join(notes)}: read as unknown, the record applies" if notes else None
     if '"' in text:
         plain = text.split(",")
@@ -235,8 +235,8 @@ def bounded_int(text: str) -> int | None:
     return value if value <= MAX_INT else None
 
 
-def _show(value: str) -> str:
-    # A 5,000-digit field must not make a 5,000-character warning.
+def shorten(value: str) -> str:
+    """`repr(value)`, cut short: a 5,000-digit field must not make a 5,000-character message."""
     if len(value) <= 40:
         return repr(value)
     return f"{value[:20]!r}... ({len(value)} characters)"
@@ -263,7 +263,7 @@ def format_line(record: OomRecord) -> str:
     for name, value in zip(FIELDS, values, strict=False):
         if _CONTROL.search(value):
             raise OomrecError(
-                f"record {name} {_show(value)} holds a line break or control character; remove it"
+                f"record {name} {shorten(value)} holds a line break or control character; remove it"
             )
     out = io.StringIO()
     csv.writer(out, lineterminator="", quoting=csv.QUOTE_MINIMAL).writerow(values)
@@ -723,7 +723,7 @@ def check_length(text: str) -> int:
     """A prompt length as typed by a user: a whole number >= 0; OomrecError otherwise."""
     value = bounded_int(text.strip())
     if value is None:
-        raise OomrecError(f"length {_show(text)} is not a whole number >= 0; give a token count")
+        raise OomrecError(f"length {shorten(text)} is not a whole number >= 0; give a token count")
     return value
 
 

@@ -557,6 +557,10 @@ def test_json_summary_on_stdout_and_the_log_on_stderr(
         (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
         (["--timeout", "nan"], "--timeout must be a number of seconds > 0"),
         (["--timeout", "inf"], "--timeout must be a number of seconds > 0"),
+        (["--timeout", "2147484"], "--timeout must be a number of seconds > 0 and <= 1000000"),
+        (["--cooldown", "inf"], "--cooldown must be a number of seconds >= 0 and <= 1000000"),
+        (["--lengths", "9" * 5000], "--lengths: length '9999999999"),
+        (["--fake-oom", "a:" + "9" * 5000], "... (5002 characters) is not model:length"),
         (["--demo", "--runner", "./run.py"], "--demo runs the built-in demo runner"),
     ],
 )
