@@ -155,6 +155,12 @@ def test_a_record_from_a_smaller_host_does_not_pre_skip_a_bigger_one(
         assert result.exit_code == 0, result.stderr
         plans[mem] = json.loads(result.stdout)["cells"][0]["action"]
     assert plans == {"512GiB": "run", "64GiB": "SKIP:oom_record", "96GiB": "SKIP:oom_record"}
+    monkeypatch.setenv("OOMREC_MEM_BYTES", "512GiB")
+    said = sweep(cli, runner, "--models", "a", "--lengths", "512", "--dry-run")
+    assert (
+        "  not applied: benchmarks/.oom-record:1 (recorded on 96 GiB, this host has 512 GiB)"
+        in said.stdout.splitlines()
+    )
 
 
 def test_record_add_twice_leaves_one_line_and_carries_the_hosts_memory(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -28,7 +29,7 @@ from oomrec.cli.render import print_json
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED
 from oomrec.hardware import detect, detect_memory
-from oomrec.records import RecordFile
+from oomrec.records import RecordFile, RecordLine, not_applying_because
 from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
     RUN,
@@ -187,6 +188,7 @@ def sweep(
     plan = plan_cells(config)
     log = sys.stderr if as_json else sys.stdout
     _say(log, *_header(config, plan, planner, "--ignore-record" if ignore_record else None))
+    _say(log, *_memory_exclusions(loaded.lines, config))
 
     if dry_run:
         decided = preview(plan, planner)
@@ -214,6 +216,26 @@ def sweep(
 def _say(stream: TextIO, *lines: str) -> None:
     for line in lines:
         print(line, file=stream, flush=True)
+
+
+# Enough to see why; a record with hundreds of such lines says how many more.
+MAX_EXCLUSIONS_SHOWN = 5
+
+
+def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list[str]:
+    """The records of this hardware that do not apply because this host has more memory."""
+    said = []
+    for line in lines:
+        rec = line.record
+        if rec is None or rec.hardware not in (None, config.hardware):
+            continue
+        why = not_applying_because(rec, config.hardware, config.host_mem)
+        if why is not None:
+            said.append(f"  not applied: {config.record.shown_as}:{line.lineno} ({why})")
+    if len(said) > MAX_EXCLUSIONS_SHOWN:
+        more = len(said) - MAX_EXCLUSIONS_SHOWN
+        said = [*said[:MAX_EXCLUSIONS_SHOWN], f"  not applied: ... and {more} more"]
+    return said
 
 
 def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None) -> list[str]:
