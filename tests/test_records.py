@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oomrec.errors import OomrecError
@@ -298,3 +299,37 @@ def test_hand_written_hardware_reads_as_its_tag() -> None:
 def test_format_refuses_a_field_with_a_line_break(bad: str) -> None:
     with pytest.raises(OomrecError, match="holds a line break or control character"):
         format_line(OomRecord("m", 1, "2026-01-01", "unknown", None, bad, "hw"))
+
+
+_record_bytes = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [b",", b"\n", b"\r", b"\r\n", b'"', b"9" * 30, b"512", b"2026-01-01", b"gb10",
+             b"\xef\xbb\xbf", b"\xff", b" ", b"m", b"-", b"yesterday"]
+        ),
+        st.binary(max_size=8),
+    ),
+    max_size=60,
+).map(b"".join)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(_record_bytes)
+def test_any_bytes_load_without_a_traceback_and_rewrite_unchanged(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rec"
+        path.write_bytes(data)
+        loaded = RecordFile(path).load()
+        for line in loaded.lines:
+            if line.record is not None:
+                # A record is a whole line, with numbers in range.
+                assert line.ending
+                assert 0 <= line.record.prompt_target_len < 2**63
+            for warning in [str(w) for w in loaded.warnings]:
+                assert "\n" not in warning and len(warning) < 400
+        # Keeping every line writes the same bytes back, bar a last line without its ending:
+        # it goes to <record>.torn, whole, or, when blank, gets its line ending.
+        RecordFile(path).rewrite(lambda current: current.lines)
+        torn = Path(tmp) / "rec.torn"
+        moved = torn.read_bytes()[:-1] if torn.exists() else b""
+        assert path.read_bytes() + moved in (data, data + b"\n")
