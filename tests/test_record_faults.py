@@ -324,3 +324,14 @@ def test_a_deeply_nested_pyproject_is_one_line(
     assert result.exit_code == 2
     assert result.stderr.startswith(f"oomrec: error: {tmp_path / 'pyproject.toml'}: cannot read")
     assert result.stderr.count("\n") == 1
+
+
+def test_a_symlink_loop_is_one_line(tmp_path: Path, cli: Cli) -> None:
+    path = tmp_path / "rec"
+    path.symlink_to(path)
+    for args in (["record", "list", "--no-git"], ["record", "add", "m", "1"]):
+        result = cli(*args, "--record", str(path))
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"oomrec: error: {path}: cannot read (Too many levels of symbolic links)\n"
+        )
