@@ -27,7 +27,13 @@ from oomrec import csvscan, rowparse
 from oomrec.config import Settings
 from oomrec.errors import OomrecError
 from oomrec.hardware import normalize
-from oomrec.records import UNKNOWN_COMMIT, OomRecord, check_model_name
+from oomrec.records import (
+    UNKNOWN_COMMIT,
+    EvidenceKey,
+    OomRecord,
+    check_model_name,
+    evidence_key,
+)
 
 if TYPE_CHECKING:
     from oomrec.gitutil import AddedBy
@@ -45,19 +51,6 @@ GIB = 1024**3
 BACKENDS = frozenset({"cuda", "metal", "rocm", "pylm"})
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-Key = tuple[str, int, str | None, str, str]
-
-
-def record_key(record: OomRecord) -> Key:
-    """What makes an imported record the same as one already in the record file."""
-    return (
-        record.model,
-        record.prompt_target_len,
-        record.hardware,
-        record.commit,
-        record.source_csv,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,15 +467,15 @@ def _select(
     existing: Iterable[OomRecord],
     report: ImportReport,
 ) -> None:
-    known = {record_key(r) for r in existing}
-    shortest: dict[Key, OomRecord] = {}
+    known = {evidence_key(r) for r in existing}
+    shortest: dict[EvidenceKey, OomRecord] = {}
     for draft in drafts:
         record = _finish(draft, commits.of(draft))
         # An untagged record applies to every machine: keeping it is the safe side.
         if record.hardware is not None and report.hardware not in (None, record.hardware):
             report.other_hardware[record.hardware] += 1
             continue
-        key = record_key(record)
+        key = evidence_key(record)
         if record.prompt_target_len == 0:
             shortest.setdefault(key, record)
         if key in known:

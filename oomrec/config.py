@@ -71,7 +71,16 @@ def load_settings(start: Path | None = None) -> Settings:
         return Settings(repo_root=root)
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    # RecursionError: a deeply nested table or array; MemoryError: a huge one. Any of them is
+    # the file's fault, said in one line.
+    except (
+        OSError,
+        UnicodeDecodeError,
+        tomllib.TOMLDecodeError,
+        RecursionError,
+        MemoryError,
+        ValueError,
+    ) as exc:
         raise OomrecError(
             f"{pyproject}: cannot read [tool.oomrec] ({_first_line(exc)}); fix the file's TOML"
         ) from None

@@ -1,12 +1,15 @@
 """The OOM record: one frozen record type, its line format, and the record file.
 
-A line is `model,prompt_target_len,date,commit,peak_bytes,source_csv[,hardware]`. The first six
-fields are what the bash harness writes and reads (it needs >= 6 fields and uses fields 1-2), so
-the file stays readable by it. Fields are CSV-quoted only when they hold a comma or a quote.
+A line is `model,prompt_target_len,date,commit,peak_bytes,source_csv[,hardware[,mem_bytes]]`. The
+first six fields are what the bash harness writes and reads (it needs >= 6 fields and uses fields
+1-2), so the file stays readable by it. Fields are CSV-quoted only when they hold a comma or a
+quote. `\\n`, `\\r\\n` and a lone `\\r` each end a line; a last line without one is an append cut
+short and never a record.
 
-The file is never edited in place: new lines are appended in one write under an exclusive lock,
-and a rewrite re-reads the file inside the same lock, writes a temp file beside it, fsyncs and
-renames it over the original. Lines that do not parse are kept, byte for byte, in their place.
+The file is never edited in place: new lines are appended in one write under an exclusive lock on
+the file's real path (so a symlink and its target share one lock), and a rewrite re-reads the file
+inside the same lock, writes a temp file beside it, fsyncs and renames it over the original. Lines
+that do not parse are kept, byte for byte, in their place.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import date as Date
 from functools import lru_cache
@@ -27,21 +30,47 @@ from typing import NamedTuple
 
 from oomrec.bulk import no_cycle_collection
 from oomrec.errors import OomrecError
-from oomrec.hardware import normalize
+from oomrec.hardware import GIB, normalize
 
-FIELDS = ("model", "prompt_target_len", "date", "commit", "peak_bytes", "source_csv", "hardware")
+FIELDS = (
+    "model",
+    "prompt_target_len",
+    "date",
+    "commit",
+    "peak_bytes",
+    "source_csv",
+    "hardware",
+    "mem_bytes",
+)
 MIN_FIELDS = 6
 UNKNOWN_COMMIT = "unknown"
 LOCK_TIMEOUT_S = 60.0
+# Lengths, peaks and memory sizes are 64-bit non-negative integers; 19 digits hold any of them,
+# and checking the digit count first keeps int() away from 5,000-digit fields.
+MAX_INT = 2**63 - 1
+_MAX_DIGITS = 19
+# A host with up to 2% more memory than the record's still counts as the same size: tools
+# report the same machine's memory a little differently (firmware reservations, rounding).
+MEM_JITTER = 0.02
+# Files beside the record that belong to it: a sweep must never write its CSV over them.
+SIDE_SUFFIXES = (".lock", ".archive", ".archive.lock", ".torn")
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_EOL = re.compile(r"(\r\n|\r|\n)")
 _BOM = "\ufeff"
+_TORN = "no line ending (an append cut short?)"
+# mkstemp's random part: 8 characters of this alphabet.
+_TMP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 @dataclass(frozen=True, slots=True)
 class OomRecord:
-    """One observed out-of-memory event: `model` OOMed at `prompt_target_len` tokens."""
+    """One observed out-of-memory event: `model` OOMed at `prompt_target_len` tokens.
+
+    `mem_bytes` is the memory the accelerator could address on the host that ran out.
+    An empty `date` is a date the line gave in a form oomrec cannot read.
+    """
 
     model: str
     prompt_target_len: int
@@ -50,9 +79,51 @@ class OomRecord:
     peak_bytes: int | None = None
     source_csv: str = ""
     hardware: str | None = None
+    mem_bytes: int | None = None
 
     def to_dict(self) -> dict[str, str | int | None]:
         return {name: getattr(self, name) for name in FIELDS}
+
+
+EvidenceKey = tuple[str, int, str | None, int | None, str]
+
+
+def evidence_key(record: OomRecord) -> EvidenceKey:
+    """What makes two records the same evidence: the same OOM seen on the same host and code."""
+    return (
+        record.model,
+        record.prompt_target_len,
+        record.hardware,
+        record.mem_bytes,
+        record.commit,
+    )
+
+
+def not_applying_because(record: OomRecord, host_tag: str, host_mem: int | None) -> str | None:
+    """Why `record` does not apply on this host, or None when it does.
+
+    It applies iff its hardware tag is this host's (or it has none) and its memory is unknown,
+    this host's is unknown, or this host has no more memory than it (within MEM_JITTER): an OOM
+    on a 96 GiB machine says nothing about a 512 GiB one of the same chip.
+    """
+    if record.hardware is not None and record.hardware != host_tag:
+        return f"recorded on {record.hardware}, this host is {host_tag}"
+    if record.mem_bytes is None or host_mem is None:
+        return None
+    if host_mem <= record.mem_bytes * (1 + MEM_JITTER):
+        return None
+    return f"recorded on {show_bytes(record.mem_bytes)}, this host has {show_bytes(host_mem)}"
+
+
+def applies_on(record: OomRecord, host_tag: str, host_mem: int | None) -> bool:
+    """True when `record` pre-skips its cells on this host (see `not_applying_because`)."""
+    return not_applying_because(record, host_tag, host_mem) is None
+
+
+def show_bytes(n: int) -> str:
+    """A memory size for people: `96 GiB`, `7.5 GiB`."""
+    gib = n / GIB
+    return f"{gib:.0f} GiB" if gib >= 10 or gib == int(gib) else f"{gib:.1f} GiB"
 
 
 class NotARecord(ValueError):
@@ -62,6 +133,9 @@ class NotARecord(ValueError):
 class RecordLine(NamedTuple):
     """A line of the record file as read: its text (without line ending) and what it holds.
 
+    `problem` says why a line is not a record, or, for a record, which fields oomrec read as
+    unknown or why the bash harness would not honour it.
+
     A NamedTuple rather than a frozen dataclass: it is built once per line, and a 100k-line
     record is loaded by every prune.
     """
@@ -70,7 +144,7 @@ class RecordLine(NamedTuple):
     text: str
     record: OomRecord | None
     problem: str | None = None
-    # Written back as read, so a rewrite keeps a CRLF file CRLF.
+    # Written back as read, so a rewrite keeps a CRLF (or CR) file so.
     ending: str = "\n"
 
     @property
@@ -83,13 +157,24 @@ class Warning_:
     path: Path
     lineno: int
     problem: str
+    # A record with a note (unknown fields) rather than a line that is not one.
+    is_record: bool = False
 
     def __str__(self) -> str:
+        if self.is_record:
+            return f"warning: {self.path}:{self.lineno}: {self.problem}"
         return f"warning: {self.path}:{self.lineno}: not a record ({self.problem}), kept as is"
 
 
 def parse_line(text: str) -> OomRecord:
     """Parse one line (without its line ending). Raises NotARecord with the reason."""
+    return read_line(text)[0]
+
+
+def read_line(text: str) -> tuple[OomRecord, str | None]:
+    """A line as the harness would honour it: the record, and a note on what oomrec read as
+    unknown (a free-form date or peak) or why the harness would not honour it. Raises NotARecord.
+    """
     if '"' in text:
         try:
             fields = next(csv.reader([text]))
@@ -101,37 +186,65 @@ def parse_line(text: str) -> OomRecord:
         fields = text.split(",")
     if len(fields) < MIN_FIELDS:
         raise NotARecord(f"{len(fields)} fields, needs at least {MIN_FIELDS}")
-    model, length, day, commit, peak, source = (
-        fields[0].strip(),
-        fields[1].strip(),
-        fields[2].strip(),
-        fields[3].strip(),
-        fields[4].strip(),
-        fields[5].strip(),
-    )
+    model, length, day, commit, peak, source = (f.strip() for f in fields[:MIN_FIELDS])
     hardware = fields[6].strip() if len(fields) > 6 else ""
+    mem = fields[7].strip() if len(fields) > 7 else ""
     if not model:
         raise NotARecord("empty model")
     if not (length.isdigit() and length.isascii()):
-        raise NotARecord(f"length {length!r} is not a number")
-    if not _is_date(day):
-        raise NotARecord(f"date {day!r} is not YYYY-MM-DD")
-    if peak and not (peak.isdigit() and peak.isascii()):
-        raise NotARecord(f"peak_bytes {peak!r} is not a number")
-    return OomRecord(
+        raise NotARecord(f"length {shorten(length)} is not a number")
+    prompt_target_len = bounded_int(length)
+    if prompt_target_len is None:
+        raise NotARecord(f"length {shorten(length)} is out of range")
+    notes = []
+    # A field the harness does not read is evidence oomrec can do without: the line still
+    # pre-skips (as the harness's would), with that field unknown.
+    if day and not _is_date(day):
+        notes.append(f"date {shorten(day)} is not YYYY-MM-DD")
+        day = ""
+    peak_bytes = bounded_int(peak) if peak else None
+    if peak and peak_bytes is None:
+        notes.append(f"peak_bytes {shorten(peak)} is not a number of bytes")
+    mem_bytes = bounded_int(mem) if mem else None
+    if mem and mem_bytes is None:
+        notes.append(f"mem_bytes {shorten(mem)} is not a number of bytes")
+    note = f"{'; '.join(notes)}: read as unknown, the record applies" if notes else None
+    if '"' in text:
+        plain = text.split(",")
+        if plain[0].strip() != model or plain[1].strip() != length:
+            harness = "the bash harness reads its model and length without CSV quoting, so it "
+            note = (note + "; " if note else "") + harness + "would not honour this line"
+    record = OomRecord(
         model=model,
-        prompt_target_len=int(length),
+        prompt_target_len=prompt_target_len,
         date=day,
         commit=commit,
-        peak_bytes=int(peak) if peak else None,
+        peak_bytes=peak_bytes,
         source_csv=source,
         # Compared with this host's tag: `GB10` or `NVIDIA_GB10_122GB` written by hand is `gb10`.
         hardware=normalize(hardware) if hardware else None,
+        mem_bytes=mem_bytes,
     )
+    return record, note
+
+
+def bounded_int(text: str) -> int | None:
+    """A non-negative 64-bit integer written in ASCII digits, else None (never a traceback)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_DIGITS:
+        return None
+    value = int(text)
+    return value if value <= MAX_INT else None
+
+
+def shorten(value: str) -> str:
+    """`repr(value)`, cut short: a 5,000-digit field must not make a 5,000-character message."""
+    if len(value) <= 40:
+        return repr(value)
+    return f"{value[:20]!r}... ({len(value)} characters)"
 
 
 def format_line(record: OomRecord) -> str:
-    """The record as one line, without line ending; the hardware field only when known.
+    """The record as one line, without line ending; hardware and memory only when known.
 
     A field holding a line break or another control character is refused (OomrecError): CSV
     would quote it, but the harness reads the file line by line, so it would see two records.
@@ -144,36 +257,52 @@ def format_line(record: OomRecord) -> str:
         "" if record.peak_bytes is None else str(record.peak_bytes),
         record.source_csv,
     ]
-    if record.hardware:
-        values.append(record.hardware)
+    if record.hardware or record.mem_bytes is not None:
+        values.append(record.hardware or "")
+    if record.mem_bytes is not None:
+        values.append(str(record.mem_bytes))
     for name, value in zip(FIELDS, values, strict=False):
         if _CONTROL.search(value):
             raise OomrecError(
-                f"record {name} {value!r} holds a line break or control character; remove it"
+                f"record {name} {shorten(value)} holds a line break or control character; remove it"
             )
     out = io.StringIO()
     csv.writer(out, lineterminator="", quoting=csv.QUOTE_MINIMAL).writerow(values)
     return out.getvalue()
 
 
+def split_lines(text: str) -> list[tuple[str, str]]:
+    """Each line's text and its ending (`\\n`, `\\r\\n`, `\\r`, or "" for a last line without)."""
+    if "\r" in text:
+        parts = _EOL.split(text)
+        pairs = list(zip(parts[0::2], parts[1::2], strict=False))
+        last = parts[-1]
+    else:
+        # The common case, and the fast one: a 100k-line record is read by every prune.
+        *body, last = text.split("\n")
+        pairs = [(line, "\n") for line in body]
+    if last:
+        pairs.append((last, ""))
+    return pairs
+
+
 def parse_text(text: str) -> list[RecordLine]:
-    """Every line of a record file's text, in order; a BOM and CRLF endings are tolerated."""
+    """Every line of a record file's text, in order; a BOM and any line ending are tolerated."""
     text = text.removeprefix(_BOM)
-    # split("\n"), not splitlines(): a kept line must not be cut at \x0b, \x1c or U+2028.
-    pieces = text.split("\n")
-    if pieces[-1] == "":
-        pieces.pop()
     lines: list[RecordLine] = []
-    for lineno, raw in enumerate(pieces, start=1):
-        line = raw.removesuffix("\r")
-        ending = "\r\n" if len(line) != len(raw) else "\n"
+    for lineno, (line, ending) in enumerate(split_lines(text), start=1):
         if not line.strip():
             lines.append(RecordLine(lineno, line, None, None, ending))
-            continue
-        try:
-            lines.append(RecordLine(lineno, line, parse_line(line), None, ending))
-        except NotARecord as exc:
-            lines.append(RecordLine(lineno, line, None, str(exc), ending))
+        elif not ending:
+            # A reader may see an append half done; only a whole line is evidence.
+            lines.append(RecordLine(lineno, line, None, _TORN, ending))
+        else:
+            try:
+                record, note = read_line(line)
+            except NotARecord as exc:
+                lines.append(RecordLine(lineno, line, None, str(exc), ending))
+            else:
+                lines.append(RecordLine(lineno, line, record, note, ending))
     return lines
 
 
@@ -200,19 +329,76 @@ class Loaded:
 
 
 class RecordFile:
-    """The record file at `path`: load, append under a lock, rewrite atomically under it."""
+    """The record file at `path`: load, append under a lock, rewrite atomically under it.
+
+    Generic over the file it names: the record, or its archive (`<record>.archive`).
+    """
 
     def __init__(self, path: Path, shown_as: str | None = None) -> None:
         self.path = path
         # How warnings and errors name the file; the path as the user gave it, by default.
         self.shown_as = shown_as or str(path)
-        self.lock_path = path.with_name(path.name + ".lock")
+        # What writes did besides their job (a torn last line moved aside), for the user.
+        self.notices: list[str] = []
+        # How deep this process is inside `locked()`: append and rewrite inside it re-enter.
         self._held = 0
+
+    @property
+    def real_path(self) -> Path:
+        """The file itself, symlinks resolved: what the lock and the side files belong to."""
+        return Path(os.path.realpath(self.path))
+
+    @property
+    def lock_path(self) -> Path:
+        return _beside(self.real_path, ".lock")
+
+    @property
+    def torn_path(self) -> Path:
+        """Where a writer moves a last line that lacks its line ending (never deleted)."""
+        return _beside(self.real_path, ".torn")
+
+    def side_paths(self) -> list[Path]:
+        """The file and the files that belong to it (lock, archive, torn lines), all resolved."""
+        real = self.real_path
+        return [real, *(_beside(real, suffix) for suffix in SIDE_SUFFIXES)]
 
     def load(self) -> Loaded:
         """Read the file; a missing file is an empty record. Unparsed lines come with a warning."""
         with no_cycle_collection():
             return self._parse(self._read_text())
+
+    def read_text(self) -> str:
+        """The file's text as it is now ("" when missing); call under `locked()` to act on it."""
+        return self._read_text()
+
+    def append_text(self, text: str) -> None:
+        """Append `text` (whole lines) all or nothing, fsynced. The caller holds the lock that
+        guards this file (the archive is written under the record's `locked()`)."""
+        self._check_regular()
+        self.real_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = self._open_for_write()
+        try:
+            self._tidy(fd)
+            size = os.fstat(fd).st_size
+            data = text.encode("utf-8", errors="surrogateescape")
+            if _ends_without_newline(fd, size):
+                data = b"\n" + data
+            self._write_all_or_nothing(fd, data, size)
+        finally:
+            os.close(fd)
+
+    def replace_text(self, text: str) -> None:
+        """Replace the file with `text` atomically (temp file, fsync, rename). The caller holds
+        the lock that guards this file."""
+        self._check_rewritable()
+        self._replace_with(text)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the record's lock across several reads and writes (re-entrant: append and
+        rewrite inside it do not take it again). The archive is written under it too."""
+        with self._lock():
+            yield
 
     def append(
         self,
@@ -231,79 +417,157 @@ class RecordFile:
         records: Iterable[OomRecord],
         unless_present: Callable[[OomRecord], Hashable] | None = None,
     ) -> list[OomRecord]:
-        """`append`, returning the records written rather than how many."""
+        """`append`, returning the records written rather than how many.
+
+        All or nothing: a write that fails or comes up short is truncated away again (under the
+        lock) and reported as OomrecError.
+        """
         pending = list(records)
         if not pending:
             return []
-        self._check_appendable()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        payload = "".join(format_line(r) + "\n" for r in pending)
+        self._check_regular()
+        self.real_path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock():
-            if unless_present is not None:
-                pending = _new_only(pending, self._parse(self._read_text()).records, unless_present)
-            if not pending:
-                return []
-            self.append_text("".join(format_line(r) + "\n" for r in pending))
+            fd = self._open_for_write()
+            try:
+                self._tidy(fd)
+                if unless_present is not None:
+                    present = self._parse(self._read_text()).records
+                    pending = _new_only(pending, present, unless_present)
+                    if not pending:
+                        return []
+                    payload = "".join(format_line(r) + "\n" for r in pending)
+                data = payload.encode("utf-8", errors="surrogateescape")
+                size = os.fstat(fd).st_size
+                # A whitespace-only last line (a torn one was moved aside) must not swallow
+                # the first new line.
+                if _ends_without_newline(fd, size):
+                    data = b"\n" + data
+                self._write_all_or_nothing(fd, data, size)
+            finally:
+                os.close(fd)
         return pending
+
+    def check_writable(self) -> None:
+        """OomrecError unless an append could take the lock and write (nothing is written)."""
+        self._check_regular()
+        try:
+            self.real_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OomrecError(
+                f"{self.shown_as}: cannot create its folder ({exc.strerror}); pass --record FILE"
+            ) from None
+        with self._lock():
+            real = self.real_path
+            if real.exists():
+                os.close(self._open_for_write())
+            elif not os.access(real.parent, os.W_OK):
+                raise OomrecError(
+                    f"{self.shown_as}: cannot create it (folder not writable); pass --record FILE"
+                )
 
     def rewrite(self, transform: Callable[[Loaded], Sequence[RecordLine]]) -> Loaded:
         """Replace the file with the lines `transform` keeps, atomically, under the lock.
 
         `transform` gets the file as re-read inside the lock (so a line appended a moment ago is
         there) and returns the lines to keep, in the order to write them. Kept lines are written
-        back byte for byte with their own line endings (and a leading BOM stays); only a missing
-        final newline is added. Returns what was read inside the lock.
+        back byte for byte with their own line endings (and a leading BOM stays). Returns what
+        was read inside the lock.
         """
         self._check_rewritable()
         with self._lock():
+            if self.path.exists():
+                fd = self._open_for_write()
+                try:
+                    self._tidy(fd)
+                finally:
+                    os.close(fd)
+            else:
+                self._remove_stale_temps()
             raw = self._read_text()
             current = self._parse(raw)
             kept = transform(current)
             bom = _BOM if raw.startswith(_BOM) else ""
-            text = bom + "".join(line.text + line.ending for line in kept)
-            self.replace_text(text)
+            text = bom + "".join(line.text + (line.ending or "\n") for line in kept)
+            self._replace_with(text)
         return current
 
-    def read_text(self) -> str:
-        """The file's text as it is now ("" when missing); call under `locked()` to act on it."""
-        return self._read_text()
-
-    def append_text(self, text: str) -> None:
-        """Append `text` (whole lines) in one write and fsync; the caller holds `locked()`."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    def _write_all_or_nothing(self, fd: int, data: bytes, size: int) -> None:
         try:
-            # Never glue the first new line onto a last line written without a newline.
-            if _ends_without_newline(fd):
-                text = "\n" + text
-            data = text.encode("utf-8", errors="surrogateescape")
             written = os.write(fd, data)
             if written != len(data):
-                raise OomrecError(
-                    f"{self.shown_as}: short write ({written} of {len(data)} bytes); "
-                    "check free disk space"
-                )
+                raise OSError(f"short write, {written} of {len(data)} bytes")
             os.fsync(fd)
-        finally:
-            os.close(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            except OSError:
+                pass
+            why = exc.strerror or str(exc)
+            raise OomrecError(
+                f"{self.shown_as}: cannot append ({why}); nothing was added; check free disk "
+                "space and permissions"
+            ) from None
 
-    def replace_text(self, text: str) -> None:
-        """Replace the file with `text` atomically (temp file, fsync, rename); the caller holds
-        `locked()`."""
-        self._check_rewritable()
-        self._replace_with(text)
+    def _tidy(self, fd: int) -> None:
+        """Under the lock: move a torn last line aside, remove temp files of killed rewrites."""
+        self._remove_stale_temps()
+        size = os.fstat(fd).st_size
+        if not _ends_without_newline(fd, size):
+            return
+        start = _last_line_start(fd, size)
+        tail = os.pread(fd, size - start, start)
+        if not tail.decode("utf-8", errors="replace").strip().removeprefix(_BOM):
+            return
+        torn = os.open(self.torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(torn, tail + b"\n")
+            os.fsync(torn)
+        finally:
+            os.close(torn)
+        os.ftruncate(fd, start)
+        os.fsync(fd)
+        self.notices.append(
+            f"{self.shown_as}: its last line had no line ending (a write cut short); moved it "
+            f"to {self.torn_path}"
+        )
+
+    def _remove_stale_temps(self) -> None:
+        # Only a rewrite makes these, and it holds the lock we hold: any left is from a killed one.
+        real = self.real_path
+        prefix = f".{real.name}."
+        try:
+            names = os.listdir(real.parent)
+        except OSError:
+            return
+        for name in names:
+            middle = name[len(prefix) : -len(".tmp")]
+            if (
+                name.startswith(prefix)
+                and name.endswith(".tmp")
+                and len(middle) == 8
+                and set(middle) <= _TMP_CHARS
+            ):
+                with suppress(OSError):
+                    os.unlink(real.parent / name)
 
     def _replace_with(self, text: str) -> None:
-        directory = self.path.parent
+        # Rewrites refuse symlinks, so the path is the file; resolved all the same, so a
+        # symlinked folder puts the temp file beside the real file.
+        target = self.real_path
+        directory = target.parent
         directory.mkdir(parents=True, exist_ok=True)
-        mode = stat.S_IMODE(self.path.stat().st_mode) if self.path.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
                 out.write(text)
                 out.flush()
                 os.fsync(out.fileno())
             os.chmod(tmp, mode)
-            os.replace(tmp, self.path)
+            os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -312,45 +576,78 @@ class RecordFile:
     def _parse(self, text: str) -> Loaded:
         lines = parse_text(text)
         warnings = [
-            Warning_(Path(self.shown_as), line.lineno, line.problem)
+            Warning_(Path(self.shown_as), line.lineno, line.problem, line.record is not None)
             for line in lines
             if line.problem is not None
         ]
         return Loaded(lines, warnings)
 
     def _read_text(self) -> str:
+        self._check_regular()
         try:
-            data = self.path.read_bytes()
+            # Non-blocking: a FIFO put there after the check must not hang the reader.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return ""
-        except IsADirectoryError:
-            raise OomrecError(
-                f"{self.shown_as}: is a directory, not a record file; pass --record FILE"
-            ) from None
         except OSError as exc:
             raise OomrecError(f"{self.shown_as}: cannot read ({exc.strerror})") from None
+        try:
+            self._check_fd(fd)
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+        except OSError as exc:
+            raise OomrecError(f"{self.shown_as}: cannot read ({exc.strerror})") from None
+        finally:
+            os.close(fd)
         # surrogateescape: bytes that are not UTF-8 survive a rewrite unchanged.
-        return data.decode("utf-8", errors="surrogateescape")
+        return b"".join(chunks).decode("utf-8", errors="surrogateescape")
 
-    def _check_appendable(self) -> None:
-        if self.path.exists() and not self.path.is_file():
-            raise OomrecError(f"{self.shown_as}: not a regular file; point --record at a file")
+    def _open_for_write(self) -> int:
+        try:
+            fd = os.open(
+                self.path,
+                os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC,
+                0o644,
+            )
+        except OSError as exc:
+            raise OomrecError(
+                f"{self.shown_as}: cannot write ({exc.strerror}); fix its permissions or pass "
+                "--record FILE"
+            ) from None
+        try:
+            self._check_fd(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _check_regular(self) -> None:
+        """Only a regular file (a symlink is followed first) or nothing may be at the path."""
+        try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise OomrecError(f"{self.shown_as}: cannot read ({exc.strerror})") from None
+        self._refuse_irregular(mode)
+
+    def _check_fd(self, fd: int) -> None:
+        self._refuse_irregular(os.fstat(fd).st_mode)
+
+    def _refuse_irregular(self, mode: int) -> None:
+        if not stat.S_ISREG(mode):
+            raise OomrecError(
+                f"{self.shown_as}: is {_kind(mode)}, not a regular file; point --record at a file"
+            )
 
     def _check_rewritable(self) -> None:
         if self.path.is_symlink():
             raise OomrecError(
                 f"{self.shown_as}: is a symlink; refusing to rewrite it (the link would be "
-                f"replaced by a file); pass --record {os.path.realpath(self.path)}"
+                f"replaced by a file); pass --record {self.real_path}"
             )
-        if self.path.exists() and not self.path.is_file():
-            raise OomrecError(f"{self.shown_as}: not a regular file; refusing to rewrite it")
-
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the record's lock across several reads and writes (re-entrant: append and
-        rewrite inside it do not take it again). The archive is written under it too."""
-        with self._lock():
-            yield
+        self._check_regular()
 
     @contextmanager
     def _lock(self) -> Iterator[None]:
@@ -364,22 +661,50 @@ class RecordFile:
         # filelock costs ~0.1 s to import; only writers pay it.
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S)
+        # The real path's lock: a writer through a symlink and one through the target exclude
+        # each other.
+        lock_path = self.lock_path
+        try:
+            # filelock retries a lock file it cannot create until its timeout; fail at once.
+            os.close(os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
+        except OSError as exc:
+            raise OomrecError(
+                f"{lock_path}: cannot lock ({exc.strerror}); the record's folder must be "
+                "writable, or pass --record FILE"
+            ) from None
+        lock = FileLock(str(lock_path), timeout=LOCK_TIMEOUT_S)
         try:
             lock.acquire()
         except Timeout:
             raise OomrecError(
-                f"{self.lock_path}: still locked after {LOCK_TIMEOUT_S:.0f} s; is another "
+                f"{lock_path}: still locked after {LOCK_TIMEOUT_S:.0f} s; is another "
                 "oomrec writing the record? If not, delete the lock file"
             ) from None
         except OSError as exc:
-            raise OomrecError(f"{self.lock_path}: cannot lock ({exc.strerror})") from None
+            raise OomrecError(f"{lock_path}: cannot lock ({exc.strerror})") from None
         self._held = 1
         try:
             yield
         finally:
             self._held = 0
             lock.release()
+
+
+def _beside(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _new_only(
@@ -397,9 +722,21 @@ def _new_only(
     return fresh
 
 
-def _ends_without_newline(fd: int) -> bool:
-    size = os.fstat(fd).st_size
-    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+def _ends_without_newline(fd: int, size: int) -> bool:
+    return size > 0 and os.pread(fd, 1, size - 1) not in (b"\n", b"\r")
+
+
+def _last_line_start(fd: int, size: int) -> int:
+    """Where the last line begins: just after the last line ending, else 0."""
+    end = size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        chunk = os.pread(fd, end - start, start)
+        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if cut >= 0:
+            return start + cut + 1
+        end = start
+    return 0
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -430,10 +767,10 @@ def check_model_name(model: str) -> str:
 
 def check_length(text: str) -> int:
     """A prompt length as typed by a user: a whole number >= 0; OomrecError otherwise."""
-    stripped = text.strip()
-    if not stripped.isdigit() or not stripped.isascii():
-        raise OomrecError(f"length {text!r} is not a whole number >= 0; give a token count")
-    return int(stripped)
+    value = bounded_int(text.strip())
+    if value is None:
+        raise OomrecError(f"length {shorten(text)} is not a whole number >= 0; give a token count")
+    return value
 
 
 _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (

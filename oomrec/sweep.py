@@ -30,6 +30,8 @@ from oomrec.records import (
     Loaded,
     OomRecord,
     RecordFile,
+    applies_on,
+    evidence_key,
     format_line,
 )
 from oomrec.runner import CellRun, run_cell
@@ -43,7 +45,7 @@ from oomrec.schema import (
     skip_row,
 )
 from oomrec.stale import APPLIES, Judgement
-from oomrec.sweep_config import FAKE_OOM_ENV, SweepConfig
+from oomrec.sweep_config import FAKE_OOM_ENV, SweepConfig, check_before_launch
 
 RUN = "run"
 
@@ -125,17 +127,19 @@ class Planner:
         *,
         ignore_record: bool = False,
         fake_oom: frozenset[tuple[str, int]] = frozenset(),
+        host_mem: int | None = None,
     ) -> None:
         self.ignore_record = ignore_record
         self.fake_oom = fake_oom
         self.oom_min: dict[str, int] = {}
-        # Per model, the records of this hardware (or of none), smallest length first: those
-        # that apply at HEAD, and those a fix in effect at HEAD lifted (for the dry run's why).
+        # Per model, the records of this hardware (or of none) and memory, smallest length
+        # first: those that apply at HEAD, and those a fix in effect at HEAD lifted (for the
+        # dry run's why).
         self.records: dict[str, list[Evidence]] = {}
         self.lifted: dict[str, list[Evidence]] = {}
         for item in evidence:
             rec = item.record
-            if rec.hardware not in (None, hardware):
+            if not applies_on(rec, hardware, host_mem):
                 continue
             into = self.records if item.judgement.applies else self.lifted
             into.setdefault(rec.model, []).append(item)
@@ -248,6 +252,8 @@ class CellResult:
     record_line: str | None = None
     # The record line appended for this cell, when it was a true OOM.
     recorded: str | None = None
+    # The record line of a true OOM the record already held (the same evidence key).
+    already_recorded: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -261,6 +267,7 @@ class CellResult:
             "peak_rss_bytes": self.peak_rss_bytes,
             "record_line": self.record_line,
             "recorded": self.recorded,
+            "already_recorded": self.already_recorded,
         }
 
 
@@ -342,6 +349,7 @@ class Sweep:
 
     def run(self, plan: Plan) -> SweepResult:
         """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done."""
+        check_before_launch(self.config, plan.models_dir_missing)
         if plan.cells:
             _check_writable(self.config.output)
         try:
@@ -377,7 +385,11 @@ class Sweep:
             # The record before the row: it is what keeps later sweeps from launching this
             # cell, so a failed CSV write or a signal between the two must not lose it.
             self.planner.note_oom(cell.model, cell.length)
-            result.recorded = self._append_record(cell, result.peak_rss_bytes)
+            line, new = self._append_record(cell, result.peak_rss_bytes)
+            if new:
+                result.recorded = line
+            else:
+                result.already_recorded = line
         self._write(rows, header)
         return result
 
@@ -430,7 +442,9 @@ class Sweep:
         if warning:
             self.reporter.log(f"warning: {warning}")
 
-    def _append_record(self, cell: Cell, peak: int | None) -> str:
+    def _append_record(self, cell: Cell, peak: int | None) -> tuple[str, bool]:
+        """Append the cell's OOM unless the record holds the same evidence; the line, and
+        whether it was new."""
         record = OomRecord(
             model=cell.model,
             prompt_target_len=cell.length,
@@ -439,9 +453,14 @@ class Sweep:
             peak_bytes=peak,
             source_csv=source_name(self.config.output, self.config.repo_root),
             hardware=self.config.hardware,
+            mem_bytes=self.config.host_mem,
         )
-        self.config.record.append([record])
-        return format_line(record)
+        record_file = self.config.record
+        added = record_file.append_new([record], unless_present=evidence_key)
+        for notice in record_file.notices:
+            self.reporter.log(f"warning: {notice}")
+        record_file.notices.clear()
+        return format_line(record), bool(added)
 
     def _head(self) -> str:
         if self._commit is None:

@@ -17,13 +17,15 @@ from typing import Any
 from oomrec import demo
 from oomrec.config import Settings, display_path
 from oomrec.errors import OomrecError
-from oomrec.records import RecordFile, check_model_name
+from oomrec.records import RecordFile, bounded_int, check_model_name, shorten
 from oomrec.runner import RunnerTemplate
 
 DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
 DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_WARMUP_TOKENS = 4
+# Waits longer than this are a typo, and past ~2**31 ms they overflow the timers that run them.
+MAX_SECONDS = 1_000_000.0
 
 # The harness's own cell runner and how bench_longprompt.sh calls it.
 DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
@@ -57,6 +59,8 @@ class SweepConfig:
     provided_models: frozenset[str] = frozenset()
     # Where records name the aggregate CSV from, and where HEAD is read.
     repo_root: Path | None = None
+    # The memory this host's accelerator can address (None: unknown); new records carry it.
+    host_mem: int | None = None
 
 
 def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
@@ -89,12 +93,14 @@ def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
         raise OomrecError(f"{where}: no lengths; give at least one prompt length")
     lengths = []
     for item in items:
-        text = str(item).strip()
-        if isinstance(item, bool) or not (text.isascii() and text.isdigit()) or int(text) < 1:
+        length = None if isinstance(item, bool) else bounded_int(str(item).strip())
+        if not length:
             raise OomrecError(
-                f"{where}: length {item!r} is not a positive integer; give token counts"
+                f"{where}: length {shorten(item) if isinstance(item, str) else repr(item)} is "
+                "not a positive integer below 2**63; "
+                "give token counts"
             )
-        lengths.append(int(text))
+        lengths.append(length)
     return tuple(lengths)
 
 
@@ -105,12 +111,14 @@ def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
         entry = entry.strip()
         if not entry:
             continue
-        model, sep, length = entry.rpartition(":")
-        if not sep or not model or not (length.isascii() and length.isdigit()):
+        model, sep, text = entry.rpartition(":")
+        length = bounded_int(text)
+        if not sep or not model or length is None:
             raise OomrecError(
-                f"{where}: {entry!r} is not model:length; write e.g. gemma-4-31b-it-4bit:32768"
+                f"{where}: {shorten(entry)} is not model:length; write e.g. "
+                "gemma-4-31b-it-4bit:32768"
             )
-        pairs.add((model, int(length)))
+        pairs.add((model, length))
     return frozenset(pairs)
 
 
@@ -140,7 +148,13 @@ class Options:
 
 
 def configure(
-    opts: Options, settings: Settings, record: RecordFile, *, hardware: str, day: str
+    opts: Options,
+    settings: Settings,
+    record: RecordFile,
+    *,
+    hardware: str,
+    day: str,
+    host_mem: int | None = None,
 ) -> SweepConfig:
     """The sweep's configuration: flags first, then `[tool.oomrec]`, then defaults.
 
@@ -230,14 +244,43 @@ def configure(
         hardware=hardware,
         date=day,
         timeout=timeout,
-        cooldown=opts.cooldown,
+        cooldown=_seconds(opts.cooldown, "--cooldown", allow_zero=True),
         max_tokens=opts.max_tokens,
         warmup_tokens=opts.warmup_tokens,
         ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
         fake_oom=fake,
         provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
         repo_root=settings.repo_root,
+        host_mem=host_mem,
     )
+
+
+def check_before_launch(config: SweepConfig, models_dir_missing: bool) -> None:
+    """OomrecError unless a sweep can keep what it learns: checked before any cell runs.
+
+    A cell that runs out of memory is only worth running if its OOM reaches the record, and a
+    CSV written over the record (or a file beside it) would wipe the evidence.
+    """
+    if models_dir_missing:
+        raise OomrecError(
+            f"models dir {config.models_dir_shown} does not exist: no model can run; pass "
+            "--models-dir or set models_dir in [tool.oomrec]"
+        )
+    output = Path(os.path.realpath(config.output))
+    if output in config.record.side_paths() or _same_file(config.output, config.record.path):
+        raise OomrecError(
+            f"--output {config.output} is the OOM record {config.record.shown_as} or a file "
+            "beside it; writing the sweep's CSV there would wipe it; pass another --output"
+        )
+    config.record.check_writable()
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    # A hard link is the same file under another name.
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _configured_runner(value: object, where: str, base: Path) -> RunnerTemplate:
@@ -255,13 +298,23 @@ def _path_setting(value: object, where: str) -> str:
 
 
 def _positive(value: object, where: str) -> float:
+    return _seconds(value, where, allow_zero=False)
+
+
+def _seconds(value: object, where: str, *, allow_zero: bool) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or value <= 0
+        or value < 0
+        or (value == 0 and not allow_zero)
+        or value > MAX_SECONDS
     ):
-        raise OomrecError(f"{where} must be a number of seconds > 0, not {value!r}")
+        low = ">= 0" if allow_zero else "> 0"
+        raise OomrecError(
+            f"{where} must be a number of seconds {low} and <= {MAX_SECONDS:.0f}, "
+            f"not {shorten(str(value))}"
+        )
     return float(value)
 
 

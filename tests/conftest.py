@@ -21,6 +21,8 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("OOMREC_HARDWARE", "testhw")
+    # Records carry no memory size unless a test says so: lines stay the same on every machine.
+    monkeypatch.setenv("OOMREC_MEM_BYTES", "unknown")
     for name in (
         "OOMREC_RECORD",
         "OOMREC_IGNORE_RECORD",

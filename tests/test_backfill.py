@@ -375,12 +375,23 @@ def test_rows_already_recorded_or_repeated_are_not_added_again(repo: Repo) -> No
     second = run_import(repo, existing=first.new)
     assert second.new == []
     assert second.already_present == 3
-    # Another hardware tag or source is another record.
+    # The same OOM named from another CSV is the same evidence (records.evidence_key); one seen
+    # on other hardware, or on a host with another memory size, is not.
     moved = [
         OomRecord(r.model, r.prompt_target_len, r.date, r.commit, None, "elsewhere.csv", "gb10")
         for r in first.new
     ]
-    assert len(run_import(repo, existing=moved).new) == 2
+    assert run_import(repo, existing=moved).new == []
+    other = [
+        OomRecord(r.model, r.prompt_target_len, r.date, r.commit, None, r.source_csv, "v100")
+        for r in first.new
+    ]
+    assert len(run_import(repo, existing=other).new) == 2
+    sized = [
+        OomRecord(r.model, r.prompt_target_len, r.date, r.commit, None, r.source_csv, "gb10", 1)
+        for r in first.new
+    ]
+    assert len(run_import(repo, existing=sized).new) == 2
 
 
 def test_files_without_a_model_column_or_not_csv_are_skipped_with_a_reason(

@@ -6,10 +6,15 @@ import csv
 import re
 import subprocess
 import sys
+import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from oomrec.hardware import detect, normalize
+from oomrec.errors import OomrecError
+from oomrec.hardware import GIB, detect, detect_memory, memory_from_text, normalize
+from oomrec.records import parse_line
 from tests.conftest import SHARED_CORPUS
 
 
@@ -98,3 +103,116 @@ def test_detect_without_a_gpu_never_fails(monkeypatch: pytest.MonkeyPatch) -> No
     tag = done.stdout.strip()
     assert re.fullmatch(r"[a-z0-9._-]{1,20}", tag), tag
     assert normalize(tag) == tag
+
+
+_hardware_words = st.sampled_from(
+    ["nvidia", "NVIDIA", "apple", "Apple", "m1", "M3", "ultra", "max", "gb10", "gfx1151", "rtx",
+     "geforce", "tesla", "jetson", "orin", "64gb", "122GB", "cuda13.0", "unknown", "v100",
+     "4090", "K", "\u212a", "\u0661", "İ", "_", "-", " ", ".", ""]
+)  # fmt: skip
+_hardware_text = st.one_of(
+    st.text(max_size=60),
+    st.lists(_hardware_words, max_size=8).map("_".join),
+    st.lists(_hardware_words, max_size=8).map(" ".join),
+    st.lists(_hardware_words, max_size=8).map("".join),
+)
+
+
+@settings(max_examples=400)
+@given(_hardware_text)
+def test_tags_are_a_fixed_point(text: str) -> None:
+    tag = normalize(text)
+    assert normalize(tag) == tag
+    if tag is not None:
+        assert re.fullmatch(r"[a-z0-9._-]{1,40}", tag), tag
+
+
+@pytest.mark.parametrize(
+    ("text", "tag"),
+    [
+        # Once written as `64gb` and read back as another tag, so the host's own OOMs never
+        # applied on it.
+        ("NVIDIA Jetson AGX Orin 64GB", "nvidia_jetson_agx_or"),
+        ("NVIDIA Jetson AGX Orin", "nvidia_jetson_agx_or"),
+        ("64gb", "64gb"),
+        ("unknown_64gb", None),
+    ],
+)
+def test_tags_that_once_did_not_read_back_as_themselves(text: str, tag: str | None) -> None:
+    assert normalize(text) == tag
+    assert normalize(tag) == tag
+
+
+@pytest.mark.parametrize("name", ["NVIDIA Jetson AGX Orin 64GB", "İntel K", "!!!", "unknown"])
+def test_the_hosts_own_tag_reads_back_as_itself(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv("OOMREC_HARDWARE", name)
+    tag = detect()
+    assert normalize(tag) == tag
+    assert parse_line(f"m,1,2026-01-01,unknown,,s,{tag}").hardware == tag
+
+
+_adversarial = st.builds(
+    lambda head, unit, n, tail: head + unit * n + tail,
+    st.sampled_from(["nvidia rtx", "nvidia ", "apple m", "NVIDIA_", "gfx", "", "x "]),
+    st.sampled_from(["1", "1 ", "a1", "_1", "-", " ", "1gb", "gfx1", "m1_", "rtx "]),
+    st.integers(min_value=1_000, max_value=20_000),
+    st.sampled_from(["", "x", "!", "gb", " ultra", "_122GB"]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_adversarial)
+def test_long_adversarial_hardware_text_takes_no_time(text: str) -> None:
+    # A guard against exponential or quadratic blowup, not a performance claim: `nvidia rtx`
+    # and 1,500 digits once took 12 s. Generous on purpose, for loaded CI machines.
+    normalize.cache_clear()
+    started = time.perf_counter()
+    normalize(text)
+    memory_from_text(text)
+    assert time.perf_counter() - started < 0.5
+
+
+@pytest.mark.parametrize(
+    ("text", "gib"),
+    [
+        # Unified memory: the host RAM the harness appends.
+        ("NVIDIA_GB10_CUDA13.0_122GB", 122),
+        ("NVIDIA_GB10_122GB", 122),
+        ("Apple_M1_Ultra_128GB", 128),
+        ("AMD_Radeon_8060S_Graphics_gfx1151_ROCm10.0.0_96GB", 96),
+        ("Intel_Xeon_512GB", 512),
+        # Discrete GPUs: their own size, never the host's.
+        ("NVIDIA_Tesla_V100-PCIE-32GB_CUDA12.9_755GB", 32),
+        ("NVIDIA H100 80GB HBM3", 80),
+        ("NVIDIA_GeForce_RTX_4090_CUDA12.4_64GB", None),
+        ("Apple_M1_Ultra", None),
+        ("", None),
+    ],
+)
+def test_memory_from_hardware_text(text: str, gib: int | None) -> None:
+    assert memory_from_text(text) == (None if gib is None else gib * GIB)
+
+
+def test_detect_memory_honours_the_override_and_refuses_nonsense(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OOMREC_MEM_BYTES", "96GiB")
+    assert detect_memory() == 96 * GIB
+    monkeypatch.setenv("OOMREC_MEM_BYTES", "103079215104")
+    assert detect_memory() == 96 * GIB
+    for bad in ("lots", "0", "9" * 5000, "-5GB", "1e9"):
+        monkeypatch.setenv("OOMREC_MEM_BYTES", bad)
+        with pytest.raises(OomrecError, match="OOMREC_MEM_BYTES="):
+            detect_memory()
+
+
+def test_detect_memory_without_override_is_a_positive_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OOMREC_HARDWARE")
+    monkeypatch.delenv("OOMREC_MEM_BYTES")
+    done = subprocess.run(
+        [sys.executable, "-c", "from oomrec.hardware import detect_memory; print(detect_memory())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert int(done.stdout) > 0

@@ -121,6 +121,7 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
             "peak_bytes": None,
             "source_csv": "x,y.csv",
             "hardware": "m1ultra",
+            "mem_bytes": None,
         },
         {
             "model": "alpha",
@@ -130,6 +131,7 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
             "peak_bytes": None,
             "source_csv": "a.csv",
             "hardware": None,
+            "mem_bytes": None,
         },
         {
             "model": "zeta",
@@ -139,6 +141,7 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
             "peak_bytes": 2147483648,
             "source_csv": "z.csv",
             "hardware": "gb10",
+            "mem_bytes": None,
         },
     ]
     assert result.stderr == (
@@ -227,7 +230,8 @@ def test_record_that_is_a_directory_is_a_one_line_error(cli: Cli, repo: Repo) ->
     result = cli("record", "list", "--record", str(repo.path))
     assert result.exit_code == 2
     assert result.stderr == (
-        f"oomrec: error: {repo.path}: is a directory, not a record file; pass --record FILE\n"
+        f"oomrec: error: {repo.path}: is a directory, not a regular file; "
+        "point --record at a file\n"
     )
 
 

@@ -361,17 +361,22 @@ def test_a_missing_model_dir_prints_miss_and_writes_no_rows(
     assert record_text(repo) is None
 
 
-def test_a_missing_models_dir_is_said_once(cli: Cli, repo: Repo, runner: Runner) -> None:
+def test_a_missing_models_dir_is_said_once_and_stops_the_sweep(
+    cli: Cli, repo: Repo, runner: Runner
+) -> None:
     result = sweep(cli, runner, "--models", "a b c", "--lengths", "512", "--fake-oom", "a:512")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 2
     said = [line for line in result.stdout.splitlines() if "./models" in line]
     assert said == [
         "  models:  ./models",
         "models dir ./models does not exist: no model can run (pass --models-dir or set "
         "models_dir in [tool.oomrec])",
     ]
+    assert result.stderr == (
+        "oomrec: error: models dir ./models does not exist: no model can run; pass --models-dir "
+        "or set models_dir in [tool.oomrec]\n"
+    )
     assert "[miss]" not in result.stdout
-    assert "rows: none written" in result.stdout
     assert not (repo.path / "benchmarks").exists()
 
 
@@ -552,6 +557,10 @@ def test_json_summary_on_stdout_and_the_log_on_stderr(
         (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
         (["--timeout", "nan"], "--timeout must be a number of seconds > 0"),
         (["--timeout", "inf"], "--timeout must be a number of seconds > 0"),
+        (["--timeout", "2147484"], "--timeout must be a number of seconds > 0 and <= 1000000"),
+        (["--cooldown", "inf"], "--cooldown must be a number of seconds >= 0 and <= 1000000"),
+        (["--lengths", "9" * 5000], "--lengths: length '9999999999"),
+        (["--fake-oom", "a:" + "9" * 5000], "... (5002 characters) is not model:length"),
         (["--demo", "--runner", "./run.py"], "--demo runs the built-in demo runner"),
     ],
 )

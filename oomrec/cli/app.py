@@ -6,6 +6,7 @@ user can cause ends as one line on stderr and exit status 2 (see OneLineErrors).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,6 +29,7 @@ class OneLineErrors(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        _escape_unshowable_output()
         try:
             rv = super().main(
                 args=args,
@@ -57,6 +59,17 @@ class OneLineErrors(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _escape_unshowable_output() -> None:
+    # A record may hold bytes that are not UTF-8 (kept as surrogates) or characters the
+    # terminal's encoding lacks (LC_ALL=C, PYTHONIOENCODING=ascii): print them escaped rather
+    # than crash half way through a table.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")
 
 
 def _error(message: str, where: str = "oomrec") -> None:

@@ -10,8 +10,15 @@ import typer
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record
 from oomrec.errors import OomrecError
-from oomrec.hardware import detect, option_tag
-from oomrec.records import UNKNOWN_COMMIT, OomRecord, check_length, check_model_name, format_line
+from oomrec.hardware import detect, detect_memory, option_tag, parse_size
+from oomrec.records import (
+    UNKNOWN_COMMIT,
+    OomRecord,
+    check_length,
+    check_model_name,
+    evidence_key,
+    format_line,
+)
 
 
 @record_app.command("add")
@@ -33,6 +40,14 @@ def record_add(
     source: Annotated[
         str, typer.Option("--source", help="Where the OOM was seen (a CSV path, a note).")
     ] = "manual",
+    mem: Annotated[
+        str | None,
+        typer.Option(
+            "--mem",
+            help="Memory the accelerator could address, e.g. 96GiB or bytes. Default: this "
+            "host's, when the hardware is this host's.",
+        ),
+    ] = None,
     record: RecordOption = None,
 ) -> None:
     """Append an OOM record by hand.
@@ -44,6 +59,7 @@ def record_add(
     if hardware is not None and any_hardware:
         raise OomrecError("--hardware and --any-hardware exclude each other; pick one")
     tag = None if any_hardware else (option_tag(hardware) or detect())
+    mem_bytes = _mem_bytes(mem, this_host=tag == detect())
     record_file, _ = open_record(record)
     new = OomRecord(
         model=model,
@@ -53,9 +69,25 @@ def record_add(
         peak_bytes=None,
         source_csv=source,
         hardware=tag,
+        mem_bytes=mem_bytes,
     )
-    record_file.append([new])
-    typer.echo(f"added to {record_file.shown_as}: {format_line(new)}")
+    added = record_file.append_new([new], unless_present=evidence_key)
+    for notice in record_file.notices:
+        typer.echo(f"warning: {notice}", err=True)
+    if added:
+        typer.echo(f"added to {record_file.shown_as}: {format_line(new)}")
+    else:
+        typer.echo(f"already recorded in {record_file.shown_as}: {format_line(new)}")
+
+
+def _mem_bytes(given: str | None, this_host: bool) -> int | None:
+    if given is None:
+        # Another machine's memory is not this one's: unknown unless said.
+        return detect_memory() if this_host else None
+    size = parse_size(given)
+    if size is None:
+        raise OomrecError(f"--mem {given[:40]!r} is not a memory size; give e.g. 96GiB or bytes")
+    return size
 
 
 def _commit_sha(rev: str | None) -> str:

@@ -12,7 +12,6 @@ from oomrec.backfill import (
     commit_columns,
     default_paths,
     import_csvs,
-    record_key,
 )
 from oomrec.bulk import no_cycle_collection
 from oomrec.cli.app import RecordOption, record_app
@@ -20,6 +19,7 @@ from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.render import print_json, record_table, stdout_console
 from oomrec.errors import OomrecError
 from oomrec.hardware import detect, option_tag
+from oomrec.records import evidence_key
 
 
 @record_app.command("import-csv")
@@ -76,7 +76,7 @@ def record_import_csv(
         if not dry_run and report.new:
             # Presence is checked again inside the append lock: an import running at the same
             # time may have added some of these since the record was read above.
-            report.written(record_file.append_new(report.new, unless_present=record_key))
+            report.written(record_file.append_new(report.new, unless_present=evidence_key))
         _print_warnings(report)
         if as_json:
             print_json({**report.to_dict(), "dry_run": dry_run, "record": record_file.shown_as})

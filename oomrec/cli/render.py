@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from oomrec.records import OomRecord
@@ -35,29 +36,39 @@ def record_table(
     extra: Sequence[str] = (),
     extra_values: Sequence[Sequence[str]] = (),
 ) -> Table:
-    """A table of records; `extra` names columns appended after the standard ones."""
+    """A table of records; `extra` names columns appended after the standard ones.
+
+    The memory column shows only when some record has a memory size.
+    """
+    rows = list(records)
+    with_mem = any(rec.mem_bytes is not None for rec in rows)
     table = Table(title=title, title_justify="left")
-    for name, justify in (
+    columns = [
         ("model", "left"),
         ("length", "right"),
         ("hardware", "left"),
         ("date", "left"),
         ("commit", "left"),
         ("peak GiB", "right"),
+        ("mem GiB", "right"),
         ("source", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    ]
+    for name, justify in columns:
+        if name != "mem GiB" or with_mem:
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for name in extra:
         table.add_column(name)
-    for i, rec in enumerate(records):
+    for i, rec in enumerate(rows):
+        mem = (peak_gib(rec.mem_bytes),) if with_mem else ()
         table.add_row(
-            rec.model,
+            escape(rec.model),
             str(rec.prompt_target_len),
             rec.hardware or "-",
-            rec.date,
+            rec.date or "-",
             short_commit(rec.commit),
             peak_gib(rec.peak_bytes),
-            rec.source_csv or "-",
+            *mem,
+            escape(rec.source_csv) or "-",
             *(extra_values[i] if extra_values else ()),
         )
     return table

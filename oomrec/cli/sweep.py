@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -28,8 +29,8 @@ from oomrec.cli.render import print_json
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED
 from oomrec.fixes import trailer_key
-from oomrec.hardware import detect
-from oomrec.records import RecordFile
+from oomrec.hardware import detect, detect_memory
+from oomrec.records import RecordFile, RecordLine, not_applying_because
 from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
     RUN,
@@ -173,7 +174,9 @@ def sweep(
         ignore_record=ignore_record,
         demo=demo_dirs,
     )
-    config = configure(opts, settings, record_file, hardware=hardware, day=day)
+    config = configure(
+        opts, settings, record_file, hardware=hardware, day=day, host_mem=detect_memory()
+    )
     loaded = record_file.load()
     print_warnings(loaded, record_file)
     evidence = gather_evidence(
@@ -184,10 +187,12 @@ def sweep(
         hardware,
         ignore_record=config.ignore_record,
         fake_oom=config.fake_oom,
+        host_mem=config.host_mem,
     )
     plan = plan_cells(config)
     log = sys.stderr if as_json else sys.stdout
     _say(log, *_header(config, plan, planner, "--ignore-record" if ignore_record else None))
+    _say(log, *_memory_exclusions(loaded.lines, config))
 
     if dry_run:
         decided = preview(plan, planner)
@@ -215,6 +220,26 @@ def sweep(
 def _say(stream: TextIO, *lines: str) -> None:
     for line in lines:
         print(line, file=stream, flush=True)
+
+
+# Enough to see why; a record with hundreds of such lines says how many more.
+MAX_EXCLUSIONS_SHOWN = 5
+
+
+def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list[str]:
+    """The records of this hardware that do not apply because this host has more memory."""
+    said = []
+    for line in lines:
+        rec = line.record
+        if rec is None or rec.hardware not in (None, config.hardware):
+            continue
+        why = not_applying_because(rec, config.hardware, config.host_mem)
+        if why is not None:
+            said.append(f"  not applied: {config.record.shown_as}:{line.lineno} ({why})")
+    if len(said) > MAX_EXCLUSIONS_SHOWN:
+        more = len(said) - MAX_EXCLUSIONS_SHOWN
+        said = [*said[:MAX_EXCLUSIONS_SHOWN], f"  not applied: ... and {more} more"]
+    return said
 
 
 def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None) -> list[str]:
@@ -302,6 +327,8 @@ class _LineReporter:
         self.log(_cell_line(done, self.total, result))
         if result.recorded:
             self.log(f"  recorded: {result.recorded}")
+        if result.already_recorded:
+            self.log(f"  already recorded: {result.already_recorded}")
 
 
 class _ProgressReporter(_LineReporter):
@@ -362,9 +389,11 @@ def _summary(
         table.add_row("all", *(str(totals[t]) for t in tokens), str(totals.total()), style="bold")
         Console(file=stream, soft_wrap=not stream.isatty()).print(table)
     new = sum(1 for r in result.results if r.recorded)
+    known = sum(1 for r in result.results if r.already_recorded)
+    also = f", {known} already recorded" if known else ""
     lines = [
         f"rows: {display_path(result.output)}" if result.output else "rows: none written",
-        f"record: {new} new OOM records in {config.record.shown_as}",
+        f"record: {new} new OOM records{also} in {config.record.shown_as}",
     ]
     if result.interrupted:
         killed = result.killed_cell
@@ -421,4 +450,5 @@ def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[s
         "counts": {model: dict(counts) for model, counts in per_model.items()},
         "totals": dict(sum(per_model.values(), Counter())),
         "new_records": [r.recorded for r in result.results if r.recorded],
+        "already_recorded": [r.already_recorded for r in result.results if r.already_recorded],
     }

@@ -1,0 +1,182 @@
+"""The crash campaign, rerunnable: SIGKILL writers of one record file and count the damage.
+
+Each trial starts, on a fresh record file, two library appenders writing large batches through a
+symlink, one prune-like rewriter (the library's atomic rewrite, through the real path) and one
+`oomrec record add` process, then SIGKILLs one of them, in turn: an appender the moment the file
+grows (its write under way), an appender at a random moment, the rewriter, `record add`; then
+the rest. Afterwards:
+
+- torn: a line whose text no writer meant to write that still reads as a record (must be 0);
+- lost: a line of a batch whose append had returned (the writer said so) missing (must be 0);
+- cut tails: trials that left a last line without its ending (a kill mid-write), and the next
+  writer's handling of them (moved to `<record>.torn`), and temp files of killed rewrites it
+  removed.
+
+Not run in CI. Usage: python benchmarks/perf/bench_crash.py [--trials N] [--seed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from oomrec.records import OomRecord, RecordFile
+
+APPENDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from oomrec.records import OomRecord, RecordFile
+
+    path, who = Path(sys.argv[1]), sys.argv[2]
+    rf = RecordFile(path)
+    for batch in range(1000):
+        rf.append([
+            OomRecord(f"w{who}-b{batch}-{i}", i, "2026-01-01", "a" * 40, 10**9, "s" * 40, "v100")
+            for i in range(3000)
+        ])
+        print(batch, flush=True)
+    """
+)
+
+REWRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from oomrec.records import RecordFile
+
+    rf = RecordFile(Path(sys.argv[1]))
+    while True:
+        # A prune that drops the seeded stale lines and keeps everything else.
+        rf.rewrite(lambda loaded: [l for l in loaded.lines if not l.text.startswith("stale-")])
+    """
+)
+
+
+def _expected(who: str, batch: int) -> set[str]:
+    return {
+        f"w{who}-b{batch}-{i},{i},2026-01-01,{'a' * 40},{10**9},{'s' * 40},v100"
+        for i in range(3000)
+    }
+
+
+MID_WRITE = -1
+
+
+def _when_it_grows(real: Path) -> None:
+    """Return the moment the record grows: an append's write is under way."""
+    deadline = time.monotonic() + 30
+    size = real.stat().st_size
+    while time.monotonic() < deadline:
+        try:
+            now = real.stat().st_size
+        except FileNotFoundError:
+            continue
+        if now > size:
+            return
+        # A rewrite shrinks it (the stale lines go): growth is measured from there.
+        size = min(size, now)
+
+
+def trial(base: Path, rng: random.Random, victim: int) -> dict[str, int]:
+    real = base / "real" / "oom-record"
+    real.parent.mkdir(parents=True)
+    real.write_text("".join(f"stale-{i},1,2026-01-01,unknown,,s\n" for i in range(100)))
+    link = base / "link"
+    link.symlink_to(real)
+    env = {**os.environ, "OOMREC_HARDWARE": "v100", "OOMREC_MEM_BYTES": "unknown"}
+    py = sys.executable
+    procs = [
+        subprocess.Popen([py, "-c", APPENDER, str(link), "0"], stdout=subprocess.PIPE, text=True),
+        subprocess.Popen([py, "-c", APPENDER, str(link), "1"], stdout=subprocess.PIPE, text=True),
+        subprocess.Popen([py, "-c", REWRITER, str(real)]),
+        subprocess.Popen(
+            [py, "-m", "oomrec", "record", "add", "added-by-hand", "7", "--record", str(link)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=base,
+        ),
+    ]
+    if victim == MID_WRITE:
+        _when_it_grows(real)
+    else:
+        time.sleep(0.25 + rng.random() * 0.5)
+    procs[0 if victim == MID_WRITE else victim].send_signal(signal.SIGKILL)
+    time.sleep(0.05)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+    for proc in procs:
+        proc.wait()
+    acked: dict[str, int] = {}
+    for who, proc in (("0", procs[0]), ("1", procs[1])):
+        assert proc.stdout is not None
+        done = proc.stdout.read().split()
+        acked[who] = int(done[-1]) if done else -1
+    meant = set().union(*(_expected(w, b) for w in ("0", "1") for b in range(acked[w] + 3)))
+    loaded = RecordFile(real).load()
+    torn = sum(
+        1
+        for line in loaded.lines
+        if line.record is not None
+        and line.text not in meant
+        and not line.text.startswith(("added-by-hand,", "stale-"))
+    )
+    present = {line.text for line in loaded.lines}
+    must = set().union(*(_expected(w, b) for w in ("0", "1") for b in range(acked[w] + 1)))
+    lost = len(must - present)
+    cut = int(bool(real.read_bytes()) and not real.read_bytes().endswith(b"\n"))
+    temps = [n for n in os.listdir(real.parent) if n.endswith(".tmp")]
+    RecordFile(link).append([OomRecord("after", 1, "2026-01-01", "unknown")])
+    temps_left = [n for n in os.listdir(real.parent) if n.endswith(".tmp")]
+    after = RecordFile(real).load()
+    unhandled = sum(1 for line in after.lines if line.record is None and not line.is_blank)
+    return {
+        "torn_read_as_record": torn,
+        "acked_lines_lost": lost,
+        "cut_tails": cut,
+        "moved_to_torn": int((real.parent / "oom-record.torn").exists()),
+        "temp_files_left_by_kill": len(temps),
+        "temp_files_after_next_writer": len(temps_left),
+        "unparsed_after_next_writer": unhandled,
+        "acked_batches": acked["0"] + acked["1"] + 2,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    totals: dict[str, int] = {}
+    victims = {MID_WRITE: "appender mid-write", 1: "appender", 2: "rewriter", 3: "record add"}
+    killed: dict[str, int] = {}
+    started = time.perf_counter()
+    for n in range(args.trials):
+        victim = list(victims)[n % len(victims)]
+        killed[victims[victim]] = killed.get(victims[victim], 0) + 1
+        with tempfile.TemporaryDirectory(prefix="oomrec-crash-") as tmp:
+            for key, value in trial(Path(tmp), rng, victim).items():
+                totals[key] = totals.get(key, 0) + value
+    seconds = time.perf_counter() - started
+    print(f"{args.trials} trials in {seconds:.0f} s; SIGKILLed: {killed}")
+    for key, value in totals.items():
+        print(f"  {key:32} {value}")
+    bad = totals["torn_read_as_record"] + totals["acked_lines_lost"]
+    bad += totals["temp_files_after_next_writer"] + totals["unparsed_after_next_writer"]
+    print("OK: nothing torn, nothing lost" if bad == 0 else f"FAILED: {bad} problems")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+"""The record file under faults: concurrent writers through a symlink, SIGKILL mid-append,
+killed rewrites, special files, odd line endings, huge numbers, and terminals that cannot show
+every byte. Real processes and real files throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from oomrec.errors import OomrecError
+from oomrec.records import OomRecord, RecordFile, parse_text
+from tests.conftest import CliResult
+from tests.helpers import gone
+
+Cli = Callable[..., CliResult]
+
+APPENDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from oomrec.records import OomRecord, RecordFile
+
+    path, who, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    rf = RecordFile(path)
+    for i in range(count):
+        rf.append([OomRecord(f"m{who}", i, "2026-01-01", "unknown", None, "s", "gb10")])
+    """
+)
+
+REWRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from oomrec.records import RecordFile
+
+    path, stop = Path(sys.argv[1]), Path(sys.argv[2])
+    rf = RecordFile(path)
+    rounds = 0
+    while not stop.exists() or rounds == 0:
+        rf.rewrite(lambda loaded: loaded.lines)
+        rounds += 1
+    print(rounds)
+    """
+)
+
+
+def _python(code: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
+
+
+def test_appends_through_a_symlink_and_rewrites_of_the_real_path_lose_nothing(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "data" / "oom-record"
+    real.parent.mkdir()
+    real.write_text("")
+    link = tmp_path / "link-record"
+    link.symlink_to(real)
+    stop = tmp_path / "stop"
+    rewriter = _python(REWRITER, str(real), str(stop))
+    appenders = [_python(APPENDER, str(link), str(who), "200") for who in range(4)]
+    for proc in appenders:
+        assert proc.wait(timeout=120) == 0
+    stop.touch()
+    out, _ = rewriter.communicate(timeout=120)
+    assert rewriter.returncode == 0
+    assert int(out) > 1, "the rewriter must have raced the appenders"
+    lines = real.read_text().splitlines()
+    assert len(lines) == 800
+    assert sorted(lines) == sorted(
+        f"m{who},{i},2026-01-01,unknown,,s,gb10" for who in range(4) for i in range(200)
+    )
+    # One lock, beside the real file; none beside the link.
+    assert RecordFile(link).lock_path == real.with_name("oom-record.lock")
+    assert not link.with_name("link-record.lock").exists()
+
+
+BATCH = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from oomrec.records import OomRecord, RecordFile
+
+    rf = RecordFile(Path(sys.argv[1]))
+    batch = [
+        OomRecord(f"model-{i:05d}", 1000 + i, "2026-01-01", "a" * 40, 123456789, "s" * 60, "v100")
+        for i in range(8000)
+    ]
+    print("go", flush=True)
+    rf.append(batch)
+    """
+)
+
+
+def _expected_batch_lines() -> set[str]:
+    return {
+        f"model-{i:05d},{1000 + i},2026-01-01,{'a' * 40},123456789,{'s' * 60},v100"
+        for i in range(8000)
+    }
+
+
+def _kill_when_it_grows(proc: subprocess.Popen[str], path: Path, size: int) -> None:
+    """SIGKILL `proc` the moment `path` grows past `size`: while its write is under way."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if os.stat(path).st_size > size:
+                break
+        except FileNotFoundError:
+            pass
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert gone(proc.pid)
+
+
+def test_sigkill_mid_append_never_leaves_a_torn_line_that_reads_as_a_record(
+    tmp_path: Path,
+) -> None:
+    whole = _expected_batch_lines()
+    path = tmp_path / "rec"
+    for trial in range(4):
+        size = path.stat().st_size if path.exists() else 0
+        proc = _python(BATCH, str(path))
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "go\n"
+        _kill_when_it_grows(proc, path, size)
+        loaded = RecordFile(path).load()
+        for line in loaded.lines:
+            if line.record is not None:
+                assert line.text in whole, f"trial {trial}: torn line read as a record"
+        # The next writer moves a torn tail aside (kept, never deleted) and appends whole lines.
+        rf = RecordFile(path)
+        rf.append([OomRecord(f"after{trial}", 1, "2026-01-01", "unknown")])
+        whole.add(f"after{trial},1,2026-01-01,unknown,,")
+        assert path.read_text().endswith(f"after{trial},1,2026-01-01,unknown,,\n")
+        assert all(line.record is not None or line.is_blank for line in rf.load().lines)
+
+
+def test_a_cut_line_is_no_record_even_when_what_is_left_parses(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    # A tag cut short (`v100` -> `v10`) would read as another machine's record.
+    path.write_bytes(b"a,1,2026-01-01,unknown,,s,v100\nb,2,2026-01-01,unknown,,s,v10")
+    loaded = RecordFile(path, shown_as="rec").load()
+    assert [r.model for r in loaded.records] == ["a"]
+    assert [str(w) for w in loaded.warnings] == [
+        "warning: rec:2: not a record (no line ending (an append cut short?)), kept as is"
+    ]
+
+
+def test_a_failed_append_is_rolled_back_and_reported(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_text("a,1,2026-01-01,unknown,,s\n")
+    before = path.read_bytes()
+    # RLIMIT_FSIZE makes the write come up short (the kernel stops at the limit), as a full
+    # disk would; the append must leave the file as it was.
+    code = textwrap.dedent(
+        f"""
+        import resource, signal, sys
+        from pathlib import Path
+        from oomrec.errors import OomrecError
+        from oomrec.records import OomRecord, RecordFile
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before) + 100}, {len(before) + 100}))
+        try:
+            RecordFile(Path(sys.argv[1])).append(
+                [OomRecord(f"m{{i}}", i, "2026-01-01", "unknown") for i in range(100)]
+            )
+        except OomrecError as exc:
+            print(exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "cannot append" in done.stdout and "nothing was added" in done.stdout
+    assert path.read_bytes() == before
+
+
+def test_a_killed_rewrites_temp_file_is_removed_by_the_next_writer(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_text("a,1,2026-01-01,unknown,,s\n")
+    leftover = tmp_path / ".rec.k3j_9xq2.tmp"
+    leftover.write_text("a full copy a killed prune left behind\n")
+    # Not ours: an archive's temp file, and a file that only looks alike.
+    archive_tmp = tmp_path / ".rec.archive.abcdefgh.tmp"
+    archive_tmp.write_text("x")
+    other = tmp_path / ".rec.notes.tmp"
+    other.write_text("x")
+    RecordFile(path).append([OomRecord("b", 2, "2026-01-01", "unknown")])
+    assert not leftover.exists()
+    assert archive_tmp.exists() and other.exists()
+    leftover.write_text("again")
+    RecordFile(path).rewrite(lambda loaded: loaded.lines)
+    assert not leftover.exists()
+
+
+def test_cr_only_files_hold_one_record_per_line(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_bytes(b"a,1,2026-01-01,u,,s\rb,2,2026-01-01,u,,s\rc,3,2026-01-01,u,,s\r")
+    assert [r.model for r in RecordFile(path).load().records] == ["a", "b", "c"]
+    RecordFile(path).rewrite(
+        lambda loaded: [line for line in loaded.lines if line.text.startswith(("a", "c"))]
+    )
+    assert path.read_bytes() == b"a,1,2026-01-01,u,,s\rc,3,2026-01-01,u,,s\r"
+
+
+def test_mixed_line_endings_each_end_a_line() -> None:
+    lines = parse_text("a,1,2026-01-01,u,,s\r\nb,2,2026-01-01,u,,s\rc,3,2026-01-01,u,,s\n")
+    assert [(line.record and line.record.model, line.ending) for line in lines] == [
+        ("a", "\r\n"),
+        ("b", "\r"),
+        ("c", "\n"),
+    ]
+
+
+def test_huge_numbers_are_one_warning_never_a_traceback(tmp_path: Path, cli: Cli) -> None:
+    path = tmp_path / "rec"
+    huge = "9" * 5000
+    path.write_text(
+        f"a,{huge},2026-01-01,u,,s\n"
+        f"b,2,2026-01-01,u,{huge},s\n"
+        f"c,3,2026-01-01,u,,s,gb10,{huge}\n"
+        f"d,4,2026-01-01,u,99999999999999999999,s\n"
+    )
+    result = cli("record", "list", "--no-git", "--json", "--record", str(path))
+    assert result.exit_code == 0
+    warnings = result.stderr.splitlines()
+    assert len(warnings) == 4
+    assert all(len(w) < 300 for w in warnings)
+    assert "length '99999999999999999999'... (5000 characters) is out of range" in warnings[0]
+    assert "read as unknown, the record applies" in warnings[1]
+    records = json.loads(result.stdout)
+    assert [(r["model"], r["peak_bytes"], r["mem_bytes"]) for r in records] == [
+        ("b", None, None),
+        ("c", None, None),
+        ("d", None, None),
+    ]
+    added = cli("record", "add", "m", huge, "--record", str(path))
+    assert added.exit_code == 2
+    assert added.stderr.startswith("oomrec: error: length '") and added.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "device"])
+def test_only_regular_files_are_read_and_a_fifo_never_hangs(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "rec"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dir":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero")
+    for args in (
+        ["record", "list", "--no-git"],
+        ["record", "add", "m", "1"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "oomrec", *args, "--record", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2, done.stderr
+        what = {"fifo": "a FIFO", "dir": "a directory", "device": "a character device"}[kind]
+        assert done.stderr == (
+            f"oomrec: error: {path}: is {what}, not a regular file; point --record at a file\n"
+        )
+
+
+def test_rewriting_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    os.mkfifo(path)
+    with pytest.raises(OomrecError, match="is a FIFO, not a regular file"):
+        RecordFile(path).rewrite(lambda loaded: loaded.lines)
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}])
+def test_output_escapes_what_the_terminal_cannot_show(tmp_path: Path, env: dict[str, str]) -> None:
+    path = tmp_path / "rec"
+    path.write_bytes(b"caf\xc3\xa9-\xff,512,2026-01-01,unknown,,s\xfe.csv,gb10\n")
+    extras: tuple[list[str], ...] = ([], ["--json"])
+    for extra in extras:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "oomrec",
+                "record",
+                "list",
+                "--no-git",
+                "--record",
+                str(path),
+                *extra,
+            ],
+            capture_output=True,
+            timeout=30,
+            cwd=tmp_path,
+            env={**os.environ, **env},
+        )
+        assert done.returncode == 0, done.stderr
+        assert b"Traceback" not in done.stderr
+        assert b"512" in done.stdout
+
+
+def test_a_deeply_nested_pyproject_is_one_line(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("x = " + "[" * 100_000)
+    monkeypatch.chdir(tmp_path)
+    result = cli("record", "list", "--no-git")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"oomrec: error: {tmp_path / 'pyproject.toml'}: cannot read")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_symlink_loop_is_one_line(tmp_path: Path, cli: Cli) -> None:
+    path = tmp_path / "rec"
+    path.symlink_to(path)
+    for args in (["record", "list", "--no-git"], ["record", "add", "m", "1"]):
+        result = cli(*args, "--record", str(path))
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"oomrec: error: {path}: cannot read (Too many levels of symbolic links)\n"
+        )
