@@ -262,6 +262,18 @@ def patch_ids(repo: git.Repo, shas: Collection[str]) -> dict[str, str]:
     return ids
 
 
+def not_on_remote(repo: git.Repo, shas: Collection[str], remote: str) -> set[str]:
+    """The commits (full SHAs) that no branch of `remote` (as last fetched) contains, in one
+    `for-each-ref` and one `rev-list`."""
+    if not shas:
+        return set()
+    tips = repo.git.for_each_ref("--format=%(objectname)", f"refs/remotes/{remote}/").split()
+    if not tips:
+        return set(shas)
+    out = _with_stdin(repo.git.rev_list, ["--stdin"], [*shas, *(f"^{t}" for t in tips)])
+    return set(out.split()) & set(shas)
+
+
 def hooks_dir(repo: git.Repo) -> Path:
     """Where git runs this repository's hooks from, honouring `core.hooksPath`."""
     # A relative core.hooksPath is relative to the top of the worktree, where git runs hooks.

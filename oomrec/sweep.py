@@ -111,7 +111,8 @@ class Evidence(NamedTuple):
 
     @property
     def where(self) -> str:
-        return f"{self.source}:{self.lineno}"
+        # A line of a shared note has no line number: its source names host and commit.
+        return f"{self.source}:{self.lineno}" if self.lineno else self.source
 
     def __str__(self) -> str:
         return f"{self.where}: {self.text}"
@@ -193,15 +194,17 @@ class Planner:
 
 
 def gather_evidence(
-    record_file: RecordFile, loaded: Loaded, key: str, judge: bool = True
+    record_file: RecordFile, loaded: Loaded, key: str, hardware: str, judge: bool = True
 ) -> list[Evidence]:
-    """Every record line of the record and its archive, judged at HEAD (when `judge`; an
-    archived line also in the record is read once)."""
+    """Every record line of the record, its archive and (when `judge`) the other hosts'
+    shared notes, judged at HEAD (when `judge`); a line in two of them is read once."""
     with no_cycle_collection():
-        return _gather(record_file, loaded, key, judge)
+        return _gather(record_file, loaded, key, hardware, judge)
 
 
-def _gather(record_file: RecordFile, loaded: Loaded, key: str, judge: bool) -> list[Evidence]:
+def _gather(
+    record_file: RecordFile, loaded: Loaded, key: str, hardware: str, judge: bool
+) -> list[Evidence]:
     from oomrec import archive
 
     shown = record_file.shown_as
@@ -216,6 +219,15 @@ def _gather(record_file: RecordFile, loaded: Loaded, key: str, judge: bool) -> l
         for line in archive.load(record_file, loaded)
         if line.record is not None
     ]
+    if judge:
+        from oomrec import notes
+
+        known = {item[2] for item in items}
+        items += [
+            (f"notes {line.host}@{line.commit[:7]}", 0, line.text, line.record)
+            for line in notes.shared(known, hardware)
+            if line.record is not None
+        ]
     records = [item[3] for item in items]
     if judge and records:
         from oomrec.stale import judge_all, open_history

@@ -122,6 +122,7 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
             "source_csv": "x,y.csv",
             "hardware": "m1ultra",
             "mem_bytes": None,
+            "from": "local",
         },
         {
             "model": "alpha",
@@ -132,6 +133,7 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
             "source_csv": "a.csv",
             "hardware": None,
             "mem_bytes": None,
+            "from": "local",
         },
         {
             "model": "zeta",
@@ -142,6 +144,7 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
             "source_csv": "z.csv",
             "hardware": "gb10",
             "mem_bytes": None,
+            "from": "local",
         },
     ]
     assert result.stderr == (

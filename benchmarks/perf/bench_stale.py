@@ -160,7 +160,7 @@ def plan(record: Path) -> int:
     from oomrec.sweep import Planner, gather_evidence
 
     record_file = RecordFile(record)
-    evidence = gather_evidence(record_file, record_file.load(), "OOM-Fix")
+    evidence = gather_evidence(record_file, record_file.load(), "OOM-Fix", "gb10")
     return Planner(evidence, "gb10").applicable_records
 
 

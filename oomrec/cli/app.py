@@ -98,12 +98,20 @@ record_app = typer.Typer(
 )
 app.add_typer(record_app, name="record")
 hook_app = typer.Typer(
-    help="Install the git hooks that flag records a merged memory fix made stale.\n\n"
+    help="Install the git hooks that say when records stop applying after a merge, a pull, "
+    "a rebase or a checkout.\n\n"
     "Example: oomrec hook install",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(hook_app, name="hook")
+remote_app = typer.Typer(
+    help="Share OOM records with other machines through a git remote (git notes).\n\n"
+    "Example: oomrec remote setup origin",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(remote_app, name="remote")
 
 
 @app.callback()

@@ -68,11 +68,21 @@ def record_list(
         stamps = {id(line.record): line.archived_at for line in lines}
     else:
         pool, stamps = loaded.records, {}
+    origin: dict[int, str] = {}
+    if not archived and not no_git and settings.repo_root is not None:
+        from oomrec import notes
+        from oomrec.hardware import detect
+
+        for note in notes.shared((x.text for x in loaded.lines), detect()):
+            if note.record is not None:
+                pool.append(note.record)
+                origin[id(note.record)] = f"notes:{note.host}"
     chosen = select(pool, model, hardware)
     statuses = None if no_git or not chosen else _statuses(chosen, settings)
     if as_json:
         rows = [r.to_dict() for r in chosen]
         for row, rec in zip(rows, chosen, strict=True):
+            row["from"] = "archive" if archived else origin.get(id(rec), "local")
             if archived:
                 row["archived_at"] = stamps.get(id(rec))
         if statuses is not None:
@@ -89,8 +99,12 @@ def record_list(
         record_table(
             chosen,
             title=f"{where}: {len(chosen)} records",
-            extra=("status",) if statuses else (),
-            extra_values=[(escape(status),) for status in statuses or ()],
+            extra=(("from",) if origin else ()) + (("status",) if statuses else ()),
+            extra_values=[
+                ((origin.get(id(rec), "local"),) if origin else ())
+                + ((escape(statuses[i]),) if statuses else ())
+                for i, rec in enumerate(chosen)
+            ],
         )
     )
 

@@ -180,7 +180,7 @@ def sweep(
     loaded = record_file.load()
     print_warnings(loaded, record_file)
     evidence = gather_evidence(
-        record_file, loaded, trailer_key(settings), judge=not config.ignore_record
+        record_file, loaded, trailer_key(settings), hardware, judge=not config.ignore_record
     )
     planner = Planner(
         evidence,

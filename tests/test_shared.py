@@ -1,0 +1,233 @@
+"""Shared records through git notes: a bare origin and clones in temp dirs acting as hosts
+A (gb10, 128 GiB), B (gb10, 128 GiB) and C (m3ultra, 512 GiB)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.gitrepo import git
+
+Cli = Callable[..., CliResult]
+GIB = 1024**3
+HOSTS = {
+    "A": ("gb10", 128 * GIB),
+    "B": ("gb10", 128 * GIB),
+    "C": ("m3ultra", 512 * GIB),
+}
+
+
+class Fleet:
+    def __init__(self, root: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.root = root
+        self.cli = cli
+        self.mp = monkeypatch
+        self.origin = root / "origin.git"
+        git(root, "init", "-q", "--bare", "-b", "main", str(self.origin))
+        seed = root / "seed"
+        git(root, "clone", "-q", str(self.origin), str(seed))
+        git(seed, "commit", "-q", "--allow-empty", "-m", "base")
+        git(seed, "push", "-q", "origin", "main")
+
+    def clone(self, name: str) -> Path:
+        path = self.root / name
+        if not path.exists():
+            git(self.root, "clone", "-q", str(self.origin), str(path))
+            (path / "models" / "gemma-4-31b").mkdir(parents=True)
+        return path
+
+    def on(self, name: str, host: str | None = None) -> Path:
+        """Act as host `name`: its clone is the cwd, its tag, memory and id are set."""
+        tag, mem = HOSTS[name[0]]
+        path = self.clone(name)
+        self.mp.chdir(path)
+        self.mp.setenv("OOMREC_HARDWARE", tag)
+        self.mp.setenv("OOMREC_MEM_BYTES", str(mem))
+        self.mp.setenv("OOMREC_HOST", host or f"{tag}-{name.lower()}")
+        return path
+
+    def plan(self, name: str) -> list[str]:
+        self.on(name)
+        result = self.cli(
+            "sweep",
+            "--models",
+            "gemma-4-31b",
+            "--lengths",
+            "4096 8192",
+            "--runner",
+            f"{sys.executable} -c pass",
+            "--dry-run",
+            "--json",
+        )
+        assert result.exit_code == 0, result.stderr
+        return [cell["action"] for cell in json.loads(result.stdout)["cells"]]
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> Fleet:
+    return Fleet(tmp_path, cli, monkeypatch)
+
+
+def test_an_oom_pushed_by_a_pre_skips_on_b_after_pull_and_not_on_c(fleet: Fleet, cli: Cli) -> None:
+    fleet.on("A")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    pushed = cli("record", "push")
+    assert pushed.exit_code == 0, pushed.stderr
+    assert pushed.stdout.startswith("pushed: 1 new record line(s) in refs/notes/oomrec/gb10-a")
+    for host in ("B", "C"):
+        fleet.on(host)
+        assert cli("remote", "setup").stdout.startswith("added: remote.origin.fetch")
+        pulled = cli("record", "pull")
+        assert pulled.stdout.endswith("records by host: gb10-a (1)\n")
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+    assert fleet.plan("C") == ["run", "run"]
+    # Where it came from, in list.
+    fleet.on("B")
+    listed = json.loads(cli("record", "list", "--json").stdout)
+    assert [(r["prompt_target_len"], r["from"]) for r in listed] == [(8192, "notes:gb10-a")]
+    # Pushing again with nothing new is a no-op.
+    fleet.on("A")
+    assert cli("record", "push").stdout.startswith("nothing new to push: 0 new record line(s)")
+
+
+def test_a_fix_merged_on_origin_lifts_a_shared_record_once_b_pulls_the_code(
+    fleet: Fleet, cli: Cli
+) -> None:
+    fleet.on("A")
+    cli("record", "add", "gemma-4-31b", "8192")
+    cli("record", "push")
+    b = fleet.on("B")
+    cli("remote", "setup")
+    cli("record", "pull")
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+    a = fleet.on("A")
+    git(a, "commit", "-q", "--allow-empty", "-m", "Chunk the prefill\n\nOOM-Fix: gemma-4-*")
+    git(a, "push", "-q", "origin", "main")
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+    git(b, "pull", "-q")
+    assert fleet.plan("B") == ["run", "run"]
+
+
+def test_what_cannot_be_judged_elsewhere_stays_local(
+    fleet: Fleet, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = fleet.on("A")
+    git(a, "commit", "-q", "--allow-empty", "-m", "local only")
+    cli("record", "add", "gemma-4-31b", "1024", "--any-hardware", "--commit", "HEAD~1")
+    cli("record", "add", "gemma-4-31b", "2048")
+    monkeypatch.setenv("OOMREC_MEM_BYTES", "unknown")
+    assert cli("record", "add", "gemma-4-31b", "4096", "--commit", "HEAD~1").exit_code == 0
+    result = cli("record", "push")
+    assert result.exit_code == 0, result.stderr
+    kept = result.stderr.splitlines()
+    assert len(kept) == 3
+    assert "1024" in kept[0] and "no hardware tag" in kept[0]
+    assert "4096" in kept[1] and "memory unknown" in kept[1]
+    assert "2048" in kept[2] and "is on no branch of origin (push it first)" in kept[2]
+    assert result.stdout.startswith("nothing new to push: 0 new")
+
+
+def test_two_clones_with_one_host_id_lose_nothing(fleet: Fleet, cli: Cli) -> None:
+    fleet.on("A1", host="gb10-shared")
+    cli("record", "add", "gemma-4-31b", "8192")
+    fleet.on("A2", host="gb10-shared")
+    cli("record", "add", "gemma-4-31b", "16384")
+    assert cli("record", "push").exit_code == 0
+    fleet.on("A1", host="gb10-shared")
+    # A1's ref does not contain A2's push: rejected, merged, retried.
+    result = cli("record", "push")
+    assert result.exit_code == 0, result.stderr
+    fleet.on("B")
+    cli("remote", "setup")
+    cli("record", "pull")
+    listed = json.loads(cli("record", "list", "--json").stdout)
+    assert sorted(r["prompt_target_len"] for r in listed) == [8192, 16384]
+
+
+def test_concurrent_pushes_of_one_host_id_lose_nothing(fleet: Fleet) -> None:
+    procs = []
+    for n, length in enumerate(("1024", "2048", "4096")):
+        path = fleet.clone(f"A{n}")
+        env = {
+            "OOMREC_HOST": "gb10-same",
+            "OOMREC_HARDWARE": "gb10",
+            "OOMREC_MEM_BYTES": str(128 * GIB),
+            "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
+        }
+        import os
+
+        env = {**os.environ, **env}
+        subprocess.run(
+            [sys.executable, "-m", "oomrec", "record", "add", "gemma-4-31b", length],
+            cwd=path,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "oomrec", "record", "push"],
+                cwd=path,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    note_ref = "refs/notes/oomrec/gb10-same"
+    listed = git(fleet.origin, "notes", "--ref", note_ref, "list").splitlines()
+    body = git(fleet.origin, "notes", "--ref", note_ref, "show", listed[0].split()[1])
+    assert sorted(int(x.split(",")[1]) for x in body.splitlines()) == [1024, 2048, 4096]
+
+
+def test_notes_survive_gc_and_remote_setup_leaves_branch_pushes_alone(
+    fleet: Fleet, cli: Cli
+) -> None:
+    a = fleet.on("A")
+    cli("record", "add", "gemma-4-31b", "8192")
+    cli("record", "push")
+    b = fleet.on("B")
+    cli("remote", "setup")
+    assert cli("remote", "setup").stdout.startswith("already there:")
+    git(b, "fetch", "-q")
+    for where in (fleet.origin, a, b):
+        git(where, "gc", "-q", "--prune=now")
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+    assert (
+        subprocess.run(
+            ["git", "config", "--get-all", "remote.origin.push"], cwd=b, capture_output=True
+        ).returncode
+        == 1
+    )
+    git(b, "commit", "-q", "--allow-empty", "-m", "b work")
+    pushed = git(b, "push", "--porcelain", "origin", "main")
+    assert "refs/heads/main:refs/heads/main" in pushed
+    assert "refs/notes" not in pushed
+
+
+def test_push_without_identity_says_how(fleet: Fleet, cli: Cli, monkeypatch) -> None:
+    fleet.on("A")
+    cli("record", "add", "gemma-4-31b", "8192")
+    for name in ("GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(name)
+    result = cli("record", "push")
+    assert result.exit_code == 2
+    assert "git notes need a committer identity: git config user.name" in result.stderr
+
+
+def test_an_unknown_remote_is_one_line(fleet: Fleet, cli: Cli) -> None:
+    fleet.on("A")
+    result = cli("record", "pull", "upstream")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "oomrec: error: no git remote named 'upstream' (remotes: origin); add one with git "
+        "remote add\n"
+    )
