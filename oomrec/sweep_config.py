@@ -6,6 +6,7 @@ value is a one-line usage error before anything launches.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import shlex
@@ -61,6 +62,9 @@ class SweepConfig:
     repo_root: Path | None = None
     # The memory this host's accelerator can address (None: unknown); new records carry it.
     host_mem: int | None = None
+    # `--shard I/N`: this sweep runs shard I of N (1-based), and how many models there were.
+    shard: tuple[int, int] | None = None
+    all_models: int = 0
 
 
 def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
@@ -143,6 +147,7 @@ class Options:
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     fake_oom: str | None = None
     ignore_record: bool = False
+    shard: str | None = None
     # Where `--demo` reads and writes; None without --demo.
     demo: demo.DemoLayout | None = None
 
@@ -190,6 +195,11 @@ def configure(
         models = parse_models(tool["models"], f"{where} models")
     else:
         raise OomrecError('no models: pass --models "A B C" or set models in [tool.oomrec]')
+
+    all_models = len(models)
+    shard = parse_shard(opts.shard) if opts.shard is not None else None
+    if shard is not None:
+        models = tuple(m for m in models if shard_of(m, shard[1]) == shard[0])
 
     if opts.lengths is not None:
         lengths = parse_lengths(opts.lengths, "--lengths")
@@ -252,7 +262,32 @@ def configure(
         provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
         repo_root=settings.repo_root,
         host_mem=host_mem,
+        shard=shard,
+        all_models=all_models,
     )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` (1 <= I <= N <= 4096) as (I, N); OomrecError otherwise."""
+    i_text, sep, n_text = text.strip().partition("/")
+    if (
+        sep
+        and i_text.isdigit()
+        and n_text.isdigit()
+        and len(i_text) <= 4
+        and len(n_text) <= 4
+        and 1 <= int(i_text) <= int(n_text) <= 4096
+    ):
+        return int(i_text), int(n_text)
+    raise OomrecError(f"--shard {text[:40]!r} is not I/N with 1 <= I <= N; e.g. --shard 2/4")
+
+
+def shard_of(model: str, shards: int) -> int:
+    """The shard (1-based) a model belongs to among `shards`: by a hash of its name, so a model
+    stays in its shard however the list changes, and all its lengths run in one sweep (the
+    backstop needs them together)."""
+    digest = hashlib.sha256(model.encode("utf-8", errors="surrogateescape")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
 
 
 def check_before_launch(config: SweepConfig, models_dir_missing: bool) -> None:

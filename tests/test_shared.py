@@ -231,3 +231,41 @@ def test_an_unknown_remote_is_one_line(fleet: Fleet, cli: Cli) -> None:
         "oomrec: error: no git remote named 'upstream' (remotes: origin); add one with git "
         "remote add\n"
     )
+
+
+def test_shards_partition_the_models_stably_and_say_which_they_took(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    models = [f"model-{n}" for n in range(12)]
+    for m in models:
+        (tmp_path / "models" / m).mkdir(parents=True)
+    taken: list[list[str]] = []
+    for i in (1, 2, 3):
+        result = cli(
+            "sweep",
+            "--models",
+            " ".join(models),
+            "--lengths",
+            "512 1024",
+            "--runner",
+            f"{sys.executable} -c pass",
+            "--shard",
+            f"{i}/3",
+            "--dry-run",
+            "--json",
+        )
+        assert result.exit_code == 0, result.stderr
+        cells = json.loads(result.stdout)["cells"]
+        mine = sorted({c["model"] for c in cells})
+        # Every length of a model is in the same shard.
+        assert len(cells) == 2 * len(mine)
+        assert f"shard {i}/3: " in result.stderr
+        taken.append(mine)
+    assert sorted(m for shard in taken for m in shard) == sorted(models)
+    from oomrec.sweep_config import shard_of
+
+    assert [shard_of(m, 3) for m in models] == [shard_of(m, 3) for m in models]
+    bad = cli("sweep", "--models", "a", "--runner", "true", "--shard", "4/3", "--dry-run")
+    assert bad.exit_code == 2
+    assert "--shard '4/3' is not I/N with 1 <= I <= N" in bad.stderr

@@ -134,6 +134,15 @@ def sweep(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a JSON summary on stdout (the log on stderr).")
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/N",
+            help="Run only the models of shard I of N (by a stable hash of the model name; "
+            "every length of a model stays in one shard, so the backstop works).",
+        ),
+    ] = None,
     demo: Annotated[
         bool,
         typer.Option(
@@ -172,6 +181,7 @@ def sweep(
         warmup_tokens=warmup_tokens,
         fake_oom=fake_oom,
         ignore_record=ignore_record,
+        shard=shard,
         demo=demo_dirs,
     )
     config = configure(
@@ -255,6 +265,10 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
         + (f", {planner.lifted_records} lifted by fixes" if planner.lifted_records else "")
         + ")",
     ]
+    if config.shard is not None:
+        i, n = config.shard
+        took = ", ".join(config.models) or "none"
+        lines.append(f"  shard {i}/{n}: {took} (of {config.all_models} models)")
     if config.ignore_record:
         why = flag or f"{ignore_record_from_env()}=1"
         lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
