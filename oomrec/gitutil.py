@@ -262,6 +262,31 @@ def patch_ids(repo: git.Repo, shas: Collection[str]) -> dict[str, str]:
     return ids
 
 
+def read_objects(repo: git.Repo, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
+    """Each object's type and content, in ONE `git cat-file --batch`; None for a missing one."""
+    if not names:
+        return []
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write("".join(f"{name}\n" for name in names).encode("utf-8"))
+        stdin.seek(0)
+        # --buffer: one flush at the end instead of one per object.
+        out: bytes = repo.git.cat_file("--batch", "--buffer", istream=stdin, stdout_as_string=False)
+    found: list[tuple[str, bytes] | None] = []
+    pos = 0
+    for _ in names:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        if len(header) != 3:
+            # "<name> missing" (or ambiguous): no content follows.
+            found.append(None)
+            pos = end + 1
+            continue
+        size = int(header[2])
+        found.append((header[1].decode(), out[end + 1 : end + 1 + size]))
+        pos = end + 1 + size + 1
+    return found
+
+
 def not_on_remote(repo: git.Repo, shas: Collection[str], remote: str) -> set[str]:
     """The commits (full SHAs) that no branch of `remote` (as last fetched) contains, in one
     `for-each-ref` and one `rev-list`."""

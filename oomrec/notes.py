@@ -89,35 +89,51 @@ def note_refs(repo: git.Repo) -> list[tuple[str, str]]:
     return found
 
 
-def read_ref(repo: git.Repo, ref: str) -> dict[str, str]:
-    """The notes of one notes ref: {annotated commit SHA: note text}."""
-    try:
-        _, _, _, data = repo.git.get_object_data(f"{ref}^{{tree}}")
-    except (ValueError, OSError) as exc:
-        raise OomrecError(f"{ref}: cannot read its notes ({exc})") from None
-    notes: dict[str, str] = {}
-    _walk_tree(repo, data, "", notes)
+def read_refs(repo: git.Repo, refs: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The notes of notes refs, {ref: {annotated commit SHA: note text}}: their trees level by
+    level (a notes tree fans out as `ab/cdef...` when it grows), then every note blob, each
+    level in ONE `git cat-file --batch`."""
+    from oomrec import gitutil
+
+    notes: dict[str, dict[str, str]] = {ref: {} for ref in refs}
+    # (ref, path so far, object name) of the trees still to read.
+    trees = [(ref, "", f"{ref}^{{tree}}") for ref in refs]
+    blobs: list[tuple[str, str, str]] = []
+    while trees:
+        read = gitutil.read_objects(repo, [name for _, _, name in trees])
+        deeper = []
+        for (ref, prefix, _), found in zip(trees, read, strict=True):
+            if found is None or found[0] != "tree":
+                continue
+            for mode, name, sha in _tree_entries(found[1]):
+                path = prefix + name
+                if mode == b"40000":
+                    deeper.append((ref, path, sha))
+                elif _FULL_SHA.fullmatch(path):
+                    blobs.append((ref, path, sha))
+        trees = deeper
+    contents = gitutil.read_objects(repo, [sha for _, _, sha in blobs])
+    for (ref, path, _), found in zip(blobs, contents, strict=True):
+        if found is not None and found[0] == "blob":
+            notes[ref][path] = found[1].decode("utf-8", errors="surrogateescape")
     return notes
 
 
-def _walk_tree(repo: git.Repo, data: bytes, prefix: str, notes: dict[str, str]) -> None:
+def read_ref(repo: git.Repo, ref: str) -> dict[str, str]:
+    """The notes of one notes ref: {annotated commit SHA: note text}."""
+    return read_refs(repo, [ref])[ref]
+
+
+def _tree_entries(data: bytes) -> list[tuple[bytes, str, str]]:
+    entries = []
     pos = 0
     while pos < len(data):
         space = data.index(b" ", pos)
         nul = data.index(b"\0", space)
-        mode = data[pos:space]
         name = data[space + 1 : nul].decode("ascii", errors="replace")
-        sha = data[nul + 1 : nul + 21].hex()
+        entries.append((data[pos:space], name, data[nul + 1 : nul + 21].hex()))
         pos = nul + 21
-        path = prefix + name
-        _, kind, _, body = repo.git.get_object_data(sha)
-        # GitPython gives the type as bytes.
-        kind = kind.decode() if isinstance(kind, bytes) else kind
-        if mode == b"40000" and kind == "tree":
-            # A fanned-out notes tree: `ab/cdef...` spells the commit SHA in pieces.
-            _walk_tree(repo, body, path, notes)
-        elif kind == "blob" and _FULL_SHA.fullmatch(path):
-            notes[path] = body.decode("utf-8", errors="surrogateescape")
+    return entries
 
 
 def read_all(repo: git.Repo, skip_host: str | None = None) -> list[NoteLine]:
@@ -125,10 +141,10 @@ def read_all(repo: git.Repo, skip_host: str | None = None) -> list[NoteLine]:
     `skip_host`: this host's own local ref, whose lines are copies of the local record."""
     seen: set[str] = set()
     lines: list[NoteLine] = []
-    for ref, host in note_refs(repo):
-        if ref == local_ref(skip_host or ""):
-            continue
-        for commit, text in read_ref(repo, ref).items():
+    refs = [(ref, host) for ref, host in note_refs(repo) if ref != local_ref(skip_host or "")]
+    everything = read_refs(repo, [ref for ref, _ in refs])
+    for ref, host in refs:
+        for commit, text in everything[ref].items():
             for raw in text.split("\n"):
                 raw = raw.strip("\r")
                 if not raw.strip() or raw in seen:
