@@ -409,7 +409,7 @@ def test_files_without_a_model_column_or_not_csv_are_skipped_with_a_reason(
         ],
         csvscan.BINARY: ["benchmarks/binary.csv"],
         csvscan.NOT_UTF8: ["benchmarks/latin1.csv"],
-        csvscan.NOT_A_FILE: ["benchmarks/pipe.csv"],
+        csvscan.NOT_A_FILE: ["benchmarks/pipe.csv (a FIFO)"],
         csvscan.UNREADABLE: ["benchmarks/dangling.csv (No such file or directory)"],
     }
 

@@ -107,7 +107,10 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
         "other_hardware_tags": {"gb10": 2},
         "records": [],
         "shortest_prompt": [],
+        "rows_skipped": {},
         "bad_rows": [],
+        "row_notes": [],
+        "blame_failed": [],
         "no_adding_commit": [],
         "uncommitted_rows": [],
         "parsed_with": "csv",
@@ -287,8 +290,14 @@ def test_a_real_process_on_bad_input_never_prints_a_traceback(repo: Repo) -> Non
     assert "Traceback" not in done.stderr
     report = json.loads(done.stdout)
     assert report["bad_rows"] == [
-        {"source": "benchmarks/cuda_gb10_latin1.csv", "line": 2, "problem": "not UTF-8 text"}
+        {
+            "source": "benchmarks/cuda_gb10_latin1.csv",
+            "line": 2,
+            "reason": "not UTF-8 text",
+            "problem": "not UTF-8 text",
+        }
     ]
+    assert report["rows_skipped"] == {"not UTF-8 text": 1}
     assert report["files_skipped"] == {
         "binary, not CSV text": ["benchmarks/binary.csv"],
         "cannot be read": ["benchmarks/dangling.csv (No such file or directory)"],
