@@ -57,8 +57,8 @@ _MAX_HARDWARE_CHARS = 128
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 # Why a SKIP:oom row is not imported, as the report groups them (with csvscan's reasons).
-ROW_MODEL = "model is not a directory name"
-ROW_LENGTH = "length is not a whole number"
+ROW_MODEL = "model not a directory name"
+ROW_LENGTH = "length not a number"
 ROW_LENGTH_RANGE = "length over 64 bits"
 
 Key = tuple[str, int, str | None, str, str]
@@ -310,6 +310,8 @@ def import_csvs(
             if shown != source:
                 notes += (f"its file name is recorded as {shown!r}",)
             report.row_notes.extend(RowNote(shown, row.lineno, n) for n in notes)
+    for shown_files in report.files_skipped.values():
+        shown_files.sort()
     report.bad_rows.sort(key=lambda b: (b.source, b.lineno))
     report.row_notes.sort(key=lambda n: (n.source, n.lineno))
     commits = _git_commits(drafts, root, in_git, report) if drafts else _GitCommits({}, {})

@@ -41,7 +41,7 @@ NO_MODEL = "no model column"
 # Why a SKIP:oom line is not read as a row, as the report groups them.
 ROW_NOT_UTF8 = "not UTF-8 text"
 ROW_QUOTING = "bad CSV quoting"
-ROW_FIELDS = "fields do not match the header"
+ROW_FIELDS = "wrong number of fields"
 
 MODEL_COLUMN = "model"
 

@@ -53,12 +53,13 @@ def test_dry_run_shows_what_it_would_add_and_writes_nothing(
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
     lines = result.stdout.splitlines()
-    assert lines[:10] == [
+    assert lines[:11] == [
         "files read                         1",
         "files skipped                      1",
         "  no model column                  1",
         "data rows                          5",
         "SKIP:oom rows                      2",
+        "SKIP:oom rows skipped              0",
         "would add                          2",
         "already in the record              0",
         "left out: other hardware           0",
@@ -66,7 +67,7 @@ def test_dry_run_shows_what_it_would_add_and_writes_nothing(
         "every length of it will be skipped",
         "would add to benchmarks/.oom-record",
     ]
-    table = "\n".join(lines[10:])
+    table = "\n".join(lines[11:])
     assert f"gemma-4-31b-it-4bit │  32768 │ gb10     │ 2026-07-03 │ {bench[:8]} │" in table
     assert f"qwen3-30b-a3b-4bit  │      0 │ gb10     │ 2026-07-03 │ {bench[:8]} │" in table
     assert records(repo) == []
