@@ -50,6 +50,10 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Lengths and peaks are 64-bit: a larger number is a corrupt cell, not a measurement.
 MAX_NUMBER = 2**63 - 1
 _MAX_DIGITS = len(str(MAX_NUMBER))
+# A commit is at most 64 hex digits and `-dirty`; a model a directory name (NAME_MAX). Longer
+# cells are no such thing, and the record reader refuses fields over 131,072 characters.
+_MAX_COMMIT_CHARS = 128
+_MAX_MODEL_CHARS = 255
 # A real hardware cell is under 60 characters; normalising an unbounded one costs unbounded time.
 _MAX_HARDWARE_CHARS = 128
 # What a record field cannot hold as is: control characters (the harness reads the record line by
@@ -424,7 +428,10 @@ def _draft(
             shown = f"peak_bytes {_clip(peak_bytes)}" if peak_bytes else f"GiB {_clip(peak_gib)}"
             notes.append(f"its peak ({shown}) is not a size in 64 bits; recorded as unknown")
     commit = _first_value(cells, columns.commits)
-    if _UNPRINTABLE.search(commit):
+    if len(commit) > _MAX_COMMIT_CHARS:
+        notes.append(f"its commit {_clip(commit)} is not one; recorded as {UNKNOWN_COMMIT!r}")
+        commit = UNKNOWN_COMMIT
+    elif _UNPRINTABLE.search(commit):
         # Kept, escaped: not a SHA, so every verdict on it is `unknown` and prune keeps it.
         commit = _escaped(commit)
         notes.append(f"its commit holds control characters; recorded as {commit!r} (unknown)")
@@ -482,10 +489,13 @@ def _first_value(cells: tuple[str, ...], at: tuple[int, ...]) -> str:
 # Cached: a corpus repeats a few models, hardware strings and dates over thousands of rows.
 @lru_cache(maxsize=4096)
 def _model_problem(model: str) -> str | None:
+    if len(model) > _MAX_MODEL_CHARS:
+        return f"model name {_clip(model)} is longer than a file name can be"
     try:
         check_model_name(model)
     except OomrecError as exc:
-        return str(exc).split(";")[0]
+        # The model shown clipped: a hostile cell can be megabytes long.
+        return str(exc).split(";")[0].replace(repr(model), _clip(model))
     return None
 
 

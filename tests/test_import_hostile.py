@@ -83,6 +83,9 @@ def hostile(tmp_path: Path) -> Path:
             oom_row("l-zeros", "0" * 5000 + "7"),
         )
     )
+    (folder / "long_cells.csv").write_bytes(
+        csv_bytes(oom_row("long-commit", commit="f" * 200_000), oom_row("m" * 256))
+    )
     (folder / "latin1_row.csv").write_bytes(csv_bytes(oom_row("caf").replace(b"caf", b"caf\xe9")))
     return folder
 
@@ -105,9 +108,12 @@ def test_hostile_rows_and_names_are_reported_and_the_rest_imported_once(
         ("p-max", 7),
         ("l-max", 2**63 - 1),
         ("l-zeros", 7),
+        ("long-commit", 512),
     }
     # Evidence kept, cells it cannot hold escaped or left unknown; never a crash.
     assert added["ctrl", 512]["commit"] == "abc\\x01de"
+    # Over the record reader's field limit, and no commit: the record would not read back.
+    assert added["long-commit", 512]["commit"] == "unknown"
     assert added["tabbed", 512]["source_csv"] == "bench/tab\\x09name.csv"
     assert added["newline", 512]["source_csv"] == "bench/new\\x0aline.csv"
     assert added["latin", 512]["source_csv"] == "bench/bad\\xffname.csv"
@@ -117,7 +123,11 @@ def test_hostile_rows_and_names_are_reported_and_the_rest_imported_once(
     ]
     assert added["p-long-bytes", 6]["peak_bytes"] is None
     assert added["p-max", 7]["peak_bytes"] == 2**63 - 1
-    assert first["rows_skipped"] == {"length over 64 bits": 2, "not UTF-8 text": 1}
+    assert first["rows_skipped"] == {
+        "length over 64 bits": 2,
+        "model not a directory name": 1,
+        "not UTF-8 text": 1,
+    }
     problems = {(b["source"], b["line"]): b["problem"] for b in first["bad_rows"]}  # type: ignore[attr-defined]
     assert problems["bench/lengths.csv", 2] == (
         f"length '{'9' * 40}'... (5000 characters) is over {2**63 - 1} (64 bits)"
