@@ -288,7 +288,10 @@ def import_csvs(
     for result in refused + scanned:
         if result.skipped is not None:
             source = _record_source(_source(result.path, root_str))
-            shown = f"{source} ({result.detail})" if result.detail else source
+            detail = result.detail
+            if result.skipped == csvscan.SAME_FILE:
+                detail = f"read as {_record_source(_source(detail, root_str))}"
+            shown = f"{source} ({detail})" if detail else source
             report.files_skipped.setdefault(result.skipped, []).append(shown)
             continue
         report.files_read += 1

@@ -37,6 +37,7 @@ EMPTY = "empty (no header line)"
 BINARY = "binary, not CSV text"
 NOT_UTF8 = "header is not UTF-8 text"
 NO_MODEL = "no model column"
+SAME_FILE = "same file as another path"
 
 # Why a SKIP:oom line is not read as a row, as the report groups them.
 ROW_NOT_UTF8 = "not UTF-8 text"
@@ -84,6 +85,8 @@ class ScannedFile:
     path: str
     skipped: str | None = None
     detail: str = ""
+    # (device, inode): a file reached by two paths (a symlink, a hard link) is read once.
+    identity: tuple[int, int] | None = None
     header: tuple[str, ...] = ()
     data_rows: int = 0
     # The candidate lines (without the \n; a CR before it stays) and their line numbers.
@@ -102,8 +105,24 @@ class ScannedFile:
 
 
 def scan_files(paths: Iterable[str]) -> list[ScannedFile]:
-    """Scan each file, in order. Never raises for a bad file: the result says what is wrong."""
-    return [scan_file(path) for path in paths]
+    """Scan each file, in order. Never raises for a bad file: the result says what is wrong.
+
+    A file reached by several paths counts once, under a path that is not a symlink when there
+    is one (so removing the link later does not change the records' source); the other paths
+    are skipped as SAME_FILE, their detail naming the path read.
+    """
+    results = [scan_file(path) for path in paths]
+    paths_of: dict[tuple[int, int], list[ScannedFile]] = {}
+    for result in results:
+        if result.identity is not None:
+            paths_of.setdefault(result.identity, []).append(result)
+    for group in paths_of.values():
+        if len(group) > 1:
+            kept = next((r for r in group if not os.path.islink(r.path)), group[0])
+            for result in group:
+                if result is not kept:
+                    result.skipped, result.detail = SAME_FILE, kept.path
+    return results
 
 
 def scan_file(path: str) -> ScannedFile:
@@ -145,6 +164,7 @@ def _read(path: str, result: ScannedFile) -> bytes | None:
         if not stat.S_ISREG(info.st_mode):
             result.skipped, result.detail = NOT_A_FILE, file_kind(info.st_mode)
             return None
+        result.identity = (info.st_dev, info.st_ino)
         chunks: list[bytes] = []
         left = info.st_size
         while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):

@@ -195,8 +195,11 @@ def test_only_regular_files_are_read_and_nothing_hangs(tmp_path: Path) -> None:
     (elsewhere / "outside.csv").write_bytes(csv_bytes(oom_row("outside")))
     (folder / "linked_folder").symlink_to(elsewhere)
     (folder / "cycle").symlink_to(folder)
-    # A symlink to a regular file is read, under its own name.
+    # A symlink to a regular file is read, under its own name; a file reached by two paths is
+    # read once, under the path that is not a link.
     (folder / "link.csv").symlink_to(elsewhere / "outside.csv")
+    (folder / "a_alias.csv").symlink_to(folder / "good.csv")
+    os.link(folder / "good.csv", folder / "z_hard.csv")
 
     report = run_json(tmp_path, "--record", str(tmp_path / "rec"), "bench")
     assert sorted((r["model"], r["source_csv"]) for r in report["records"]) == [  # type: ignore[attr-defined]
@@ -215,6 +218,10 @@ def test_only_regular_files_are_read_and_nothing_hangs(tmp_path: Path) -> None:
         csvscan.UNREADABLE: [
             "bench/dangling.csv (No such file or directory)",
             "bench/loop.csv (Too many levels of symbolic links)",
+        ],
+        csvscan.SAME_FILE: [
+            "bench/a_alias.csv (read as bench/good.csv)",
+            "bench/z_hard.csv (read as bench/good.csv)",
         ],
     }
 
