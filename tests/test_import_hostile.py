@@ -328,3 +328,28 @@ def test_rows_of_a_cr_only_file_get_a_commit_at_or_after_their_own(
     )
     assert [(r.model, r.commit) for r in report.new] == [("a", second), ("b", second)]
     assert report.uncommitted_rows == []
+
+
+def test_a_file_git_cannot_blame_gives_unknown_and_the_rest_is_imported(repo: Repo) -> None:
+    """A repository missing an old blob (a damaged clone): the blame of the file that needs it
+    fails, its rows get `unknown` (prune keeps them) with a warning, the other files import."""
+    header = b"model,prompt_target_len,date,hardware"
+    damaged = repo.path / "damaged.csv"
+    damaged.write_bytes(header + b"\na,1,2026-07-03,gb10,SKIP:oom\n")
+    (repo.path / "fine.csv").write_bytes(csv_bytes(oom_row("fine")))
+    repo.git("add", ".")
+    repo.git("commit", "-q", "-m", "first rows")
+    old_blob = repo.git("rev-parse", "HEAD:damaged.csv")
+    with damaged.open("ab") as out:
+        out.write(b"b,2,2026-07-03,gb10,SKIP:oom\n")
+    repo.git("commit", "-q", "-am", "a later row")
+    (repo.path / ".git" / "objects" / old_blob[:2] / old_blob[2:]).unlink()
+
+    report = run_json(repo.path, "--record", "rec", ".")
+    assert sorted((r["model"], r["commit"]) for r in report["records"]) == [  # type: ignore[attr-defined]
+        ("a", "unknown"),
+        ("b", "unknown"),
+        ("fine", SHA),
+    ]
+    assert [b["source"] for b in report["blame_failed"]] == ["damaged.csv"]  # type: ignore[attr-defined]
+    assert "warning: damaged.csv: git blame failed (" in str(report["stderr"])
