@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import date as Date
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec import csvscan, rowparse
 from oomrec.config import Settings
@@ -316,7 +316,8 @@ def import_csvs(
             notes = draft.notes
             if shown != source:
                 notes += (f"its file name is recorded as {shown!r}",)
-            report.row_notes.extend(RowNote(shown, row.lineno, n) for n in notes)
+            if notes:
+                report.row_notes.extend(RowNote(shown, row.lineno, n) for n in notes)
     for shown_files in report.files_skipped.values():
         shown_files.sort()
     report.bad_rows.sort(key=lambda b: (b.source, b.lineno))
@@ -380,9 +381,9 @@ def _columns(header: tuple[str, ...], commit_columns: tuple[str, ...]) -> _Colum
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Draft:
-    """A record from a row, before git fills in what the row lacks (commit, date)."""
+class _Draft(NamedTuple):
+    """A record from a row, before git fills in what the row lacks (commit, date). A named
+    tuple: one is made per OOM row, at half a frozen dataclass's cost."""
 
     model: str
     length: int
@@ -404,8 +405,10 @@ def _draft(
 ) -> _Draft | BadRow:
     """The row as a draft record, or why it cannot be one."""
     cells = row.cells
-    # A BOM is no name's first character; the record file would drop it on reading.
-    model = cells[columns.model].strip().lstrip("\ufeff").strip()
+    model = cells[columns.model].strip()
+    if model.startswith("\ufeff"):
+        # No name's first character; the record file would drop it on reading.
+        model = model.lstrip("\ufeff").strip()
     problem = _model_problem(model)
     if problem:
         return BadRow(source, row.lineno, ROW_MODEL, problem)
@@ -413,7 +416,12 @@ def _draft(
     if length_text and not (length_text.isascii() and length_text.isdigit()):
         problem = f"length {_clip(length_text)} is not a number"
         return BadRow(source, row.lineno, ROW_LENGTH, problem)
-    length = _bounded(length_text) if length_text else 0
+    # Up to 18 digits always fit in 64 bits: only longer ones need the careful path.
+    length = (
+        (int(length_text) if len(length_text) < _MAX_DIGITS else _bounded(length_text))
+        if length_text
+        else 0
+    )
     if length is None:
         return BadRow(
             source,
@@ -421,7 +429,7 @@ def _draft(
             ROW_LENGTH_RANGE,
             f"length {_clip(length_text)} is over {MAX_NUMBER} (64 bits)",
         )
-    notes: list[str] = []
+    notes: tuple[str, ...] = ()
     peak = None
     if columns.peak_bytes or columns.peak_gib:
         peak_bytes = _first_value(cells, columns.peak_bytes)
@@ -429,15 +437,16 @@ def _draft(
         peak = _peak(peak_bytes, peak_gib)
         if peak is None and (peak_bytes or peak_gib):
             shown = f"peak_bytes {_clip(peak_bytes)}" if peak_bytes else f"GiB {_clip(peak_gib)}"
-            notes.append(f"its peak ({shown}) is not a size in 64 bits; recorded as unknown")
+            notes += (f"its peak ({shown}) is not a size in 64 bits; recorded as unknown",)
     commit = _first_value(cells, columns.commits)
     if len(commit) > _MAX_COMMIT_CHARS:
-        notes.append(f"its commit {_clip(commit)} is not one; recorded as {UNKNOWN_COMMIT!r}")
+        notes += (f"its commit {_clip(commit)} is not one; recorded as {UNKNOWN_COMMIT!r}",)
         commit = UNKNOWN_COMMIT
-    elif _UNPRINTABLE.search(commit):
+    elif not commit.isprintable() and _UNPRINTABLE.search(commit):
         # Kept, escaped: not a SHA, so every verdict on it is `unknown` and prune keeps it.
         commit = _escaped(commit)
-        notes.append(f"its commit holds control characters; recorded as {commit!r} (unknown)")
+        notes += (f"its commit holds control characters; recorded as {commit!r} (unknown)",)
+    git_lines = file.git_lines
     return _Draft(
         model=model,
         length=length,
@@ -448,8 +457,8 @@ def _draft(
         source=source,
         path=file.path,
         lineno=row.lineno,
-        git_line=file.git_line(row.lineno),
-        notes=tuple(notes),
+        git_line=row.lineno if git_lines is None else git_lines[row.lineno - 1],
+        notes=notes,
     )
 
 

@@ -99,10 +99,6 @@ class ScannedFile:
     # index = our line number - 1.
     git_lines: list[int] | None = None
 
-    def git_line(self, lineno: int) -> int:
-        """The line git's blame calls the line numbered `lineno` here."""
-        return lineno if self.git_lines is None else self.git_lines[lineno - 1]
-
 
 def scan_files(paths: Iterable[str]) -> list[ScannedFile]:
     """Scan each file, in order. Never raises for a bad file: the result says what is wrong.
