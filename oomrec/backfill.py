@@ -65,18 +65,13 @@ ROW_MODEL = "model not a directory name"
 ROW_LENGTH = "length not a number"
 ROW_LENGTH_RANGE = "length over 64 bits"
 
-Key = tuple[str, int, str | None, str, str]
+Key = tuple[str, int, str | None, str]
 
 
 def record_key(record: OomRecord) -> Key:
-    """What makes an imported record the same as one already in the record file."""
-    return (
-        record.model,
-        record.prompt_target_len,
-        record.hardware,
-        record.commit,
-        record.source_csv,
-    )
+    """The evidence a record holds: the same OOM (model, length, hardware, commit) is one record,
+    whichever CSV it was found in (a copied CSV, a sweep's own record of the row)."""
+    return (record.model, record.prompt_target_len, record.hardware, record.commit)
 
 
 @dataclass(frozen=True, slots=True)

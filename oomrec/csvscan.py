@@ -36,6 +36,7 @@ UNREADABLE = "cannot be read"
 EMPTY = "empty (no header line)"
 BINARY = "binary, not CSV text"
 NOT_UTF8 = "header is not UTF-8 text"
+TOO_LARGE = "larger than 1 GiB"
 NO_MODEL = "no model column"
 SAME_FILE = "same file as another path"
 
@@ -57,6 +58,9 @@ _LONE_CR = re.compile(rb"\r(?!\n)")
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 # A regular file is read in chunks of at most this size, up to the size fstat gave.
 _CHUNK = 1 << 24
+# Benchmark CSVs are kilobytes to megabytes; a larger file (a sparse `truncate -s 100G`) would
+# only fill memory.
+MAX_FILE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +165,9 @@ def _read(path: str, result: ScannedFile) -> bytes | None:
             result.skipped, result.detail = NOT_A_FILE, file_kind(info.st_mode)
             return None
         result.identity = (info.st_dev, info.st_ino)
+        if info.st_size > MAX_FILE_BYTES:
+            result.skipped, result.detail = TOO_LARGE, f"{info.st_size:,} bytes"
+            return None
         chunks: list[bytes] = []
         left = info.st_size
         while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):

@@ -69,7 +69,8 @@ def polars_min_rows() -> int:
             f"${POLARS_MIN_ROWS_ENV}={given!r} is not a whole number >= 0; give a number of "
             "candidate rows (0: always polars) or unset it"
         )
-    return int(given)
+    # More digits than any row count (int() refuses 4,300 of them): never polars.
+    return int(given) if len(given) < 19 else 2**63 - 1
 
 
 def parse_candidates(files: Sequence[ScannedFile], wanted: Wanted, min_polars_rows: int) -> str:

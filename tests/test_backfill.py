@@ -375,12 +375,17 @@ def test_rows_already_recorded_or_repeated_are_not_added_again(repo: Repo) -> No
     second = run_import(repo, existing=first.new)
     assert second.new == []
     assert second.already_present == 3
-    # Another hardware tag or source is another record.
+    # The same evidence found in another CSV is the same record; another hardware tag is not.
     moved = [
         OomRecord(r.model, r.prompt_target_len, r.date, r.commit, None, "elsewhere.csv", "gb10")
         for r in first.new
     ]
-    assert len(run_import(repo, existing=moved).new) == 2
+    assert run_import(repo, existing=moved).new == []
+    other = [
+        OomRecord(r.model, r.prompt_target_len, r.date, r.commit, None, r.source_csv, "v100")
+        for r in first.new
+    ]
+    assert len(run_import(repo, existing=other).new) == 2
 
 
 def test_files_without_a_model_column_or_not_csv_are_skipped_with_a_reason(
@@ -662,6 +667,8 @@ def test_polars_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyP
     assert rowparse.polars_min_rows() == rowparse.POLARS_MIN_ROWS
     monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, " 25 ")
     assert rowparse.polars_min_rows() == 25
+    monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, "9" * 5000)
+    assert rowparse.polars_min_rows() == 2**63 - 1
     monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, "many")
     with pytest.raises(OomrecError, match=r"OOMREC_POLARS_MIN_ROWS='many' is not a whole number"):
         rowparse.polars_min_rows()

@@ -418,13 +418,18 @@ def test_a_row_appended_after_the_file_was_added_gets_its_own_commit(
 
 
 def test_concurrent_imports_add_each_record_once(repo: Repo) -> None:
-    lines = [
-        row(f"model-{i}", "SKIP:oom", length=str(512 * (1 + i % 4)), hardware=GB10)
-        for i in range(400)
-    ]
+    def lines(day: int) -> list[str]:
+        return [
+            row(f"model-{day}-{i}", "SKIP:oom", length=str(512 * (1 + i % 4)), hardware=GB10)
+            for i in range(400)
+        ]
+
     repo.commit(
         "many rows",
-        {f"benchmarks/cuda_gb10_2026-07-{day:02d}.csv": csv_text(H15, *lines) for day in (1, 2)},
+        {
+            f"benchmarks/cuda_gb10_2026-07-{day:02d}.csv": csv_text(H15, *lines(day))
+            for day in (1, 2)
+        },
     )
     argv = [sys.executable, "-m", "oomrec", "record", "import-csv", "--all-hardware", "--json"]
     procs = [

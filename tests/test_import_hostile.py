@@ -353,3 +353,26 @@ def test_a_file_git_cannot_blame_gives_unknown_and_the_rest_is_imported(repo: Re
     ]
     assert [b["source"] for b in report["blame_failed"]] == ["damaged.csv"]  # type: ignore[attr-defined]
     assert "warning: damaged.csv: git blame failed (" in str(report["stderr"])
+
+
+def test_a_sparse_file_larger_than_1_gib_is_skipped_unread(tmp_path: Path) -> None:
+    (tmp_path / "good.csv").write_bytes(csv_bytes(oom_row("good")))
+    huge = tmp_path / "huge.csv"
+    huge.write_bytes(csv_bytes(oom_row("huge")))
+    os.truncate(huge, csvscan.MAX_FILE_BYTES + 1)
+    report = run_json(tmp_path, "--record", "rec", ".")
+    assert [r["model"] for r in report["records"]] == ["good"]  # type: ignore[attr-defined]
+    assert report["files_skipped"] == {csvscan.TOO_LARGE: ["huge.csv (1,073,741,825 bytes)"]}
+
+
+def test_the_same_oom_in_a_copied_csv_is_not_recorded_twice(tmp_path: Path) -> None:
+    """One evidence key (model, length, hardware, commit), whichever CSV holds the row."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "run.csv").write_bytes(csv_bytes(oom_row("m"), oom_row("n", "1024")))
+    first = run_json(tmp_path, "--record", "rec", "a")
+    assert first["added"] == 2
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "copy.csv").write_bytes(csv_bytes(oom_row("m"), oom_row("m", "4096")))
+    second = run_json(tmp_path, "--record", "rec", "b")
+    assert (second["added"], second["already_present"]) == (1, 1)
+    assert len((tmp_path / "rec").read_text().splitlines()) == 3
