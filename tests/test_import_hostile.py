@@ -376,3 +376,22 @@ def test_the_same_oom_in_a_copied_csv_is_not_recorded_twice(tmp_path: Path) -> N
     second = run_json(tmp_path, "--record", "rec", "b")
     assert (second["added"], second["already_present"]) == (1, 1)
     assert len((tmp_path / "rec").read_text().splitlines()) == 3
+
+
+def test_odd_file_names_in_git_get_their_adding_commit(repo: Repo) -> None:
+    """Names git would quote in its output (tab, newline, a byte that is not UTF-8) still find
+    the commit that added them; the record names them escaped."""
+    header = b"model,prompt_target_len,date,hardware"
+    names = {"tab\tname.csv": "a", "new\nline.csv": "b", "caf\udce9.csv": "c", "ü.csv": "d"}
+    for name, model in names.items():
+        (repo.path / name).write_bytes(header + f"\n{model},1,2026-07-03,gb10,SKIP:oom\n".encode())
+    repo.git("add", ".")
+    repo.git("commit", "-q", "-m", "odd names")
+    report = run_json(repo.path, "--record", "rec", ".")
+    assert sorted((r["model"], r["commit"], r["source_csv"]) for r in report["records"]) == [  # type: ignore[attr-defined]
+        ("a", repo.head(), "tab\\x09name.csv"),
+        ("b", repo.head(), "new\\x0aline.csv"),
+        ("c", repo.head(), "caf\\xe9.csv"),
+        ("d", repo.head(), "ü.csv"),
+    ]
+    assert report["no_adding_commit"] == []
