@@ -164,7 +164,9 @@ def _read(path: str, result: ScannedFile) -> bytes | None:
         if not stat.S_ISREG(info.st_mode):
             result.skipped, result.detail = NOT_A_FILE, file_kind(info.st_mode)
             return None
-        result.identity = (info.st_dev, info.st_ino)
+        if info.st_ino:
+            # Some filesystems (FUSE, network mounts) report inode 0 for every file.
+            result.identity = (info.st_dev, info.st_ino)
         if info.st_size > MAX_FILE_BYTES:
             result.skipped, result.detail = TOO_LARGE, f"{info.st_size:,} bytes"
             return None
