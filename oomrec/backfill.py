@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import date as Date
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec import csvscan, rowparse
 from oomrec.config import Settings
@@ -51,18 +51,48 @@ GIB = 1024**3
 BACKENDS = frozenset({"cuda", "metal", "rocm", "pylm"})
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# Lengths and peaks are 64-bit: a larger number is a corrupt cell, not a measurement.
+MAX_NUMBER = 2**63 - 1
+_MAX_DIGITS = len(str(MAX_NUMBER))
+# A commit is at most 64 hex digits and `-dirty`; a model a directory name (NAME_MAX). Longer
+# cells are no such thing, and the record reader refuses fields over 131,072 characters.
+_MAX_COMMIT_CHARS = 128
+_MAX_MODEL_CHARS = 255
+# A real hardware cell is under 60 characters; normalising an unbounded one costs unbounded time.
+_MAX_HARDWARE_CHARS = 128
+# What a record field cannot hold as is: control characters (the harness reads the record line by
+# line) and lone surrogates (bytes of a file name that are not UTF-8).
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+
+# Why a SKIP:oom row is not imported, as the report groups them (with csvscan's reasons).
+ROW_MODEL = "model not a directory name"
+ROW_LENGTH = "length not a number"
+ROW_LENGTH_RANGE = "length over 64 bits"
 
 
 @dataclass(frozen=True, slots=True)
 class BadRow:
-    """A `SKIP:oom` row that was not imported, and why."""
+    """A `SKIP:oom` row that was not imported: why, as a group (`reason`) and in detail."""
 
     source: str
     lineno: int
+    reason: str
     problem: str
 
     def __str__(self) -> str:
         return f"{self.source}:{self.lineno}: SKIP:oom row not imported ({self.problem})"
+
+
+@dataclass(frozen=True, slots=True)
+class RowNote:
+    """A `SKIP:oom` row imported with a cell it could not keep as written, and what became of it."""
+
+    source: str
+    lineno: int
+    note: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.lineno}: SKIP:oom row imported, but {self.note}"
 
 
 @dataclass
@@ -80,10 +110,18 @@ class ImportReport:
     other_hardware: Counter[str] = field(default_factory=Counter)
     shortest_prompt: list[OomRecord] = field(default_factory=list)
     bad_rows: list[BadRow] = field(default_factory=list)
+    row_notes: list[RowNote] = field(default_factory=list)
     no_adding_commit: list[str] = field(default_factory=list)
     # Rows without a commit column on lines not committed yet: (source, line number).
     uncommitted_rows: list[tuple[str, int]] = field(default_factory=list)
+    # Files whose rows git could not blame: the rows without a commit column get `unknown`.
+    blame_failed: list[tuple[str, str]] = field(default_factory=list)
     parsed_with: str = rowparse.CSV
+
+    @property
+    def rows_skipped(self) -> Counter[str]:
+        """How many SKIP:oom rows were not imported, by reason."""
+        return Counter(b.reason for b in self.bad_rows)
 
     def written(self, appended: list[OomRecord]) -> None:
         """`new` becomes what the append wrote; the rest another import added meanwhile."""
@@ -103,9 +141,15 @@ class ImportReport:
             "other_hardware_tags": dict(sorted(self.other_hardware.items())),
             "records": [r.to_dict() for r in self.new],
             "shortest_prompt": [r.to_dict() for r in self.shortest_prompt],
+            "rows_skipped": dict(sorted(self.rows_skipped.items())),
             "bad_rows": [
-                {"source": b.source, "line": b.lineno, "problem": b.problem} for b in self.bad_rows
+                {"source": b.source, "line": b.lineno, "reason": b.reason, "problem": b.problem}
+                for b in self.bad_rows
             ],
+            "row_notes": [
+                {"source": n.source, "line": n.lineno, "note": n.note} for n in self.row_notes
+            ],
+            "blame_failed": [{"source": s, "problem": p} for s, p in self.blame_failed],
             "no_adding_commit": self.no_adding_commit,
             "uncommitted_rows": [{"source": s, "line": n} for s, n in self.uncommitted_rows],
             "parsed_with": self.parsed_with,
@@ -145,7 +189,8 @@ def find_csv_files(paths: Sequence[Path]) -> tuple[list[str], list[csvscan.Scann
 
     Also returns what is not read at all: folders that cannot be listed, and FIFOs, sockets and
     devices (a read could block or never end). A path that does not exist is an error, raised
-    before anything is read.
+    before anything is read. Symlinks below a folder are read when they lead to a regular file
+    (the read checks); symlinked folders are not searched, so a link loop cannot trap the walk.
     """
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
@@ -159,7 +204,7 @@ def find_csv_files(paths: Sequence[Path]) -> tuple[list[str], list[csvscan.Scann
         try:
             mode = os.stat(real).st_mode
         except OSError:
-            # A dangling link: the read reports why.
+            # A dangling link or a loop: the read reports why.
             files.add(real)
             continue
         if stat.S_ISDIR(mode):
@@ -167,34 +212,40 @@ def find_csv_files(paths: Sequence[Path]) -> tuple[list[str], list[csvscan.Scann
         elif stat.S_ISREG(mode):
             files.add(real)
         else:
-            refused.append(csvscan.ScannedFile(real, csvscan.NOT_A_FILE))
+            refused.append(csvscan.ScannedFile(real, csvscan.NOT_A_FILE, csvscan.file_kind(mode)))
     return sorted(files), refused
 
 
-def _walk(folder: str, files: set[str], refused: list[csvscan.ScannedFile]) -> None:
-    try:
-        with os.scandir(folder) as entries:
-            listed = list(entries)
-    except OSError as exc:
-        refused.append(csvscan.ScannedFile(folder, csvscan.UNREADABLE, exc.strerror or str(exc)))
-        return
-    for entry in listed:
+def _walk(top: str, files: set[str], refused: list[csvscan.ScannedFile]) -> None:
+    # A stack, not recursion: a hostile tree can be nested deeper than Python's recursion limit.
+    folders = [top]
+    while folders:
+        folder = folders.pop()
         try:
-            # The entry types come with the listing: no stat call per file.
-            if entry.is_dir(follow_symlinks=False):
-                # Searched whatever its name (`old.csv/` too); symlinked folders are not
-                # followed, so a link loop cannot trap the walk.
-                _walk(entry.path, files, refused)
-            elif not entry.name.lower().endswith(".csv"):
-                continue
-            elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
-                files.add(entry.path)
-            else:
-                refused.append(csvscan.ScannedFile(entry.path, csvscan.NOT_A_FILE))
+            with os.scandir(folder) as entries:
+                listed = list(entries)
         except OSError as exc:
             refused.append(
-                csvscan.ScannedFile(entry.path, csvscan.UNREADABLE, exc.strerror or str(exc))
+                csvscan.ScannedFile(folder, csvscan.UNREADABLE, exc.strerror or str(exc))
             )
+            continue
+        for entry in listed:
+            try:
+                # The entry types come with the listing: no stat call per file.
+                if entry.is_dir(follow_symlinks=False):
+                    # Searched whatever its name (`old.csv/` too).
+                    folders.append(entry.path)
+                elif not entry.name.lower().endswith(".csv"):
+                    continue
+                elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                    files.add(entry.path)
+                else:
+                    kind = csvscan.file_kind(entry.stat(follow_symlinks=False).st_mode)
+                    refused.append(csvscan.ScannedFile(entry.path, csvscan.NOT_A_FILE, kind))
+            except OSError as exc:
+                refused.append(
+                    csvscan.ScannedFile(entry.path, csvscan.UNREADABLE, exc.strerror or str(exc))
+                )
 
 
 def import_csvs(
@@ -227,8 +278,11 @@ def import_csvs(
     drafts: list[_Draft] = []
     for result in refused + scanned:
         if result.skipped is not None:
-            source = _source(result.path, root_str)
-            shown = f"{source} ({result.detail})" if result.detail else source
+            source = _record_source(_source(result.path, root_str))
+            detail = result.detail
+            if result.skipped == csvscan.SAME_FILE:
+                detail = f"read as {_record_source(_source(detail, root_str))}"
+            shown = f"{source} ({detail})" if detail else source
             report.files_skipped.setdefault(result.skipped, []).append(shown)
             continue
         report.files_read += 1
@@ -236,17 +290,29 @@ def import_csvs(
         if not result.oom_rows and not result.bad_rows:
             continue
         source = _source(result.path, root_str)
+        # How the report and the record name the file: escaped if git and the OS name it oddly.
+        shown = _record_source(source)
         report.oom_rows += len(result.oom_rows) + len(result.bad_rows)
-        report.bad_rows.extend(BadRow(source, b.lineno, b.problem) for b in result.bad_rows)
+        report.bad_rows.extend(
+            BadRow(shown, b.lineno, b.reason, b.problem) for b in result.bad_rows
+        )
         columns = _columns(result.header, commit_names)
         host = _filename_host(result.path)
         for row in result.oom_rows:
-            draft = _draft(row, columns, host, source, result.path)
-            if isinstance(draft, str):
-                report.bad_rows.append(BadRow(source, row.lineno, draft))
-            else:
-                drafts.append(draft)
+            draft = _draft(row, columns, host, source, result)
+            if isinstance(draft, BadRow):
+                report.bad_rows.append(BadRow(shown, draft.lineno, draft.reason, draft.problem))
+                continue
+            drafts.append(draft)
+            notes = draft.notes
+            if shown != source:
+                notes += (f"its file name is recorded as {shown!r}",)
+            if notes:
+                report.row_notes.extend(RowNote(shown, row.lineno, n) for n in notes)
+    for shown_files in report.files_skipped.values():
+        shown_files.sort()
     report.bad_rows.sort(key=lambda b: (b.source, b.lineno))
+    report.row_notes.sort(key=lambda n: (n.source, n.lineno))
     commits = _git_commits(drafts, root, in_git, report) if drafts else _GitCommits({}, {})
     _select(drafts, commits, existing, report)
     return report
@@ -306,9 +372,9 @@ def _columns(header: tuple[str, ...], commit_columns: tuple[str, ...]) -> _Colum
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Draft:
-    """A record from a row, before git fills in what the row lacks (commit, date)."""
+class _Draft(NamedTuple):
+    """A record from a row, before git fills in what the row lacks (commit, date). A named
+    tuple: one is made per OOM row, at half a frozen dataclass's cost."""
 
     model: str
     length: int
@@ -319,34 +385,99 @@ class _Draft:
     source: str
     path: str
     lineno: int
+    # The row's line as git's blame numbers it (they differ in a file with lone CRs).
+    git_line: int
+    # What the record could not keep as the row wrote it (a peak out of range, an escaped cell).
+    notes: tuple[str, ...] = ()
 
 
 def _draft(
-    row: csvscan.OomRow, columns: _Columns, host: str | None, source: str, path: str
-) -> _Draft | str:
+    row: csvscan.OomRow, columns: _Columns, host: str | None, source: str, file: csvscan.ScannedFile
+) -> _Draft | BadRow:
     """The row as a draft record, or why it cannot be one."""
     cells = row.cells
     model = cells[columns.model].strip()
+    if model.startswith("\ufeff"):
+        # No name's first character; the record file would drop it on reading.
+        model = model.lstrip("\ufeff").strip()
     problem = _model_problem(model)
     if problem:
-        return problem
+        return BadRow(source, row.lineno, ROW_MODEL, problem)
     length_text = _first_value(cells, columns.lengths)
     if length_text and not (length_text.isascii() and length_text.isdigit()):
-        return f"length {length_text!r} is not a number"
+        problem = f"length {_clip(length_text)} is not a number"
+        return BadRow(source, row.lineno, ROW_LENGTH, problem)
+    # Up to 18 digits always fit in 64 bits: only longer ones need the careful path.
+    length = (
+        (int(length_text) if len(length_text) < _MAX_DIGITS else _bounded(length_text))
+        if length_text
+        else 0
+    )
+    if length is None:
+        return BadRow(
+            source,
+            row.lineno,
+            ROW_LENGTH_RANGE,
+            f"length {_clip(length_text)} is over {MAX_NUMBER} (64 bits)",
+        )
+    notes: tuple[str, ...] = ()
     peak = None
     if columns.peak_bytes or columns.peak_gib:
-        peak = _peak(_first_value(cells, columns.peak_bytes), _first_value(cells, columns.peak_gib))
+        peak_bytes = _first_value(cells, columns.peak_bytes)
+        peak_gib = _first_value(cells, columns.peak_gib)
+        peak = _peak(peak_bytes, peak_gib)
+        if peak is None and (peak_bytes or peak_gib):
+            shown = f"peak_bytes {_clip(peak_bytes)}" if peak_bytes else f"GiB {_clip(peak_gib)}"
+            notes += (f"its peak ({shown}) is not a size in 64 bits; recorded as unknown",)
+    commit = _first_value(cells, columns.commits)
+    if len(commit) > _MAX_COMMIT_CHARS:
+        notes += (f"its commit {_clip(commit)} is not one; recorded as {UNKNOWN_COMMIT!r}",)
+        commit = UNKNOWN_COMMIT
+    elif not commit.isprintable() and _UNPRINTABLE.search(commit):
+        # Kept, escaped: not a SHA, so every verdict on it is `unknown` and prune keeps it.
+        commit = _escaped(commit)
+        notes += (f"its commit holds control characters; recorded as {commit!r} (unknown)",)
+    git_lines = file.git_lines
     return _Draft(
         model=model,
-        length=int(length_text) if length_text else 0,
+        length=length,
         date=_date(_first_value(cells, columns.date)),
-        commit=_first_value(cells, columns.commits) or None,
+        commit=commit or None,
         peak_bytes=peak,
         hardware=_hardware(_first_value(cells, columns.hardware)) or host,
         source=source,
-        path=path,
+        path=file.path,
         lineno=row.lineno,
+        git_line=row.lineno if git_lines is None else git_lines[row.lineno - 1],
+        notes=notes,
     )
+
+
+def _bounded(digits: str) -> int | None:
+    """ASCII digits as an int, or None when over 64 bits (int() refuses 4,300+ digits)."""
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > _MAX_DIGITS:
+        return None
+    value = int(digits)
+    return value if value <= MAX_NUMBER else None
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    """A cell as a warning shows it: quoted, escaped, at most `limit` characters of it."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def _escaped(text: str) -> str:
+    """Control characters and undecodable bytes as `\\xNN`: a field the record can hold."""
+    return _UNPRINTABLE.sub(_escape_one, text)
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    # A surrogate from surrogateescape stands for the byte `code - 0xDC00`.
+    return f"\\x{code - 0xDC00 if code >= 0xDC00 else code:02x}"
 
 
 def _first_value(cells: tuple[str, ...], at: tuple[int, ...]) -> str:
@@ -361,16 +492,27 @@ def _first_value(cells: tuple[str, ...], at: tuple[int, ...]) -> str:
 # Cached: a corpus repeats a few models, hardware strings and dates over thousands of rows.
 @lru_cache(maxsize=4096)
 def _model_problem(model: str) -> str | None:
+    if len(model) > _MAX_MODEL_CHARS:
+        return f"model name {_clip(model)} is longer than a file name can be"
     try:
         check_model_name(model)
     except OomrecError as exc:
-        return str(exc).split(";")[0]
+        # The model shown clipped: a hostile cell can be megabytes long.
+        return str(exc).split(";")[0].replace(repr(model), _clip(model))
     return None
 
 
 @lru_cache(maxsize=256)
 def _hardware(text: str) -> str | None:
-    return normalize(text)
+    """The tag, as the record file will read it back (so a rerun finds it again)."""
+    tag = normalize(text[:_MAX_HARDWARE_CHARS])
+    for _ in range(3):
+        again = normalize(tag)
+        if again == tag:
+            return tag
+        tag = again
+    # No stable tag: an untagged record applies to every machine, the safe side.
+    return None
 
 
 @lru_cache(maxsize=4096)
@@ -388,12 +530,15 @@ def _date(text: str) -> str | None:
 
 def _peak(bytes_text: str, gib_text: str) -> int | None:
     if bytes_text.isascii() and bytes_text.isdigit():
-        return int(bytes_text)
+        return _bounded(bytes_text)
+    if len(gib_text) > _MAX_DIGITS + 8:
+        # float() reads any length; no real peak needs more digits than this.
+        return None
     try:
-        gib = float(gib_text)
+        size = float(gib_text) * GIB
     except ValueError:
         return None
-    return round(gib * GIB) if math.isfinite(gib) and gib >= 0 else None
+    return round(size) if math.isfinite(size) and 0 <= size <= MAX_NUMBER else None
 
 
 def _filename_host(path: str) -> str | None:
@@ -411,6 +556,11 @@ def _source(path: str, root: str) -> str:
     return rel.replace(os.sep, "/")
 
 
+def _record_source(source: str) -> str:
+    """The source as the record file holds it and reads it back: escaped, stripped."""
+    return _escaped(source).strip() if _UNPRINTABLE.search(source) else source.strip()
+
+
 @dataclass(frozen=True, slots=True)
 class _GitCommits:
     """What git says about the files drafts need it for: each file's adding commit and, for the
@@ -422,7 +572,7 @@ class _GitCommits:
     def of(self, draft: _Draft) -> AddedBy | None:
         lines = self.by_line.get(draft.source)
         if lines is not None and draft.commit is None:
-            return lines.get(draft.lineno)
+            return lines.get(draft.git_line)
         return self.added_by.get(draft.source)
 
 
@@ -436,28 +586,36 @@ def _git_commits(
     if not needed:
         return _GitCommits({}, {})
     if not in_git:
-        report.no_adding_commit = needed
+        report.no_adding_commit = [_record_source(s) for s in needed]
         return _GitCommits({}, {})
     # GitPython costs ~0.2 s to import: only pay it when some row lacks a commit or a date.
     from oomrec import gitutil
 
     relative = [s for s in needed if not posixpath.isabs(s)]
     added_by = gitutil.first_added(root, relative)
-    report.no_adding_commit = [s for s in needed if s not in added_by]
+    report.no_adding_commit = [_record_source(s) for s in needed if s not in added_by]
     lineless: dict[str, list[int]] = {}
     for draft in drafts:
         if draft.commit is None and draft.source in added_by:
-            lineless.setdefault(draft.source, []).append(draft.lineno)
+            lineless.setdefault(draft.source, []).append(draft.git_line)
     if not lineless:
         return _GitCommits(added_by, {})
     changed = {s for s in lineless if added_by[s].changed_later}
     changed |= gitutil.uncommitted(root, lineless)
-    by_line = {s: gitutil.line_commits(root, s, lineless[s]) for s in sorted(changed)}
-    report.uncommitted_rows = [
-        (source, lineno)
-        for source, lines in sorted(by_line.items())
-        for lineno in sorted(n for n, commit in lines.items() if commit is None)
-    ]
+    by_line: dict[str, dict[int, AddedBy | None]] = {}
+    for source in sorted(changed):
+        try:
+            by_line[source] = gitutil.line_commits(root, source, lineless[source])
+        except OomrecError as exc:
+            # One file git cannot blame (changed while read, a name git quotes) does not stop
+            # the import: its rows get no line commit, hence `unknown`, which prune keeps.
+            report.blame_failed.append((_record_source(source), str(exc)))
+            by_line[source] = {}
+    report.uncommitted_rows = sorted(
+        (_record_source(d.source), d.lineno)
+        for d in drafts
+        if d.commit is None and d.source in by_line and by_line[d.source].get(d.git_line) is None
+    )
     return _GitCommits(added_by, by_line)
 
 
@@ -468,9 +626,13 @@ def _select(
     report: ImportReport,
 ) -> None:
     known = {evidence_key(r) for r in existing}
+    sources: dict[str, str] = {}
     shortest: dict[EvidenceKey, OomRecord] = {}
     for draft in drafts:
-        record = _finish(draft, commits.of(draft))
+        source = sources.get(draft.source)
+        if source is None:
+            source = sources[draft.source] = _record_source(draft.source)
+        record = _finish(draft, commits.of(draft), source)
         # An untagged record applies to every machine: keeping it is the safe side.
         if record.hardware is not None and report.hardware not in (None, record.hardware):
             report.other_hardware[record.hardware] += 1
@@ -486,7 +648,7 @@ def _select(
     report.shortest_prompt = list(shortest.values())
 
 
-def _finish(draft: _Draft, commit: AddedBy | None) -> OomRecord:
+def _finish(draft: _Draft, commit: AddedBy | None, source: str) -> OomRecord:
     """The record, with what the row lacks taken from its commit (the row's own, else the one
     that added its file), else from the file."""
     return OomRecord(
@@ -495,7 +657,7 @@ def _finish(draft: _Draft, commit: AddedBy | None) -> OomRecord:
         date=draft.date or (commit.date if commit else _modified(draft.path)),
         commit=draft.commit or (commit.sha if commit else UNKNOWN_COMMIT),
         peak_bytes=draft.peak_bytes,
-        source_csv=draft.source,
+        source_csv=source,
         hardware=draft.hardware,
     )
 
@@ -504,5 +666,6 @@ def _modified(path: str) -> str:
     """The file's modification date: the last hint of when a row without a date was measured."""
     try:
         return Date.fromtimestamp(os.stat(path).st_mtime).isoformat()
-    except OSError:
+    except (OSError, OverflowError, ValueError):
+        # Gone, or a time stamp no date can hold (`touch -d @1e18`).
         return Date.today().isoformat()

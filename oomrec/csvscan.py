@@ -8,12 +8,21 @@ quote follows it up to the line end, which already rules out `SKIP:oom_estimate`
 Only the header is parsed here; `rowparse` parses the candidate lines and decides, exactly as on a
 fully parsed row, which are OOM rows.
 
-A line is a row: the harness never writes a line break inside a quoted field.
+A line is a row: the harness never writes a line break inside a quoted field. `\n`, `\r\n` and a
+lone `\r` each end a line (a CR-only file is many rows, not one); git counts only `\n`, so a file
+with lone CRs also maps its line numbers to git's, for the blame of its rows.
+
+Only regular files are read: each is opened non-blocking (a FIFO cannot hang the open), its type
+checked with fstat on the open descriptor (so a symlink is judged by its target, with no race
+between check and read), and at most the size fstat gave is read (a device or a file growing
+meanwhile cannot make the read unbounded).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,7 +36,14 @@ UNREADABLE = "cannot be read"
 EMPTY = "empty (no header line)"
 BINARY = "binary, not CSV text"
 NOT_UTF8 = "header is not UTF-8 text"
+TOO_LARGE = "larger than 1 GiB"
 NO_MODEL = "no model column"
+SAME_FILE = "same file as another path"
+
+# Why a SKIP:oom line is not read as a row, as the report groups them.
+ROW_NOT_UTF8 = "not UTF-8 text"
+ROW_QUOTING = "bad CSV quoting"
+ROW_FIELDS = "wrong number of fields"
 
 MODEL_COLUMN = "model"
 
@@ -38,16 +54,22 @@ _BINARY_PROBE = 8000
 # What may follow the token before the line end and still leave it the whole last field.
 _TRAILER = frozenset(b' \t"\r')
 _BLANKS = frozenset(b" \t\r\n")
-# Most benchmark CSVs fit in one read of this size (a short read is the end of a regular
-# file); it stays below malloc's mmap threshold, so the buffer is cheap to get and shrink.
-_FIRST_READ = 1 << 16
+_LONE_CR = re.compile(rb"\r(?!\n)")
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+# A regular file is read in chunks of at most this size, up to the size fstat gave.
+_CHUNK = 1 << 24
+# Benchmark CSVs are kilobytes to megabytes; a larger file (a sparse `truncate -s 100G`) would
+# only fill memory.
+MAX_FILE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
 class BadRow:
-    """A line ending in `SKIP:oom` that could not be read as a row of its header, and why."""
+    """A line ending in `SKIP:oom` that could not be read as a row of its header: why, as a
+    group (`reason`) and in detail."""
 
     lineno: int
+    reason: str
     problem: str
 
 
@@ -67,6 +89,8 @@ class ScannedFile:
     path: str
     skipped: str | None = None
     detail: str = ""
+    # (device, inode): a file reached by two paths (a symlink, a hard link) is read once.
+    identity: tuple[int, int] | None = None
     header: tuple[str, ...] = ()
     data_rows: int = 0
     # The candidate lines (without the \n; a CR before it stays) and their line numbers.
@@ -75,11 +99,30 @@ class ScannedFile:
     # Filled in by `rowparse` from the candidates.
     oom_rows: list[OomRow] = field(default_factory=list)
     bad_rows: list[BadRow] = field(default_factory=list)
+    # Only for a file with lone CRs: git's line number (it counts `\n` only) of each line,
+    # index = our line number - 1.
+    git_lines: list[int] | None = None
 
 
 def scan_files(paths: Iterable[str]) -> list[ScannedFile]:
-    """Scan each file, in order. Never raises for a bad file: the result says what is wrong."""
-    return [scan_file(path) for path in paths]
+    """Scan each file, in order. Never raises for a bad file: the result says what is wrong.
+
+    A file reached by several paths counts once, under a path that is not a symlink when there
+    is one (so removing the link later does not change the records' source); the other paths
+    are skipped as SAME_FILE, their detail naming the path read.
+    """
+    results = [scan_file(path) for path in paths]
+    paths_of: dict[tuple[int, int], list[ScannedFile]] = {}
+    for result in results:
+        if result.identity is not None:
+            paths_of.setdefault(result.identity, []).append(result)
+    for group in paths_of.values():
+        if len(group) > 1:
+            kept = next((r for r in group if not os.path.islink(r.path)), group[0])
+            for result in group:
+                if result is not kept:
+                    result.skipped, result.detail = SAME_FILE, kept.path
+    return results
 
 
 def scan_file(path: str) -> ScannedFile:
@@ -92,6 +135,8 @@ def scan_file(path: str) -> ScannedFile:
     if data.find(b"\0", start, start + _BINARY_PROBE) >= 0:
         result.skipped = BINARY
         return result
+    if b"\r" in data and _LONE_CR.search(data):
+        data = _lone_crs_to_newlines(data, result)
     header_at, body_at = _header_span(data, start)
     if header_at < 0:
         result.skipped = EMPTY
@@ -109,20 +154,28 @@ def scan_file(path: str) -> ScannedFile:
 
 
 def _read(path: str, result: ScannedFile) -> bytes | None:
-    # No fstat: it costs as much as the read on small files. Callers pass regular files (the
-    # folder walk knows each entry's type); O_NONBLOCK keeps a FIFO that slipped in from hanging.
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         result.skipped, result.detail = UNREADABLE, exc.strerror or str(exc)
         return None
     try:
-        data = os.read(fd, _FIRST_READ)
-        if len(data) == _FIRST_READ:
-            chunks = [data]
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            data = b"".join(chunks)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            result.skipped, result.detail = NOT_A_FILE, file_kind(info.st_mode)
+            return None
+        if info.st_ino:
+            # Some filesystems (FUSE, network mounts) report inode 0 for every file.
+            result.identity = (info.st_dev, info.st_ino)
+        if info.st_size > MAX_FILE_BYTES:
+            result.skipped, result.detail = TOO_LARGE, f"{info.st_size:,} bytes"
+            return None
+        chunks: list[bytes] = []
+        left = info.st_size
+        while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     except OSError as exc:
         result.skipped, result.detail = UNREADABLE, exc.strerror or str(exc)
         return None
@@ -132,6 +185,29 @@ def _read(path: str, result: ScannedFile) -> bytes | None:
         result.skipped = EMPTY
         return None
     return data
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    for test, kind in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _lone_crs_to_newlines(data: bytes, result: ScannedFile) -> bytes:
+    """Every line break as `\n`, and git's line number of each line (rare: old Mac files)."""
+    git_lines = [1]
+    for brk in _LINE_BREAK.finditer(data):
+        git_lines.append(git_lines[-1] + (brk.group() != b"\r"))
+    result.git_lines = git_lines
+    return _LINE_BREAK.sub(b"\n", data)
 
 
 def _header_span(data: bytes, pos: int) -> tuple[int, int]:

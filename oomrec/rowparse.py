@@ -22,7 +22,7 @@ from functools import lru_cache
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING
 
-from oomrec import schema
+from oomrec import csvscan, schema
 from oomrec.csvscan import BadRow, OomRow, ScannedFile
 from oomrec.errors import OomrecError
 
@@ -51,6 +51,9 @@ _REGULAR = rf"^(?:{_BARE}|{_WRAPPED})(?:,(?:{_BARE}|{_WRAPPED}))*$"
 # line has, which polars (filling short rows with empty strings) does not say.
 _END = "\x01"
 
+# The csv module's default limit on one field's length.
+_FIELD_LIMIT = csv.field_size_limit()
+
 # Which columns of a header the import reads.
 Wanted = Callable[[tuple[str, ...]], tuple[int, ...]]
 
@@ -66,7 +69,8 @@ def polars_min_rows() -> int:
             f"${POLARS_MIN_ROWS_ENV}={given!r} is not a whole number >= 0; give a number of "
             "candidate rows (0: always polars) or unset it"
         )
-    return int(given)
+    # More digits than any row count (int() refuses 4,300 of them): never polars.
+    return int(given) if len(given) < 19 else 2**63 - 1
 
 
 def parse_candidates(files: Sequence[ScannedFile], wanted: Wanted, min_polars_rows: int) -> str:
@@ -116,16 +120,20 @@ def _parse_with_csv(lineno: int, raw: bytes, layout: _Layout) -> OomRow | BadRow
     try:
         text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError:
-        return BadRow(lineno, "not UTF-8 text")
+        return BadRow(lineno, csvscan.ROW_NOT_UTF8, "not UTF-8 text")
     try:
-        fields = next(csv.reader([text]))
+        fields = _split(text)
     except csv.Error as exc:
-        return BadRow(lineno, f"bad CSV quoting ({exc})")
+        return BadRow(lineno, csvscan.ROW_QUOTING, f"bad CSV quoting ({exc})")
     if not schema.is_true_oom(schema.trailing_token(fields)):
         if text.rstrip(' \t"').rsplit(",", 1)[-1].strip() == schema.TRUE_OOM:
             # The text ends in `,SKIP:oom`, but an open quote (the harness does not escape the
             # prompt) swallowed it into another field.
-            return BadRow(lineno, "CSV quoting makes its last field other than SKIP:oom")
+            return BadRow(
+                lineno,
+                csvscan.ROW_QUOTING,
+                "CSV quoting makes its last field other than SKIP:oom",
+            )
         return None
     # The token follows the named columns, sometimes after one stray empty field.
     extra = len(fields) - layout.width
@@ -133,9 +141,22 @@ def _parse_with_csv(lineno: int, raw: bytes, layout: _Layout) -> OomRow | BadRow
         return OomRow(lineno, layout.take(fields))
     return BadRow(
         lineno,
+        csvscan.ROW_FIELDS,
         f"{len(fields)} fields where the header names {layout.width} and a token follows them; "
         "its columns cannot be matched",
     )
+
+
+def _split(text: str) -> list[str]:
+    if len(text) <= _FIELD_LIMIT:
+        return next(csv.reader([text]))
+    # The csv module refuses a field over its (process-wide) limit, which polars does not have:
+    # lift it for this line only, which the line's own length bounds.
+    csv.field_size_limit(len(text))
+    try:
+        return next(csv.reader([text]))
+    finally:
+        csv.field_size_limit(_FIELD_LIMIT)
 
 
 def _add(file: ScannedFile, parsed: OomRow | BadRow | None) -> None:

@@ -420,7 +420,7 @@ def test_files_without_a_model_column_or_not_csv_are_skipped_with_a_reason(
         ],
         csvscan.BINARY: ["benchmarks/binary.csv"],
         csvscan.NOT_UTF8: ["benchmarks/latin1.csv"],
-        csvscan.NOT_A_FILE: ["benchmarks/pipe.csv"],
+        csvscan.NOT_A_FILE: ["benchmarks/pipe.csv (a FIFO)"],
         csvscan.UNREADABLE: ["benchmarks/dangling.csv (No such file or directory)"],
     }
 
@@ -673,6 +673,8 @@ def test_polars_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyP
     assert rowparse.polars_min_rows() == rowparse.POLARS_MIN_ROWS
     monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, " 25 ")
     assert rowparse.polars_min_rows() == 25
+    monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, "9" * 5000)
+    assert rowparse.polars_min_rows() == 2**63 - 1
     monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, "many")
     with pytest.raises(OomrecError, match=r"OOMREC_POLARS_MIN_ROWS='many' is not a whole number"):
         rowparse.polars_min_rows()

@@ -53,12 +53,13 @@ def test_dry_run_shows_what_it_would_add_and_writes_nothing(
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
     lines = result.stdout.splitlines()
-    assert lines[:10] == [
+    assert lines[:11] == [
         "files read                         1",
         "files skipped                      1",
         "  no model column                  1",
         "data rows                          5",
         "SKIP:oom rows                      2",
+        "SKIP:oom rows skipped              0",
         "would add                          2",
         "already in the record              0",
         "left out: other hardware           0",
@@ -66,7 +67,7 @@ def test_dry_run_shows_what_it_would_add_and_writes_nothing(
         "every length of it will be skipped",
         "would add to benchmarks/.oom-record",
     ]
-    table = "\n".join(lines[10:])
+    table = "\n".join(lines[11:])
     assert f"gemma-4-31b-it-4bit │  32768 │ gb10     │ 2026-07-03 │ {bench[:8]} │" in table
     assert f"qwen3-30b-a3b-4bit  │      0 │ gb10     │ 2026-07-03 │ {bench[:8]} │" in table
     assert records(repo) == []
@@ -107,7 +108,10 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
         "other_hardware_tags": {"gb10": 2},
         "records": [],
         "shortest_prompt": [],
+        "rows_skipped": {},
         "bad_rows": [],
+        "row_notes": [],
+        "blame_failed": [],
         "no_adding_commit": [],
         "uncommitted_rows": [],
         "parsed_with": "csv",
@@ -287,8 +291,14 @@ def test_a_real_process_on_bad_input_never_prints_a_traceback(repo: Repo) -> Non
     assert "Traceback" not in done.stderr
     report = json.loads(done.stdout)
     assert report["bad_rows"] == [
-        {"source": "benchmarks/cuda_gb10_latin1.csv", "line": 2, "problem": "not UTF-8 text"}
+        {
+            "source": "benchmarks/cuda_gb10_latin1.csv",
+            "line": 2,
+            "reason": "not UTF-8 text",
+            "problem": "not UTF-8 text",
+        }
     ]
+    assert report["rows_skipped"] == {"not UTF-8 text": 1}
     assert report["files_skipped"] == {
         "binary, not CSV text": ["benchmarks/binary.csv"],
         "cannot be read": ["benchmarks/dangling.csv (No such file or directory)"],
@@ -409,13 +419,18 @@ def test_a_row_appended_after_the_file_was_added_gets_its_own_commit(
 
 
 def test_concurrent_imports_add_each_record_once(repo: Repo) -> None:
-    lines = [
-        row(f"model-{i}", "SKIP:oom", length=str(512 * (1 + i % 4)), hardware=GB10)
-        for i in range(400)
-    ]
+    def lines(day: int) -> list[str]:
+        return [
+            row(f"model-{day}-{i}", "SKIP:oom", length=str(512 * (1 + i % 4)), hardware=GB10)
+            for i in range(400)
+        ]
+
     repo.commit(
         "many rows",
-        {f"benchmarks/cuda_gb10_2026-07-{day:02d}.csv": csv_text(H15, *lines) for day in (1, 2)},
+        {
+            f"benchmarks/cuda_gb10_2026-07-{day:02d}.csv": csv_text(H15, *lines(day))
+            for day in (1, 2)
+        },
     )
     argv = [sys.executable, "-m", "oomrec", "record", "import-csv", "--all-hardware", "--json"]
     procs = [
@@ -426,10 +441,10 @@ def test_concurrent_imports_add_each_record_once(repo: Repo) -> None:
     assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in outputs]
     reports = [json.loads(out) for out, _ in outputs]
     written = records(repo)
-    # The two files hold the same 400 OOMs: the same evidence (records.evidence_key) once.
-    assert len(written) == len(set(written)) == 400
+    # Two files of 400 distinct OOMs each: every record once, whoever wrote it.
+    assert len(written) == len(set(written)) == 800
     # What each one says it added is what it wrote: together, every record once.
-    assert sum(r["added"] for r in reports) == 400
+    assert sum(r["added"] for r in reports) == 800
     assert all(r["added"] + r["already_present"] == 800 for r in reports)
     assert sorted(line for r in reports for line in _lines(r["records"])) == sorted(written)
 

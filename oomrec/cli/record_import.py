@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -52,8 +53,8 @@ def record_import_csv(
     """Turn the SKIP:oom rows of existing benchmark CSVs into OOM records; safe to rerun.
 
     Only rows whose last field is exactly SKIP:oom count. A row already in the record (same
-    model, length, hardware, commit, source) is not added again. Many candidate rows are parsed
-    with polars, from $OOMREC_POLARS_MIN_ROWS rows (default: the measured break-even).
+    model, length, hardware, commit, from any CSV) is not added again. Many candidate rows are
+    parsed with polars, from $OOMREC_POLARS_MIN_ROWS rows (default: the measured break-even).
 
     Example: oomrec record import-csv benchmarks/ --all-hardware --dry-run
     """
@@ -84,20 +85,46 @@ def record_import_csv(
             _print_report(report, record_file.shown_as, dry_run=dry_run, verbose=verbose)
 
 
+# Warnings of one kind shown on stderr before the rest are only counted: a corpus of a million
+# broken rows must not print a million lines (--json lists them all).
+MAX_WARNINGS = 20
+
+
 def _print_warnings(report: ImportReport) -> None:
-    for bad in report.bad_rows:
-        typer.echo(f"warning: {bad}", err=True)
-    for source in report.no_adding_commit:
+    _warn([str(bad) for bad in report.bad_rows], "SKIP:oom rows not imported")
+    _warn([str(note) for note in report.row_notes], "SKIP:oom rows imported with a note")
+    _warn(
+        [
+            f"{source}: git has no commit adding it; its rows without a commit column get "
+            "commit 'unknown', which prune keeps; commit the file before importing it"
+            for source in report.no_adding_commit
+        ],
+        "files without an adding commit",
+    )
+    _warn(
+        [
+            f"{source}: git blame failed ({problem}); its rows without a commit column get "
+            "commit 'unknown', which prune keeps"
+            for source, problem in report.blame_failed
+        ],
+        "files git could not blame",
+    )
+    _warn(
+        [
+            f"{source}:{lineno}: SKIP:oom row not committed yet; without a commit column it gets "
+            "commit 'unknown', which prune keeps; commit the file before importing it"
+            for source, lineno in report.uncommitted_rows
+        ],
+        "rows not committed yet",
+    )
+
+
+def _warn(lines: Sequence[str], what: str) -> None:
+    for text in lines[:MAX_WARNINGS]:
+        typer.echo(f"warning: {text}", err=True)
+    if len(lines) > MAX_WARNINGS:
         typer.echo(
-            f"warning: {source}: git has no commit adding it; its rows without a commit column "
-            "get commit 'unknown', which prune keeps; commit the file before importing it",
-            err=True,
-        )
-    for source, lineno in report.uncommitted_rows:
-        typer.echo(
-            f"warning: {source}:{lineno}: SKIP:oom row not committed yet; without a commit "
-            "column it gets commit 'unknown', which prune keeps; commit the file before "
-            "importing it",
+            f"warning: ... and {len(lines) - MAX_WARNINGS} more {what} (--json lists them all)",
             err=True,
         )
 
@@ -120,6 +147,10 @@ def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verb
                 line(f"    {path}")
     count("data rows", report.data_rows)
     count("SKIP:oom rows", report.oom_rows)
+    skipped_rows = report.rows_skipped
+    count("SKIP:oom rows skipped", sum(skipped_rows.values()))
+    for reason, n in sorted(skipped_rows.items()):
+        count(reason, n, indent=2)
     count("would add" if dry_run else "records added", len(report.new))
     count("already in the record", report.already_present)
     count("left out: other hardware", sum(report.other_hardware.values()))
