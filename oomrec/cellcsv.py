@@ -1,0 +1,124 @@
+"""What a runner wrote to its cell CSV, read as untrusted input.
+
+The runner may leave anything at `{cell_csv}`: a FIFO (a blocking open would hang the sweep past
+any timeout), a symlink to `/dev/zero` (a read would never end), to `/etc/passwd`, or rows of
+other cells. So the file is opened non-blocking, read only when it is a regular file (after
+symlinks), at most CELL_CSV_CAP bytes, and only rows of the cell's own model and length are kept:
+a runner's extra rows copied into the aggregate would become records at the next import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from oomrec.schema import split_row
+
+# A harness cell CSV is a header and one row, well under 4 KiB.
+CELL_CSV_CAP = 1024 * 1024
+_LENGTH_COLUMN = "prompt_target_len"
+
+
+@dataclass(frozen=True, slots=True)
+class CellCsv:
+    """The header line and the cell's own data rows (without endings), the rows of other cells
+    that were dropped, and why the file was not read at all (None when it was, or is absent)."""
+
+    header: str | None
+    rows: tuple[str, ...]
+    dropped: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def read_cell_csv(path: Path, model: str, length: int) -> CellCsv:
+    """The cell CSV as written, keeping only the rows of `model` at `length`."""
+    try:
+        data = _read_regular(path)
+    except FileNotFoundError:
+        return CellCsv(None, ())
+    except _NotRead as exc:
+        return CellCsv(None, (), problem=str(exc))
+    text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        return CellCsv(None, ())
+    header, rows = lines[0], lines[1:]
+    kept, dropped = _own_rows(header, rows, model, length)
+    return CellCsv(header, tuple(kept), tuple(dropped))
+
+
+def remove(path: Path) -> None:
+    """Remove whatever the runner left at `path` (a file, a FIFO, a symlink, a directory)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+class _NotRead(Exception):
+    """The cell CSV exists but is not read; the message says why."""
+
+
+def _read_regular(path: Path) -> bytes:
+    # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _NotRead(f"the cell CSV is {_kind(info.st_mode)}, not a regular file; not read")
+        if info.st_size > CELL_CSV_CAP:
+            raise _NotRead(
+                f"the cell CSV is {info.st_size} bytes, over the {CELL_CSV_CAP} bytes a cell "
+                "CSV may have; not read"
+            )
+        data = os.read(fd, CELL_CSV_CAP + 1)
+        if len(data) > CELL_CSV_CAP:
+            raise _NotRead(f"the cell CSV grew over {CELL_CSV_CAP} bytes; not read")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[list[str], list[str]]:
+    """Rows of `model` whose length is `length`; the others.
+
+    The model is the `model` column (else the first); the length is the `prompt_target_len`
+    column, or, since the harness leaves a prompt's inner quotes unescaped (which moves fields
+    for a CSV parser), one of the last three raw fields, where the harness puts it before its
+    token. A header without that column cannot tell lengths apart: its first row of the model
+    is kept.
+    """
+    names = [name.strip() for name in split_row(header)]
+    model_at = names.index("model") if "model" in names else 0
+    length_at = names.index(_LENGTH_COLUMN) if _LENGTH_COLUMN in names else None
+    kept: list[str] = []
+    dropped: list[str] = []
+    for row in rows:
+        fields = split_row(row)
+        own = len(fields) > model_at and fields[model_at].strip() == model
+        if own and length_at is not None:
+            at = fields[length_at].strip() if len(fields) > length_at else None
+            own = at == str(length) or str(length) in (f.strip() for f in row.rsplit(",", 3)[1:])
+        elif own:
+            own = not kept
+        (kept if own else dropped).append(row)
+    return kept, dropped

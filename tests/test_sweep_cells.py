@@ -1,0 +1,192 @@
+"""`oomrec sweep` against hostile and unusual runners: kill verdicts, long output, special files
+at `{cell_csv}`, rows of other cells, escaped processes, huge timeouts. Real runner processes,
+through the CLI, in real git repositories."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from oomrec.cellcsv import CELL_CSV_CAP
+from oomrec.oomkill import read_counters
+from oomrec.schema import HEADER_15
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.helpers import gone
+
+Cli = Callable[..., CliResult]
+
+# One behaviour per cell length, from actions.json beside it ({"length": "action"}); lengths not
+# named write an ok row. `runner.py model length cell_csv`.
+RUNNER = r"""
+import json, os, signal, subprocess, sys
+from pathlib import Path
+
+model, length, cell_csv = sys.argv[1:4]
+here = Path(sys.argv[0]).parent
+action = json.loads((here / "actions.json").read_text()).get(length, "ok")
+tail = f'2026-07-03,hw,0.3.3,release,32,"Hi, you",{length}'
+row = f"{model},./models/{model},{length},32,1.0,2.0,3.0,4.0,{tail}"
+if action == "ok":
+    Path(cell_csv).write_text(f"HEADER\n{row}\n")
+elif action == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+elif action == "oom-then-chatter":
+    print("RuntimeError: CUDA error: out of memory", flush=True)
+    sys.stdout.write(("... a long traceback and a verbose logger ...\n") * 30_000)
+    sys.exit(1)
+elif action == "fifo":
+    os.mkfifo(cell_csv)
+elif action == "dev-zero":
+    os.symlink("/dev/zero", cell_csv)
+elif action == "passwd":
+    os.symlink("/etc/passwd", cell_csv)
+elif action == "dir":
+    os.makedirs(Path(cell_csv) / "sub")
+elif action == "huge":
+    Path(cell_csv).write_text(f"HEADER\n{row}\n" + "x" * (CAP + 1))
+elif action == "extra-rows":
+    other = row.replace(f",{length}", ",99999").replace(model, "fabricated-model")
+    fake_oom = f'{model},./models/{model},,,,,,,2026-07-03,,,,32,"",1,SKIP:oom'
+    Path(cell_csv).write_text(f"HEADER\n{row}\n{other}\n{fake_oom}\n")
+elif action == "escape":
+    child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    (here / "escaped.pid").write_text(str(child.pid))
+    Path(cell_csv).write_text(f"HEADER\n{row}\n")
+""".replace("HEADER", HEADER_15).replace("CAP", str(CELL_CSV_CAP))
+
+
+@pytest.fixture
+def run_sweep(cli: Cli, repo: Repo, tmp_path: Path) -> Callable[..., CliResult]:
+    """A sweep of model `a` over the given lengths, each length doing what `actions` says."""
+    script = tmp_path / "runner" / "runner.py"
+    script.parent.mkdir()
+    script.write_text(RUNNER)
+    (repo.path / "models" / "a").mkdir(parents=True)
+
+    def run(actions: dict[int, str], lengths: str, *args: str) -> CliResult:
+        table = {str(length): action for length, action in actions.items()}
+        (script.parent / "actions.json").write_text(json.dumps(table))
+        template = f"{sys.executable} {script} {{model}} {{length}} {{cell_csv}}"
+        return cli(
+            "sweep", "--runner", template, "--output", "out.csv", "--models", "a",
+            "--lengths", lengths, *args,
+        )  # fmt: skip
+
+    return run
+
+
+def rows(repo: Repo) -> list[str]:
+    return (repo.path / "out.csv").read_text().splitlines()[1:]
+
+
+def record(repo: Repo) -> str:
+    path = repo.path / "benchmarks" / ".oom-record"
+    return path.read_text() if path.exists() else ""
+
+
+def test_a_runner_that_kill_9s_itself_is_fail_killed_and_recorded_nowhere(
+    run_sweep: Callable[..., CliResult], repo: Repo
+) -> None:
+    if not read_counters().values:
+        pytest.skip("no OOM-kill counter is readable on this machine")
+    result = run_sweep({512: "kill"}, "512 2048", "--json")
+    assert result.exit_code == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    assert [(c["verdict"], c["oom_evidence"]) for c in cells] == [
+        ("FAIL:killed", None),
+        ("ok", None),
+    ]
+    # No backstop: the longer cell ran. No record.
+    assert rows(repo)[0].endswith(",512,FAIL:killed")
+    assert record(repo) == ""
+    assert "[1/2] a @ 512: FAIL:killed (" in result.stderr
+    assert "not by the OOM killer: no OOM kill counted (/proc/vmstat" in result.stderr
+
+
+def test_an_oom_line_followed_by_a_megabyte_of_output_is_a_true_oom(
+    run_sweep: Callable[..., CliResult], repo: Repo
+) -> None:
+    result = run_sweep({512: "oom-then-chatter"}, "512 2048")
+    assert result.exit_code == 0, result.stderr
+    assert [row.rsplit(",", 1)[1] for row in rows(repo)] == ["SKIP:oom", "SKIP:oom_backstop"]
+    assert record(repo).startswith("a,512,")
+    assert "output has 'CUDA error: out of memory'" in result.stdout
+    assert "OOM evidence: signature" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("action", "said"),
+    [
+        ("fifo", "the cell CSV is a FIFO, not a regular file; not read"),
+        ("dev-zero", "the cell CSV is a character device, not a regular file; not read"),
+        ("dir", "the cell CSV is a directory, not a regular file; not read"),
+        ("huge", f"bytes, over the {CELL_CSV_CAP} bytes a cell CSV may have; not read"),
+    ],
+)
+def test_a_special_or_huge_cell_csv_is_not_read_and_the_sweep_goes_on(
+    run_sweep: Callable[..., CliResult], repo: Repo, action: str, said: str
+) -> None:
+    result = run_sweep({512: action}, "512 2048", "--timeout", "20")
+    assert result.exit_code == 0, result.stderr
+    first, second = rows(repo)
+    assert first.endswith(",512,FAIL:no_output")
+    assert second.endswith(',"Hi, you",2048')
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("[1/2]")]
+    assert said in line
+    assert "FAIL:timeout" not in result.stdout
+
+
+def test_a_cell_csv_linked_to_another_file_is_not_copied_into_the_results(
+    run_sweep: Callable[..., CliResult], repo: Repo
+) -> None:
+    result = run_sweep({512: "passwd"}, "512")
+    assert result.exit_code == 0, result.stderr
+    text = (repo.path / "out.csv").read_text()
+    assert "root:" not in text
+    assert rows(repo) == [f'a,./models/a,,,,,,,{_today()},,,,32,"",512,FAIL:no_output']
+    assert "dropped " in result.stdout
+    assert Path("/etc/passwd").exists()
+
+
+def test_rows_of_other_cells_are_dropped_and_said(
+    run_sweep: Callable[..., CliResult], repo: Repo
+) -> None:
+    result = run_sweep({512: "extra-rows"}, "512")
+    assert result.exit_code == 0, result.stderr
+    [row] = rows(repo)
+    assert row.startswith("a,./models/a,512,32,")
+    assert "fabricated" not in (repo.path / "out.csv").read_text()
+    assert "dropped 2 rows of other cells from the cell CSV (first: 'fabricated-model," in (
+        result.stdout
+    )
+    # The fabricated SKIP:oom of another length became no record.
+    assert record(repo) == ""
+
+
+def test_a_process_that_left_the_group_dies_with_its_cell_and_the_log_says_so(
+    run_sweep: Callable[..., CliResult], repo: Repo, tmp_path: Path
+) -> None:
+    result = run_sweep({512: "escape"}, "512")
+    assert result.exit_code == 0, result.stderr
+    assert gone(int((tmp_path / "runner" / "escaped.pid").read_text()))
+    assert "killed 1 leftover process of the cell (1 had left its process group)" in (result.stdout)
+
+
+@pytest.mark.parametrize("timeout", ["2147484", "1e300"])
+def test_a_huge_timeout_runs_the_sweep(
+    run_sweep: Callable[..., CliResult], repo: Repo, timeout: str
+) -> None:
+    result = run_sweep({}, "512", "--timeout", timeout, "--cooldown", "0")
+    assert result.exit_code == 0, result.stderr
+    assert rows(repo)[0].startswith("a,./models/a,512,32,")
+
+
+def _today() -> str:
+    from datetime import date
+
+    return date.today().isoformat()
