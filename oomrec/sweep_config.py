@@ -24,6 +24,7 @@ DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
 DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_WARMUP_TOKENS = 4
+MAX_COOLDOWN_S = 86400.0
 
 # The harness's own cell runner and how bench_longprompt.sh calls it.
 DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
@@ -230,7 +231,7 @@ def configure(
         hardware=hardware,
         date=day,
         timeout=timeout,
-        cooldown=opts.cooldown,
+        cooldown=_cooldown(opts.cooldown),
         max_tokens=opts.max_tokens,
         warmup_tokens=opts.warmup_tokens,
         ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
@@ -263,6 +264,15 @@ def _positive(value: object, where: str) -> float:
     ):
         raise OomrecError(f"{where} must be a number of seconds > 0, not {value!r}")
     return float(value)
+
+
+def _cooldown(value: float) -> float:
+    # time.sleep overflows past ~292 years; a day between cells is already more than anyone means.
+    if not math.isfinite(value) or not 0 <= value <= MAX_COOLDOWN_S:
+        raise OomrecError(
+            f"--cooldown must be a number of seconds from 0 to {MAX_COOLDOWN_S:.0f}, not {value!r}"
+        )
+    return value
 
 
 def _as_typed(path: Path) -> str:

@@ -555,6 +555,8 @@ def test_json_summary_on_stdout_and_the_log_on_stderr(
         (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
         (["--timeout", "nan"], "--timeout must be a number of seconds > 0"),
         (["--timeout", "inf"], "--timeout must be a number of seconds > 0"),
+        (["--cooldown", "inf"], "--cooldown must be a number of seconds from 0 to 86400, not inf"),
+        (["--cooldown", "1e12"], "--cooldown must be a number of seconds from 0 to 86400"),
         (["--demo", "--runner", "./run.py"], "--demo runs the built-in demo runner"),
     ],
 )
