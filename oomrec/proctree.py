@@ -18,11 +18,13 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psutil
 
 SAMPLE_S = 0.2
+_PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
 _PR_SET_CHILD_SUBREAPER = 36
 # Enough rounds for a chain of processes adopted one generation at a time as parents die.
 _KILL_ROUNDS = 20
@@ -65,8 +67,12 @@ class ProcessTree:
         """Made before the runner starts: children this process already has are not the cell's."""
         self.root = -1
         self.peak: int | None = None
-        self._me = psutil.Process()
-        self._before = {(p.pid, _created(p)) for p in self._me.children()}
+        self._me = os.getpid()
+        self._before = {
+            (pid, _created(proc))
+            for pid in _children_map(fast=True)(self._me)
+            if (proc := _process(pid)) is not None
+        }
         self._seen: dict[int, psutil.Process] = {}
         self._killed: set[int] = set()
         self._escaped: set[int] = set()
@@ -78,7 +84,7 @@ class ProcessTree:
     def sample(self) -> None:
         """Add the tree's current summed RSS to the peak."""
         total = 0
-        for proc in self._members():
+        for proc in self._members(fast=True):
             with contextlib.suppress(psutil.Error):
                 total += proc.memory_info().rss
         if total and (self.peak is None or total > self.peak):
@@ -92,7 +98,13 @@ class ProcessTree:
         """Kill every process of the tree but the root (reaped by its waiter), reap adopted
         ones, until none is left."""
         for _ in range(_KILL_ROUNDS):
-            targets = [p for p in self._members() if p.pid != self.root and _alive(p)]
+            # Only new ones: one already killed and still alive is stuck in the kernel (a wedged
+            # driver), and waiting for it again would stall the sweep.
+            targets = [
+                p
+                for p in self._members(fast=False)
+                if p.pid != self.root and p.pid not in self._killed and _alive(p)
+            ]
             if not targets:
                 break
             for proc in targets:
@@ -105,15 +117,22 @@ class ProcessTree:
             self._reap_adopted()
         self._reap_adopted()
 
-    def _members(self) -> list[psutil.Process]:
+    def _members(self, *, fast: bool) -> list[psutil.Process]:
+        """The cell's processes now: the descendants of this process's new children (the runner
+        and adopted orphans), and those seen before that still run (where there is no
+        subreaper, an orphan's new parent is init)."""
+        children = _children_map(fast)
         found: dict[int, psutil.Process] = {}
-        with contextlib.suppress(psutil.Error):
-            for child in self._me.children():
-                if (child.pid, _created(child)) in self._before:
-                    continue
-                found[child.pid] = child
-                with contextlib.suppress(psutil.Error):
-                    found.update((p.pid, p) for p in child.children(recursive=True))
+        queue = list(children(self._me))
+        while queue:
+            pid = queue.pop()
+            if pid in found:
+                continue
+            proc = self._seen.get(pid) or _process(pid)
+            if proc is None or (pid, _created(proc)) in self._before:
+                continue
+            found[pid] = proc
+            queue.extend(children(pid))
         for pid, proc in list(self._seen.items()):
             if pid not in found and proc.is_running():
                 found[pid] = proc
@@ -127,6 +146,36 @@ class ProcessTree:
                 continue
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)
+
+
+def _children_map(fast: bool) -> Callable[[int], list[int]]:
+    """pid -> its children's pids. Fast: Linux's /proc/PID/task/TID/children (~20 us for a
+    small tree), which may miss a process forking at that instant, fine for a memory sample.
+    Otherwise one scan of every process (~2 ms), exact, for killing."""
+    if fast and _PROC_CHILDREN:
+        return _proc_children
+    ppids: dict[int, list[int]] = {}
+    for proc in psutil.process_iter(["ppid"]):
+        ppids.setdefault(proc.info["ppid"], []).append(proc.pid)
+    return lambda pid: ppids.get(pid, [])
+
+
+def _proc_children(pid: int) -> list[int]:
+    pids: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
+                pids.extend(int(child) for child in fh.read().split())
+    except OSError:
+        pass
+    return pids
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
 
 
 def _created(proc: psutil.Process) -> float | None:
