@@ -99,26 +99,38 @@ def _kind(mode: int) -> str:
 
 
 def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[list[str], list[str]]:
-    """Rows of `model` whose length is `length`; the others.
+    """Rows of `model` at `length`; the others.
 
-    The model is the `model` column (else the first); the length is the `prompt_target_len`
-    column, or, since the harness leaves a prompt's inner quotes unescaped (which moves fields
-    for a CSV parser), one of the last three raw fields, where the harness puts it before its
-    token. A header without that column cannot tell lengths apart: its first row of the model
-    is kept.
+    The model is the `model` column (else the first), as the cell names it or its basename. The
+    length is the `prompt_target_len` column, or one of the row's last three raw fields, where
+    the harness puts it: a CSV parser misreads a harness row whose prompt holds unescaped
+    quotes. A row of the model whose length is empty or has no column cannot be told apart from
+    the cell's own: the first such row is kept, since dropping a runner's own SKIP:oom would
+    miss an OOM, the worse error.
     """
     names = [name.strip() for name in split_row(header)]
     model_at = names.index("model") if "model" in names else 0
     length_at = names.index(_LENGTH_COLUMN) if _LENGTH_COLUMN in names else None
+    want = str(length)
+    # The harness writes a model's directory basename, also for a nested `org/model`.
+    models = {model, model.rsplit("/", 1)[-1]}
     kept: list[str] = []
     dropped: list[str] = []
+    unverified_kept = False
     for row in rows:
         fields = split_row(row)
-        own = len(fields) > model_at and fields[model_at].strip() == model
-        if own and length_at is not None:
-            at = fields[length_at].strip() if len(fields) > length_at else None
-            own = at == str(length) or str(length) in (f.strip() for f in row.rsplit(",", 3)[1:])
-        elif own:
-            own = not kept
+        if len(fields) <= model_at or fields[model_at].strip() not in models:
+            dropped.append(row)
+            continue
+        at = fields[length_at].strip() if length_at is not None and len(fields) > length_at else ""
+        if length_at is not None and (
+            at == want or want in (field.strip() for field in row.rsplit(",", 3)[1:])
+        ):
+            own = True
+        elif length_at is None or not at:
+            own = not unverified_kept
+            unverified_kept = True
+        else:
+            own = False
         (kept if own else dropped).append(row)
     return kept, dropped

@@ -86,7 +86,9 @@ def verdict_from_exit(
     if signature is not None:
         return Verdict(TRUE_OOM, f"{how}, output has {signature.describe()}", EVIDENCE_SIGNATURE)
     if not sigkill:
-        return Verdict(FAIL_BENCH, f"{how}, no out-of-memory message in its output")
+        # Not evidence enough alone (the counter may be the machine's), but worth a look.
+        seen = f"; {kills.describe()}" if kills.confirmed else ""
+        return Verdict(FAIL_BENCH, f"{how}, no out-of-memory message in its output{seen}")
     if kills.unreadable:
         return Verdict(
             TRUE_OOM,

@@ -229,8 +229,10 @@ def _counters_readable() -> None:
         # -k: TERM first, ignored, then KILL.
         ["timeout", "-k", "0.2", "0.2", PY, "-c", "import signal, time; "
          "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(10)"],
+        # A shell's way of saying its child was SIGKILLed.
+        ["sh", "-c", "exit 137"],
     ],
-    ids=["kill-9-self", "timeout-s-KILL", "timeout-k"],
+    ids=["kill-9-self", "timeout-s-KILL", "timeout-k", "exit-137"],
 )  # fmt: skip
 def test_a_sigkill_the_kernel_did_not_count_is_fail_killed(argv: list[str]) -> None:
     _counters_readable()
