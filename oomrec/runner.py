@@ -168,8 +168,8 @@ def run_cell(
     before = oomkill.read_counters()
     start = time.perf_counter()
     floor = _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
-    subreaper = proctree.set_subreaper(True)
     tree = proctree.ProcessTree()
+    subreaper = proctree.set_subreaper(True)
     try:
         proc = subprocess.Popen(
             argv,

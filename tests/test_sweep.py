@@ -25,12 +25,12 @@ Cli = Callable[..., CliResult]
 TODAY = date.today().isoformat()
 
 # A runner that behaves per cell as told in behaviour.json ("model:length" or "model" -> action)
-# and logs every launch: `ok`, `row:TOKEN` (the runner's own skip row), `exit:N:TEXT`, `kill`,
+# and logs every launch: `ok`, `row:TOKEN` (the runner's own skip row), `exit:N:TEXT`,
 # `alloc:MIB:TEXT` (touch MIB MiB, print TEXT, exit 1), `block:PATH:TEXT` (mkdir PATH, print
-# TEXT, exit 1)
-# (SIGKILL itself), `sleep` (write its pid, then sleep), `argv` (write its argv as JSON).
+# TEXT, exit 1), `sleep` (write its pid, then sleep), `argv` (write its argv as JSON).
+# (Kill verdicts: test_sweep_cells.py.)
 RUNNER = r"""#!/usr/bin/env python3
-import json, os, signal, sys, time
+import json, os, sys, time
 from pathlib import Path
 
 here = Path(__file__).parent
@@ -52,8 +52,6 @@ elif action.startswith("exit:"):
     print("loading model...", flush=True)
     print(text, file=sys.stderr, flush=True)
     sys.exit(int(code))
-elif action == "kill":
-    os.kill(os.getpid(), signal.SIGKILL)
 elif action.startswith("block:"):
     # Put a directory where the sweep will write its CSV, then fail as an OOM.
     os.makedirs(action.split(":", 2)[1])
