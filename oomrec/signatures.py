@@ -136,16 +136,18 @@ class SignatureHit:
 class SignatureScanner:
     """Matches the table over a byte stream fed chunk by chunk, in bounded memory.
 
-    For each signature, its first acceptable match in the stream is kept; `hit` is that of the
-    first signature in table order, so a specific message wins over a generic one wherever it
-    came in the output.
+    `hit` is the first match of the first signature in table order that the stream holds, so a
+    specific message wins over a generic one wherever it came in the output.
     """
 
     def __init__(self) -> None:
         self._carry = b""
-        self._found: dict[int, SignatureHit] = {}
+        self._best = len(SIGNATURES)
+        self._hit: SignatureHit | None = None
 
     def feed(self, chunk: bytes, *, final: bool = False) -> None:
+        if self._best == 0:
+            return  # nothing can come before the table's first signature
         data = self._carry + chunk
         lowered = data.lower()
         # Every match holds an anchor, and a plain log (most output) holds none: four
@@ -156,12 +158,13 @@ class SignatureScanner:
         # A match is judged only with CONTEXT bytes after it (or at the end of the stream);
         # one ending later is found again next time, since the carry holds all of it.
         limit = len(data) if final else len(data) - CONTEXT
-        for index, sig in enumerate(SIGNATURES):
-            if index in self._found:
-                continue
+        # Only signatures before the best one found so far can change the verdict.
+        for index, sig in enumerate(SIGNATURES[: self._best]):
             hit = _first_match(sig, data, lowered, limit)
             if hit is not None:
-                self._found[index] = hit
+                self._best = index
+                self._hit = hit
+                break
         self._carry = b"" if final else data[-_KEEP:]
 
     def close(self) -> None:
@@ -170,7 +173,7 @@ class SignatureScanner:
 
     @property
     def hit(self) -> SignatureHit | None:
-        return self._found[min(self._found)] if self._found else None
+        return self._hit
 
 
 def _first_match(sig: Signature, data: bytes, lowered: bytes, limit: int) -> SignatureHit | None:
