@@ -5,6 +5,7 @@ through the CLI, in real git repositories."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -60,22 +61,42 @@ elif action == "escape":
 """.replace("HEADER", HEADER_15).replace("CAP", str(CELL_CSV_CAP))
 
 
+class CellRunner:
+    """The runner script of one test and what it does per length."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir()
+        self.script = directory / "runner.py"
+        self.script.write_text(RUNNER)
+
+    def act(self, actions: dict[int, str]) -> None:
+        table = {str(length): action for length, action in actions.items()}
+        (self.script.parent / "actions.json").write_text(json.dumps(table))
+
+    @property
+    def template(self) -> str:
+        return f"{sys.executable} {self.script} {{model}} {{length}} {{cell_csv}}"
+
+    def args(self, lengths: str) -> list[str]:
+        return [
+            "sweep", "--runner", self.template, "--output", "out.csv", "--models", "a",
+            "--lengths", lengths,
+        ]  # fmt: skip
+
+
 @pytest.fixture
-def run_sweep(cli: Cli, repo: Repo, tmp_path: Path) -> Callable[..., CliResult]:
-    """A sweep of model `a` over the given lengths, each length doing what `actions` says."""
-    script = tmp_path / "runner" / "runner.py"
-    script.parent.mkdir()
-    script.write_text(RUNNER)
+def cell_runner(repo: Repo, tmp_path: Path) -> CellRunner:
     (repo.path / "models" / "a").mkdir(parents=True)
+    return CellRunner(tmp_path / "runner")
+
+
+@pytest.fixture
+def run_sweep(cli: Cli, cell_runner: CellRunner) -> Callable[..., CliResult]:
+    """A sweep of model `a` over the given lengths, each length doing what `actions` says."""
 
     def run(actions: dict[int, str], lengths: str, *args: str) -> CliResult:
-        table = {str(length): action for length, action in actions.items()}
-        (script.parent / "actions.json").write_text(json.dumps(table))
-        template = f"{sys.executable} {script} {{model}} {{length}} {{cell_csv}}"
-        return cli(
-            "sweep", "--runner", template, "--output", "out.csv", "--models", "a",
-            "--lengths", lengths, *args,
-        )  # fmt: skip
+        cell_runner.act(actions)
+        return cli(*cell_runner.args(lengths), *args)
 
     return run
 
@@ -169,11 +190,11 @@ def test_rows_of_other_cells_are_dropped_and_said(
 
 
 def test_a_process_that_left_the_group_dies_with_its_cell_and_the_log_says_so(
-    run_sweep: Callable[..., CliResult], repo: Repo, tmp_path: Path
+    run_sweep: Callable[..., CliResult], cell_runner: CellRunner
 ) -> None:
     result = run_sweep({512: "escape"}, "512")
     assert result.exit_code == 0, result.stderr
-    assert gone(int((tmp_path / "runner" / "escaped.pid").read_text()))
+    assert gone(int((cell_runner.script.parent / "escaped.pid").read_text()))
     assert "killed 1 leftover process of the cell (1 had left its process group)" in (result.stdout)
 
 
@@ -190,3 +211,37 @@ def _today() -> str:
     from datetime import date
 
     return date.today().isoformat()
+
+
+# Hides every OOM-kill counter from the command it runs, as a locked-down container would: a
+# private mount namespace with /proc/vmstat empty and no cgroup filesystem.
+_HIDE_COUNTERS = (
+    'mount --bind /dev/null /proc/vmstat && mount -t tmpfs none /sys/fs/cgroup && exec "$0" "$@"'
+)
+
+
+def test_a_sigkill_with_no_counter_readable_is_an_unconfirmed_oom(
+    cell_runner: CellRunner, repo: Repo
+) -> None:
+    probe = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", _HIDE_COUNTERS, "true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"cannot hide the OOM-kill counters here: {probe.stderr.strip()[:200]}")
+    cell_runner.act({512: "kill"})
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", _HIDE_COUNTERS, sys.executable, "-m", "oomrec",
+         *cell_runner.args("512 2048"), "--json"],
+        cwd=repo.path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    cells = json.loads(done.stdout)["cells"]
+    assert [(c["verdict"], c["oom_evidence"]) for c in cells] == [
+        ("SKIP:oom", "unconfirmed"),
+        ("SKIP:oom_backstop", None),
+    ]
+    assert "no OOM-kill counter readable here, so not confirmed" in done.stderr
+    assert record(repo).startswith("a,512,")
