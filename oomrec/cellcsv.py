@@ -66,8 +66,14 @@ class _NotRead(Exception):
 
 
 def _read_regular(path: Path) -> bytes:
-    # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _NotRead(f"cannot open the cell CSV ({exc.strerror}); not read") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -77,10 +83,17 @@ def _read_regular(path: Path) -> bytes:
                 f"the cell CSV is {info.st_size} bytes, over the {CELL_CSV_CAP} bytes a cell "
                 "CSV may have; not read"
             )
-        data = os.read(fd, CELL_CSV_CAP + 1)
-        if len(data) > CELL_CSV_CAP:
-            raise _NotRead(f"the cell CSV grew over {CELL_CSV_CAP} bytes; not read")
-        return data
+        # Until the end: a read may return less (a network or pseudo file system), and a file
+        # may have grown since fstat.
+        data = bytearray()
+        while len(data) <= CELL_CSV_CAP:
+            chunk = os.read(fd, CELL_CSV_CAP + 1 - len(data))
+            if not chunk:
+                return bytes(data)
+            data += chunk
+        raise _NotRead(f"the cell CSV grew over {CELL_CSV_CAP} bytes; not read")
+    except OSError as exc:
+        raise _NotRead(f"cannot read the cell CSV ({exc.strerror}); not read") from None
     finally:
         os.close(fd)
 

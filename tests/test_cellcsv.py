@@ -86,3 +86,18 @@ def test_remove_clears_whatever_the_runner_left(tmp_path: Path) -> None:
     for name in ("dir", "fifo", "link", "missing"):
         remove(tmp_path / name)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_that_cannot_be_read_is_said_not_raised(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.csv"
+    loop.symlink_to(loop)
+    assert read_cell_csv(loop, "m", 512).problem == (
+        "cannot open the cell CSV (Too many levels of symbolic links); not read"
+    )
+    kmsg = Path("/proc/kmsg")
+    if kmsg.exists():
+        # A regular file by its type whose non-blocking read fails (EAGAIN) or is refused.
+        link = tmp_path / "kmsg.csv"
+        link.symlink_to(kmsg)
+        problem = read_cell_csv(link, "m", 512).problem or ""
+        assert problem.startswith("cannot "), problem
