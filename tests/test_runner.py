@@ -126,8 +126,9 @@ def test_peak_rss_is_not_the_parents() -> None:
     )
     done = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True)
     quick, sampled = done.stdout.split()
-    assert quick == "None"
-    # `sleep` lives long enough to be sampled: its own few MiB, not the parent's 300.
+    # `true` ends before the first sample (unknown, unless a loaded machine lets it be sampled);
+    # `sleep` lives long enough to be sampled: its own few MiB either way, not the parent's 300.
+    assert quick == "None" or int(quick) < 100 << 20
     assert int(sampled) < 100 << 20
 
 
