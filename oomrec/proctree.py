@@ -6,9 +6,10 @@ subreaper while a cell runs (`PR_SET_CHILD_SUBREAPER`), so orphans of the cell b
 children instead of init's, and the tree can be walked from oomrec; elsewhere the processes seen
 in the tree while sampling are remembered. At the end of the cell every one left is killed.
 
-The peak is that of the tree's summed RSS, sampled with psutil every SAMPLE_S seconds (one walk
-of /proc costs ~1 ms, so well under 1% of a core); a process that lives less than a sample is
-covered by `wait4`'s ru_maxrss for the direct child (see runner.py).
+The peak is that of the tree's summed RSS, sampled with psutil every SAMPLE_S seconds; on Linux
+the tree is walked through /proc/PID/task/TID/children, ~0.3% of a core in all
+(benchmarks/perf/bench_runner.py). A process that lives less than a sample is covered by
+`wait4`'s ru_maxrss for the direct child (see runner.py).
 """
 
 from __future__ import annotations
