@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from oomrec.cellcsv import CellCsv, read_cell_csv, remove
-from oomrec.schema import HEADER_14, HEADER_15
+from oomrec.schema import HEADER_14, HEADER_15, split_row
 
 TAIL = '2026-07-03,hw,0.3.3,release,32,"Hello, how are you today?"'
 
@@ -101,3 +105,17 @@ def test_a_file_that_cannot_be_read_is_said_not_raised(tmp_path: Path) -> None:
         link.symlink_to(kmsg)
         problem = read_cell_csv(link, "m", 512).problem or ""
         assert problem.startswith("cannot "), problem
+
+
+@settings(max_examples=100, deadline=None)
+@given(content=st.binary(max_size=400) | st.text(alphabet=',"\r\n m512ab', max_size=200))
+def test_any_content_reads_without_raising_and_keeps_only_the_models_rows(
+    tmp_path_factory: pytest.TempPathFactory, content: bytes | str
+) -> None:
+    data = content if isinstance(content, bytes) else content.encode()
+    path = tmp_path_factory.mktemp("cell") / "cell.csv"
+    path.write_bytes(HEADER_15.encode() + b"\n" + data)
+    cell = read_cell_csv(path, "m", 512)
+    assert cell.problem is None
+    for row in cell.rows:
+        assert split_row(row)[0].strip() == "m"

@@ -291,3 +291,29 @@ def test_every_pattern_holds_an_anchor_word(sig: Signature) -> None:
     # The scanner skips output with no anchor: a pattern without one would never be tried.
     assert any(anchor in sig.pattern.pattern for anchor in ANCHORS)
     assert not re.search(rb"\\[A-Z]", sig.pattern.pattern), "lowercasing changed an escape"
+
+
+_FRAGMENTS = [
+    *(text for text, _ in DOC_SIGNATURES + NEW_SIGNATURES),
+    *NOT_MEMORY,
+    *GENERIC_MEMORY,
+    "failed to allocate ", "unable to allocate", " a free ", "port", "memory", "\n", " ",
+    "MetaL::MaLLoc", "x" * 300,
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=30), max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=10),
+)
+def test_the_verdict_does_not_depend_on_how_the_output_was_chunked(
+    parts: list[str], cuts: list[int]
+) -> None:
+    data = "".join(parts).encode("utf-8", "surrogatepass")
+    bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    whole = _scan([data])
+    chunked = _scan([data[a:b] for a, b in itertools.pairwise(bounds)])
+    assert (whole and (whole.signature, whole.text)) == (
+        chunked and (chunked.signature, chunked.text)
+    )
