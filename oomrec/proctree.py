@@ -71,7 +71,7 @@ class ProcessTree:
         self._me = os.getpid()
         self._before = {
             (pid, _created(proc))
-            for pid in _children_map(fast=True)(self._me)
+            for pid in _children_map()(self._me)
             if (proc := _process(pid)) is not None
         }
         self._seen: dict[int, psutil.Process] = {}
@@ -85,7 +85,7 @@ class ProcessTree:
     def sample(self) -> None:
         """Add the tree's current summed RSS to the peak."""
         total = 0
-        for proc in self._members(fast=True):
+        for proc in self._members():
             with contextlib.suppress(psutil.Error):
                 total += proc.memory_info().rss
         if total and (self.peak is None or total > self.peak):
@@ -103,7 +103,7 @@ class ProcessTree:
             # driver), and waiting for it again would stall the sweep.
             targets = [
                 p
-                for p in self._members(fast=False)
+                for p in self._members()
                 if p.pid != self.root and p.pid not in self._killed and _alive(p)
             ]
             if not targets:
@@ -118,11 +118,11 @@ class ProcessTree:
             self._reap_adopted()
         self._reap_adopted()
 
-    def _members(self, *, fast: bool) -> list[psutil.Process]:
+    def _members(self) -> list[psutil.Process]:
         """The cell's processes now: the descendants of this process's new children (the runner
         and adopted orphans), and those seen before that still run (where there is no
         subreaper, an orphan's new parent is init)."""
-        children = _children_map(fast)
+        children = _children_map()
         found: dict[int, psutil.Process] = {}
         queue = list(children(self._me))
         while queue:
@@ -149,11 +149,12 @@ class ProcessTree:
                 os.waitpid(pid, os.WNOHANG)
 
 
-def _children_map(fast: bool) -> Callable[[int], list[int]]:
-    """pid -> its children's pids. Fast: Linux's /proc/PID/task/TID/children (~20 us for a
-    small tree), which may miss a process forking at that instant, fine for a memory sample.
-    Otherwise one scan of every process (~2 ms), exact, for killing."""
-    if fast and _PROC_CHILDREN:
+def _children_map() -> Callable[[int], list[int]]:
+    """pid -> its children's pids: Linux's /proc/PID/task/TID/children (~20 us for a small tree),
+    else one scan of every process (~2 ms). The former may miss a child forked at that instant:
+    harmless for a memory sample, and when killing, its parent's death makes it this
+    subreaper's child, found by the next round."""
+    if _PROC_CHILDREN:
         return _proc_children
     ppids: dict[int, list[int]] = {}
     for proc in psutil.process_iter(["ppid"]):
