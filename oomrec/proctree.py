@@ -7,7 +7,7 @@ children instead of init's, and the tree can be walked from oomrec; elsewhere th
 in the tree while sampling are remembered. At the end of the cell every one left is killed.
 
 The peak is that of the tree's summed RSS, sampled with psutil every SAMPLE_S seconds; on Linux
-the tree is walked through /proc/PID/task/TID/children, ~0.3% of a core in all
+the tree is walked through /proc/PID/task/TID/children, 0.2-0.3% of a core in all
 (benchmarks/perf/bench_runner.py). A process that lives less than a sample is covered by
 `wait4`'s ru_maxrss for the direct child (see runner.py).
 """
