@@ -88,7 +88,9 @@ def _sources() -> tuple[tuple[str, Path], ...]:
     except OSError:
         return tuple(sources)
     for line in lines:
-        _, controllers, rel = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        if line.count(":") < 2:
+            continue
+        _, controllers, rel = line.split(":", 2)
         rel = rel.strip().lstrip("/")
         if controllers == "":
             # cgroup v2; a cgroup namespace mounts oomrec's own cgroup at the root.

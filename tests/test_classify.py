@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from oomrec.classify import verdict_from_exit, verdict_from_row
-from oomrec.oomkill import KillEvidence
+from oomrec.oomkill import KillEvidence, OomCounters, compare, read_counters
 from oomrec.schema import line_token
 from oomrec.signatures import match_signature
 from tests.conftest import SHARED_CORPUS
@@ -109,3 +109,16 @@ def test_trailing_tokens_of_the_real_harness_csvs_match_the_manifest() -> None:
         assert {verdict_from_row(row).token for row in rows} <= expected | {"ok"}
         checked += 1
     assert checked >= 100
+
+
+def test_the_counters_readable_here_compare_as_the_kernel_counts() -> None:
+    before = read_counters()
+    if not before.values:
+        pytest.skip("no OOM-kill counter is readable on this machine")
+    assert compare(before, before) == KillEvidence(
+        grew=(), readable=tuple(w for w, _ in before.values)
+    )
+    grown = OomCounters(tuple((where, count + 2) for where, count in before.values))
+    assert compare(before, grown).grew == tuple((where, 2) for where, _ in before.values)
+    # A counter readable only before (or only after) says nothing either way.
+    assert compare(before, OomCounters(())).unreadable
