@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -221,6 +222,11 @@ def _counters_readable() -> None:
         pytest.skip("no OOM-kill counter is readable on this machine")
 
 
+def _needs(program: str) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"no {program} on this machine")
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -237,6 +243,7 @@ def _counters_readable() -> None:
 )  # fmt: skip
 def test_a_sigkill_the_kernel_did_not_count_is_fail_killed(argv: list[str]) -> None:
     _counters_readable()
+    _needs(argv[0])
     run = run_cell(argv, 30)
     assert run.returncode in (-signal.SIGKILL, 137)
     assert not run.kills.confirmed
@@ -246,6 +253,7 @@ def test_a_sigkill_the_kernel_did_not_count_is_fail_killed(argv: list[str]) -> N
 
 
 def test_timeout_without_kill_is_still_exit_124() -> None:
+    _needs("timeout")
     run = run_cell(["timeout", "0.2", "sleep", "10"], 30)
     verdict = verdict_from_exit(run.returncode, run.signature, run.kills)
     assert (run.returncode, verdict.token) == (124, "FAIL:timeout")
@@ -270,6 +278,7 @@ def test_a_real_oom_kill_in_a_memory_limited_cgroup_is_a_confirmed_oom(tmp_path:
 
 
 def test_a_grandchild_that_left_the_process_group_dies_with_the_cell(tmp_path: Path) -> None:
+    _needs("setsid")
     pids = tmp_path / "pids"
     # One escapes with setsid and stays the runner's child; one double-forks: its parent exits,
     # so it is an orphan whose new parent is oomrec (the subreaper) or init.
