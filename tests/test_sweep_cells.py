@@ -15,6 +15,7 @@ import pytest
 from oomrec.cellcsv import CELL_CSV_CAP
 from oomrec.oomkill import read_counters
 from oomrec.schema import HEADER_15
+from tests.cgroups import make_memory_cgroup
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import gone
@@ -54,6 +55,11 @@ elif action == "extra-rows":
     other = row.replace(f",{length}", ",99999").replace(model, "fabricated-model")
     fake_oom = f'{model},./models/{model},,,,,,,2026-07-03,,,,32,"",1,SKIP:oom'
     Path(cell_csv).write_text(f"HEADER\n{row}\n{other}\n{fake_oom}\n")
+elif action.startswith("join:"):
+    # Join a memory-limited cgroup, then touch four times its limit: the kernel's OOM killer.
+    Path(action[5:]).write_text("0")
+    held = bytearray(256 << 20)
+    held[::4096] = b"x" * (len(held) // 4096)
 elif action == "escape":
     child = subprocess.Popen(["sleep", "60"], start_new_session=True)
     (here / "escaped.pid").write_text(str(child.pid))
@@ -127,6 +133,24 @@ def test_a_runner_that_kill_9s_itself_is_fail_killed_and_recorded_nowhere(
     assert record(repo) == ""
     assert "[1/2] a @ 512: FAIL:killed (" in result.stderr
     assert "not by the OOM killer: no OOM kill counted (/proc/vmstat" in result.stderr
+
+
+def test_a_real_oom_kill_is_a_confirmed_oom_recorded_with_its_evidence(
+    run_sweep: Callable[..., CliResult], repo: Repo
+) -> None:
+    cgroup = make_memory_cgroup(64 << 20)
+    try:
+        result = run_sweep({512: f"join:{cgroup.procs}"}, "512 2048", "--json")
+    finally:
+        cgroup.remove()
+    assert result.exit_code == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    assert [(c["verdict"], c["oom_evidence"]) for c in cells] == [
+        ("SKIP:oom", "kernel counter"),
+        ("SKIP:oom_backstop", None),
+    ]
+    assert "killed by SIGKILL: the kernel's OOM killer acted (" in result.stderr
+    assert record(repo).startswith("a,512,")
 
 
 def test_an_oom_line_followed_by_a_megabyte_of_output_is_a_true_oom(
