@@ -9,7 +9,6 @@ holds (`;`, `$(...)`, spaces) reaches the runner as one literal argument and run
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import resource
 import selectors
@@ -22,11 +21,15 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oomrec import oomkill, proctree
 from oomrec.errors import OomrecError
+from oomrec.oomkill import KillEvidence
+from oomrec.proctree import Leftovers
+from oomrec.signatures import SignatureHit, SignatureScanner
 
 # Each placeholder with a value of its type, to try a template's format specs before any cell.
 _SAMPLE_VALUES: dict[str, object] = {
@@ -133,11 +136,18 @@ class CellRun:
     # As subprocess reports it: negative when killed by that signal.
     returncode: int
     timed_out: bool
+    # The last OUTPUT_TAIL_BYTES of the output, for display only: signatures are matched over
+    # the whole stream as it is read.
     output_tail: str
+    # The peak RSS of the cell's process tree, None when unknown.
     peak_rss_bytes: int | None
     seconds: float
-    # How much the cgroup v2 `oom_kill` counter grew during the cell; None when unreadable.
-    oom_kills_delta: int | None
+    # The OOM-kill counters before and after the cell.
+    kills: KillEvidence
+    # The first allocator message in the whole output, if any.
+    signature: SignatureHit | None = None
+    # What was left of the cell's process tree when it ended, and killed.
+    leftovers: Leftovers = field(default_factory=Leftovers)
     # Why the program could not be started at all, or None.
     exec_error: str | None = None
 
@@ -150,14 +160,16 @@ def run_cell(
 ) -> CellRun:
     """Run `argv` in a new session (its own process group) and wait for it.
 
-    On timeout the whole group is killed. When the runner exits, whatever it left running in its
-    group is killed too, so no stray process holds memory into the next cell. An exception raised
-    while waiting (KeyboardInterrupt on SIGINT/SIGTERM) kills the group, reaps the child and
-    propagates.
+    On timeout the whole group is killed. When the runner exits, whatever it left running is
+    killed too, in its group or not (this process is the child subreaper meanwhile, on Linux),
+    so no stray process holds memory into the next cell. An exception raised while waiting
+    (KeyboardInterrupt on SIGINT/SIGTERM) kills the tree, reaps the child and propagates.
     """
-    oom_before = cgroup_oom_kills()
+    before = oomkill.read_counters()
     start = time.perf_counter()
     floor = _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
+    tree = proctree.ProcessTree()
+    subreaper = proctree.set_subreaper(True)
     try:
         proc = subprocess.Popen(
             argv,
@@ -169,41 +181,59 @@ def run_cell(
             cwd=cwd,
         )
     except OSError as exc:
-        return CellRun(tuple(argv), 127, False, "", None, 0.0, None, exc.strerror or str(exc))
+        if subreaper:
+            proctree.set_subreaper(False)
+        evidence = oomkill.compare(before, before)
+        return CellRun(
+            tuple(argv), 127, False, "", None, 0.0, evidence, exec_error=exc.strerror or str(exc)
+        )
     assert proc.stdout is not None
+    tree.launched(proc.pid)
     watcher = _ExitWatcher(proc.pid)
+    scanner = SignatureScanner()
     tail = bytearray()
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        timed_out = _pump(proc.stdout.fileno(), watcher, proc.pid, tail, deadline)
+        timed_out = _pump(proc.stdout.fileno(), watcher, tree, scanner, tail, deadline)
     finally:
         _kill_group(proc.pid)
+        tree.kill_all()
         status, rusage = watcher.reap()
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stdout.close()
+        if subreaper:
+            proctree.set_subreaper(False)
+    scanner.close()
     seconds = time.perf_counter() - start
-    delta = None
-    if oom_before is not None and proc.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL):
-        after = cgroup_oom_kills()
-        delta = None if after is None else after - oom_before
+    peaks = [p for p in (tree.peak, _peak_bytes(rusage, floor)) if p is not None]
     return CellRun(
         argv=tuple(argv),
         returncode=proc.returncode,
         timed_out=timed_out,
         output_tail=bytes(tail).decode("utf-8", errors="replace"),
-        peak_rss_bytes=_peak_bytes(rusage, floor),
+        peak_rss_bytes=max(peaks) if peaks else None,
         seconds=seconds,
-        oom_kills_delta=delta,
+        kills=oomkill.compare(before, oomkill.read_counters()),
+        signature=scanner.hit,
+        leftovers=tree.leftovers,
     )
 
 
 def _pump(
-    out_fd: int, watcher: _ExitWatcher, pid: int, tail: bytearray, deadline: float | None
+    out_fd: int,
+    watcher: _ExitWatcher,
+    tree: proctree.ProcessTree,
+    scanner: SignatureScanner,
+    tail: bytearray,
+    deadline: float | None,
 ) -> bool:
-    """Read the child's output into `tail` until it exits and its pipe closes; True on timeout."""
+    """Read the child's output (scanned for signatures, its tail kept) until it exits and its
+    pipe closes, sampling the tree's memory meanwhile; True on timeout."""
     timed_out = False
     pipe_open = True
     drain_until: float | None = None
+    # Not at once: a child between fork and exec may still show oomrec's own memory as its RSS.
+    next_sample = time.monotonic() + proctree.SAMPLE_S
     with selectors.DefaultSelector() as sel:
         sel.register(out_fd, selectors.EVENT_READ)
         sel.register(watcher.fileno(), selectors.EVENT_READ)
@@ -214,24 +244,31 @@ def _pump(
                 if not pipe_open:
                     return timed_out
                 if drain_until is None:
-                    # Leftovers of the group would hold the pipe open; the leader is a zombie
-                    # until reaped, so its group id cannot have been reused.
-                    _kill_group(pid)
+                    # Leftovers would hold the pipe open; the leader is a zombie until reaped,
+                    # so its group id cannot have been reused.
+                    tree.kill_all()
+                    _kill_group(watcher.pid)
                     drain_until = now + _DRAIN_S
                 wait = drain_until - now
                 if wait <= 0:
                     return timed_out
-            elif deadline is not None:
-                wait = deadline - now
-                if wait <= 0:
-                    _kill_group(pid)
-                    timed_out = True
-                    deadline = None
-                    continue
+            else:
+                if now >= next_sample:
+                    tree.sample()
+                    next_sample = now + proctree.SAMPLE_S
+                wait = next_sample - now
+                if deadline is not None:
+                    if deadline <= now:
+                        _kill_group(watcher.pid)
+                        timed_out = True
+                        deadline = None
+                        continue
+                    wait = min(wait, deadline - now)
             for key, _ in sel.select(wait):
                 if key.fd == out_fd:
                     chunk = os.read(out_fd, _READ_CHUNK)
                     if chunk:
+                        scanner.feed(chunk)
                         tail += chunk
                         del tail[:-OUTPUT_TAIL_BYTES]
                     else:
@@ -301,36 +338,3 @@ def _peak_bytes(rusage: Any, floor: int) -> int | None:
     parent's high-water mark in its ru_maxrss, so only a peak above our own is the child's."""
     peak = _maxrss_bytes(rusage)
     return peak if peak > floor else None
-
-
-def cgroup_oom_kills() -> int | None:
-    """This process's cgroup v2 `oom_kill` count (children share it); None when unreadable."""
-    path = _memory_events_path()
-    if path is None:
-        return None
-    try:
-        text = path.read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "oom_kill" and value.strip().isdigit():
-            return int(value)
-    return None
-
-
-@functools.cache
-def _memory_events_path() -> Path | None:
-    try:
-        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        if line.startswith("0::"):
-            rel = line[3:].strip().lstrip("/")
-            # Pure v2 mounts at /sys/fs/cgroup; hybrid systems put v2 at .../unified.
-            for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
-                candidate = root / rel / "memory.events"
-                if candidate.is_file():
-                    return candidate
-    return None

@@ -23,6 +23,8 @@ OOM_RECORD = "SKIP:oom_record"
 FAIL_TIMEOUT = "FAIL:timeout"
 FAIL_BENCH = "FAIL:bench"
 FAIL_NO_OUTPUT = "FAIL:no_output"
+# Killed by SIGKILL from someone other than oomrec and not by the kernel's OOM killer.
+FAIL_KILLED = "FAIL:killed"
 SUCCESS = "ok"
 
 FAKE_OOM_PROMPT = "(faked via MLXCEL_BENCH_FAKE_OOM)"

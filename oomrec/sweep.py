@@ -22,8 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 
+from oomrec import cellcsv
 from oomrec.bulk import no_cycle_collection
-from oomrec.classify import Verdict, read_cell_csv, verdict_from_exit, verdict_from_row
+from oomrec.classify import (
+    EVIDENCE_FAKE,
+    Verdict,
+    verdict_from_exit,
+    verdict_from_row,
+)
 from oomrec.errors import OomrecError
 from oomrec.records import (
     UNKNOWN_COMMIT,
@@ -266,6 +272,11 @@ class CellResult:
     recorded: str | None = None
     # The record line of a true OOM the record already held (the same evidence key).
     already_recorded: str | None = None
+    # How a true OOM is known: "kernel counter", "signature", "runner row", "unconfirmed" or
+    # "faked"; None for any other verdict.
+    oom_evidence: str | None = None
+    # What else the log should say about the cell: leftover processes killed, rows dropped.
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -280,6 +291,8 @@ class CellResult:
             "record_line": self.record_line,
             "recorded": self.recorded,
             "already_recorded": self.already_recorded,
+            "oom_evidence": self.oom_evidence,
+            "notes": list(self.notes),
         }
 
 
@@ -389,7 +402,7 @@ class Sweep:
                 cell, decision.action, decision.reason, record_line=decision.record_line
             )
         if decision.fake:
-            result = CellResult(cell, TRUE_OOM, decision.reason)
+            result = CellResult(cell, TRUE_OOM, decision.reason, oom_evidence=EVIDENCE_FAKE)
             rows, header = [self._skip_row(cell, TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
         else:
             result, rows, header = self._launch(cell, cell_csv)
@@ -410,7 +423,7 @@ class Sweep:
         if self._launched_any and self.config.cooldown > 0:
             time.sleep(self.config.cooldown)
         self._launched_any = True
-        cell_csv.unlink(missing_ok=True)
+        cellcsv.remove(cell_csv)
         argv = self.config.runner.fill(
             {
                 "model": cell.model,
@@ -424,8 +437,15 @@ class Sweep:
         self.result.killed_cell = cell
         run = run_cell(argv, self.config.timeout)
         self.result.killed_cell = None
-        written = read_cell_csv(cell_csv)
-        cell_csv.unlink(missing_ok=True)
+        written = cellcsv.read_cell_csv(cell_csv, cell.model, cell.length)
+        cellcsv.remove(cell_csv)
+        notes = [note for note in (run.leftovers.describe(), written.problem) if note]
+        if written.dropped:
+            n = len(written.dropped)
+            notes.append(
+                f"dropped {n} row{'s' if n > 1 else ''} of other cells from the cell CSV "
+                f"(first: {written.dropped[0][:120]!r})"
+            )
         if written.rows:
             verdict = verdict_from_row(written.rows[0])
             rows, header = list(written.rows), written.header or HEADER
@@ -439,6 +459,8 @@ class Sweep:
             launched=True,
             seconds=run.seconds,
             peak_rss_bytes=run.peak_rss_bytes,
+            oom_evidence=verdict.evidence,
+            notes=tuple(notes),
         )
         return result, rows, header
 
@@ -499,12 +521,7 @@ def _check_writable(output: Path) -> None:
 def _verdict_without_row(run: CellRun) -> Verdict:
     if run.exec_error is not None:
         return Verdict(FAIL_BENCH, f"cannot run {run.argv[0]}: {run.exec_error}")
-    verdict = verdict_from_exit(
-        run.returncode,
-        run.output_tail,
-        timed_out=run.timed_out,
-        oom_kills_delta=run.oom_kills_delta,
-    )
+    verdict = verdict_from_exit(run.returncode, run.signature, run.kills, timed_out=run.timed_out)
     if verdict.is_true_oom:
         return verdict
     # What the runner said last is usually why it failed; an OOM's reason names its message.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from oomrec.classify import verdict_from_exit
 from oomrec.errors import OomrecError
+from oomrec.oomkill import read_counters
 from oomrec.runner import OUTPUT_TAIL_BYTES, RunnerTemplate, run_cell
+from tests.cgroups import make_memory_cgroup
 from tests.helpers import gone
 
 PY = sys.executable
@@ -119,9 +123,30 @@ def test_peak_rss_is_not_the_parents() -> None:
         "from oomrec.runner import run_cell\n"
         "b = bytearray(300 << 20); b[::4096] = b'x' * (len(b) // 4096)\n"
         "print(run_cell(['true'], 30).peak_rss_bytes)\n"
+        "print(run_cell(['sleep', '0.5'], 30).peak_rss_bytes)\n"
     )
     done = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout == "None\n"
+    quick, sampled = done.stdout.split()
+    # `true` ends before the first sample (unknown, unless a loaded machine lets it be sampled);
+    # `sleep` lives long enough to be sampled: its own few MiB either way, not the parent's 300.
+    assert quick == "None" or int(quick) < 100 << 20
+    assert int(sampled) < 100 << 20
+
+
+def test_the_peak_is_the_whole_process_trees() -> None:
+    # Two children of 120 MiB each at once: no single process reaches 240 MiB.
+    child = (
+        "import time; b = bytearray(120 << 20); b[::4096] = b'x' * (len(b) // 4096); time.sleep(1)"
+    )
+    code = (
+        "import subprocess, sys\n"
+        f"procs = [subprocess.Popen([sys.executable, '-c', {child!r}]) for _ in range(2)]\n"
+        "for p in procs: p.wait()\n"
+    )
+    run = run_cell([PY, "-c", code], 30)
+    assert run.returncode == 0
+    assert run.peak_rss_bytes is not None
+    assert run.peak_rss_bytes >= 240 << 20
 
 
 def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
@@ -172,3 +197,103 @@ def test_a_program_that_cannot_start_is_reported() -> None:
     run = run_cell(["/no/such/runner"], 30)
     assert run.exec_error == "No such file or directory"
     assert run.returncode == 127
+
+
+def test_an_oom_message_followed_by_megabytes_of_output_is_found() -> None:
+    for megabytes in (1, 5):
+        code = (
+            "import sys\n"
+            "print('RuntimeError: CUDA error: out of memory', flush=True)\n"
+            f"sys.stdout.write(('traceback line ' * 4 + '\\n') * (({megabytes} << 20) // 65))\n"
+            "sys.exit(1)\n"
+        )
+        run = run_cell([PY, "-c", code], 60)
+        assert run.signature is not None
+        assert run.signature.signature.ecosystem == "PyTorch outside the caching allocator"
+        # The tail is for display only and stays bounded.
+        assert "out of memory" not in run.output_tail
+        assert len(run.output_tail.encode()) <= OUTPUT_TAIL_BYTES
+        verdict = verdict_from_exit(run.returncode, run.signature, run.kills)
+        assert (verdict.token, verdict.evidence) == ("SKIP:oom", "signature")
+
+
+def _counters_readable() -> None:
+    if not read_counters().values:
+        pytest.skip("no OOM-kill counter is readable on this machine")
+
+
+def _needs(program: str) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"no {program} on this machine")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
+        # timeout(1) killing with SIGKILL reports 137: a timeout, not an OOM.
+        ["timeout", "-s", "KILL", "0.2", "sleep", "10"],
+        # -k: TERM first, ignored, then KILL.
+        ["timeout", "-k", "0.2", "0.2", PY, "-c", "import signal, time; "
+         "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(10)"],
+        # A shell's way of saying its child was SIGKILLed.
+        ["sh", "-c", "exit 137"],
+    ],
+    ids=["kill-9-self", "timeout-s-KILL", "timeout-k", "exit-137"],
+)  # fmt: skip
+def test_a_sigkill_the_kernel_did_not_count_is_fail_killed(argv: list[str]) -> None:
+    _counters_readable()
+    _needs(argv[0])
+    run = run_cell(argv, 30)
+    assert run.returncode in (-signal.SIGKILL, 137)
+    assert not run.kills.confirmed
+    verdict = verdict_from_exit(run.returncode, run.signature, run.kills)
+    assert verdict.token == "FAIL:killed"
+    assert "not by the OOM killer" in verdict.reason
+
+
+def test_timeout_without_kill_is_still_exit_124() -> None:
+    _needs("timeout")
+    run = run_cell(["timeout", "0.2", "sleep", "10"], 30)
+    verdict = verdict_from_exit(run.returncode, run.signature, run.kills)
+    assert (run.returncode, verdict.token) == (124, "FAIL:timeout")
+
+
+def test_a_real_oom_kill_in_a_memory_limited_cgroup_is_a_confirmed_oom(tmp_path: Path) -> None:
+    cgroup = make_memory_cgroup(64 << 20)
+    try:
+        # The runner joins the limited cgroup, then touches four times its limit.
+        code = (
+            f"open({str(cgroup.procs)!r}, 'w').write('0')\n"
+            "b = bytearray(256 << 20); b[::4096] = b'x' * (len(b) // 4096)\n"
+        )
+        run = run_cell([PY, "-c", code], 60)
+    finally:
+        cgroup.remove()
+    assert run.returncode == -signal.SIGKILL
+    assert run.kills.confirmed, run.kills.describe()
+    verdict = verdict_from_exit(run.returncode, run.signature, run.kills)
+    assert (verdict.token, verdict.evidence) == ("SKIP:oom", "kernel counter")
+    assert "oom_kill +" in verdict.reason
+
+
+def test_a_grandchild_that_left_the_process_group_dies_with_the_cell(tmp_path: Path) -> None:
+    _needs("setsid")
+    pids = tmp_path / "pids"
+    # One escapes with setsid and stays the runner's child; one double-forks: its parent exits,
+    # so it is an orphan whose new parent is oomrec (the subreaper) or init.
+    code = (
+        "import os, subprocess\n"
+        "a = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+        "b = subprocess.Popen(['sh', '-c', 'setsid sleep 61 & echo $!'], stdout=subprocess.PIPE)\n"
+        "orphan = b.stdout.readline().decode().strip(); b.wait()\n"
+        f"open({str(pids)!r}, 'w').write(f'{{a.pid}} {{orphan}}')\n"
+    )
+    run = run_cell([PY, "-c", code], 30)
+    assert run.returncode == 0
+    escaped, orphan = (int(pid) for pid in pids.read_text().split())
+    assert gone(escaped)
+    assert gone(orphan)
+    assert run.leftovers.killed >= 2
+    assert run.leftovers.escaped >= 2
+    assert "had left its process group" in (run.leftovers.describe() or "")

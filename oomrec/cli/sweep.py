@@ -314,11 +314,16 @@ def _cell_line(done: int, total: int, result: CellResult) -> str:
         details.append(f"{result.seconds:.1f} s")
     if result.peak_rss_bytes is not None:
         details.append(f"peak {result.peak_rss_bytes / MIB:.0f} MiB")
+    elif result.launched:
+        details.append("peak unknown")
     if result.token != SUCCESS:
         reason = result.reason
         if result.record_line:
             reason += f": {result.record_line}"
         details.append(reason)
+    if result.oom_evidence is not None:
+        details.append(f"OOM evidence: {result.oom_evidence}")
+    details.extend(result.notes)
     if details:
         line += f" ({'; '.join(details)})"
     return line
