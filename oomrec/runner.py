@@ -39,6 +39,8 @@ _SAMPLE_VALUES: dict[str, object] = {
     "max_tokens": 32,
     "warmup_tokens": 4,
     "cell_csv": "cell.csv",
+    "cooldown": 0,
+    "big_cooldown": 0,
 }
 PLACEHOLDERS = tuple(_SAMPLE_VALUES)
 OUTPUT_TAIL_BYTES = 64 * 1024
@@ -75,6 +77,15 @@ class RunnerTemplate:
 
     def fill(self, values: Mapping[str, object]) -> list[str]:
         return [arg.format_map(values) for arg in self.args]
+
+    def uses(self, placeholder: str) -> bool:
+        """Whether any argument names `placeholder` (then the runner does what it stands for)."""
+        return any(
+            name == placeholder
+            for arg in self.args
+            for _, name, _, _ in string.Formatter().parse(arg)
+            if name is not None
+        )
 
     def anchored(self, base: Path) -> RunnerTemplate:
         """The template with a relative program path (`scripts/x.sh`) made absolute under `base`,

@@ -51,7 +51,12 @@ from oomrec.schema import (
     skip_row,
 )
 from oomrec.stale import APPLIES, Judgement
-from oomrec.sweep_config import FAKE_OOM_ENV, SweepConfig, check_before_launch
+from oomrec.sweep_config import (
+    FAKE_OOM_ENV,
+    SweepConfig,
+    check_before_launch,
+    model_basename,
+)
 
 RUN = "run"
 
@@ -93,7 +98,8 @@ def plan_cells(config: SweepConfig) -> Plan:
     prefix = config.models_dir_shown.rstrip("/")
     for model in config.models:
         if model in config.provided_models or (config.models_dir / model).is_dir():
-            cells.extend(Cell(model, n, f"{prefix}/{model}") for n in config.lengths)
+            name, path = model_basename(model), f"{prefix}/{model.rstrip('/')}"
+            cells.extend(Cell(name, n, path) for n in config.lengths)
         else:
             missing.append(model)
     return Plan(tuple(cells), tuple(missing), dir_missing)
@@ -370,7 +376,20 @@ class Sweep:
         self.csv = AggregateCsv(config.output)
         self.result = SweepResult()
         self._commit: str | None = None
-        self._launched_any = False
+        self._last_launched: Cell | None = None
+        # A runner given {cooldown} or {big_cooldown} sleeps itself, as the harness's does.
+        self._runner_cools = config.runner.uses("cooldown") or config.runner.uses("big_cooldown")
+        self._big: dict[str, bool] = {}
+
+    def _is_big(self, cell: Cell) -> bool:
+        """Whether the cell's model weighs more than BIG_MODEL_BYTES (its *.safetensors)."""
+        if cell.model_path not in self._big:
+            self._big[cell.model_path] = weights_bytes(self._model_dir(cell)) > BIG_MODEL_BYTES
+        return self._big[cell.model_path]
+
+    def _model_dir(self, cell: Cell) -> Path:
+        prefix = self.config.models_dir_shown.rstrip("/")
+        return self.config.models_dir / cell.model_path[len(prefix) + 1 :]
 
     def run(self, plan: Plan) -> SweepResult:
         """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done."""
@@ -420,18 +439,25 @@ class Sweep:
 
     def _launch(self, cell: Cell, cell_csv: Path) -> tuple[CellResult, list[str], str]:
         """Run the cell; its result, and the rows (with their header) to write for it."""
-        if self._launched_any and self.config.cooldown > 0:
-            time.sleep(self.config.cooldown)
-        self._launched_any = True
+        c = self.config
+        if self._last_launched is not None and not self._runner_cools:
+            pause = c.cooldown
+            if c.big_cooldown and self._is_big(self._last_launched):
+                pause += c.big_cooldown
+            if pause > 0:
+                time.sleep(pause)
+        self._last_launched = cell
         cellcsv.remove(cell_csv)
-        argv = self.config.runner.fill(
+        argv = c.runner.fill(
             {
                 "model": cell.model,
                 "model_path": cell.model_path,
                 "length": cell.length,
-                "max_tokens": self.config.max_tokens,
-                "warmup_tokens": self.config.warmup_tokens,
+                "max_tokens": c.max_tokens,
+                "warmup_tokens": c.warmup_tokens,
                 "cell_csv": str(cell_csv),
+                "cooldown": _seconds_arg(c.cooldown),
+                "big_cooldown": _seconds_arg(c.big_cooldown),
             }
         )
         self.result.killed_cell = cell
@@ -504,6 +530,25 @@ class Sweep:
             repo = gitutil.open_repo(self.config.repo_root)
             self._commit = gitutil.head_sha(repo) or UNKNOWN_COMMIT
         return self._commit
+
+
+# The harness's big-cooldown threshold: "a >10GB model".
+BIG_MODEL_BYTES = 10 * 1024**3
+
+
+def weights_bytes(model_dir: Path) -> int:
+    """The size of a model's weights (its *.safetensors), as the harness weighs a model."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for path in model_dir.glob("*.safetensors"):
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+    return total
+
+
+def _seconds_arg(value: float) -> int | float:
+    # `30`, not `30.0`: what a user typed, and what `sleep` in any shell accepts.
+    return int(value) if value.is_integer() else value
 
 
 def _check_writable(output: Path) -> None:

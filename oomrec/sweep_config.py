@@ -29,9 +29,11 @@ MAX_COOLDOWN_S = 86400.0
 
 # The harness's own cell runner and how bench_longprompt.sh calls it.
 DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
+# The cooldowns go to the runner, as the harness passes them; oomrec then does not also sleep.
 DEFAULT_RUNNER_ARGS = (
     "{model_path} --prompt-tokens {length} --max-tokens {max_tokens} "
-    "--warmup-tokens {warmup_tokens} --output {cell_csv}"
+    "--warmup-tokens {warmup_tokens} --cooldown {cooldown} --big-cooldown {big_cooldown} "
+    "--output {cell_csv}"
 )
 IGNORE_RECORD_ENVS = ("MLXCEL_BENCH_IGNORE_OOM_RECORD", "OOMREC_IGNORE_RECORD")
 FAKE_OOM_ENV = "MLXCEL_BENCH_FAKE_OOM"
@@ -51,6 +53,8 @@ class SweepConfig:
     date: str
     timeout: float | None = DEFAULT_TIMEOUT_S
     cooldown: float = 0.0
+    # Extra seconds after a cell of a model whose weights pass BIG_MODEL_BYTES (the harness's).
+    big_cooldown: float = 0.0
     max_tokens: int = DEFAULT_MAX_TOKENS
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     ignore_record: bool = False
@@ -78,10 +82,28 @@ def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
         raise OomrecError(f"{where}: no models; give at least one model directory name")
     for name in names:
         try:
-            check_model_name(name)
+            check_model_path(name)
         except OomrecError as exc:
             raise OomrecError(f"{where}: {exc}") from None
     return tuple(names)
+
+
+def check_model_path(name: str) -> str:
+    """A model as the harness takes it: a directory under the models dir, nested (`org/model`)
+    or not; never absolute and never `..`. Its rows and records name its last part."""
+    if name.startswith("/"):
+        raise OomrecError(f"model {name!r} is an absolute path; name it under the models dir")
+    parts = name.rstrip("/").split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise OomrecError(f"model {name!r} has an empty, '.' or '..' part; name its directory")
+    for part in parts:
+        check_model_name(part)
+    return name
+
+
+def model_basename(name: str) -> str:
+    """The name rows and records carry for a model directory: its last part (the harness's)."""
+    return name.rstrip("/").rsplit("/", 1)[-1]
 
 
 def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
@@ -142,6 +164,7 @@ class Options:
     output: Path | None = None
     timeout: float | None = None
     cooldown: float = 0.0
+    big_cooldown: float = 0.0
     max_tokens: int = DEFAULT_MAX_TOKENS
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     fake_oom: str | None = None
@@ -254,6 +277,7 @@ def configure(
         date=day,
         timeout=timeout,
         cooldown=_cooldown(opts.cooldown),
+        big_cooldown=_cooldown(opts.big_cooldown, "--big-cooldown"),
         max_tokens=opts.max_tokens,
         warmup_tokens=opts.warmup_tokens,
         ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
@@ -349,11 +373,11 @@ def _seconds(value: object, where: str, *, allow_zero: bool) -> float:
     return float(value)
 
 
-def _cooldown(value: float) -> float:
+def _cooldown(value: float, where: str = "--cooldown") -> float:
     # time.sleep overflows past ~292 years; a day between cells is already more than anyone means.
     if not math.isfinite(value) or not 0 <= value <= MAX_COOLDOWN_S:
         raise OomrecError(
-            f"--cooldown must be a number of seconds from 0 to {MAX_COOLDOWN_S:.0f}, not {value!r}"
+            f"{where} must be a number of seconds from 0 to {MAX_COOLDOWN_S:.0f}, not {value!r}"
         )
     return value
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
 import resource
@@ -448,12 +449,14 @@ def test_the_default_runner_is_the_harness_cell_script_with_its_arguments(
     )
     script.chmod(0o755)
     result = cli("sweep", "--models", "a", "--lengths", "512", "--max-tokens", "16",
-                 "--warmup-tokens", "2")  # fmt: skip
+                 "--warmup-tokens", "2", "--cooldown", "30", "--big-cooldown", "2.5")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     argv = json.loads((repo.path / "argv.json").read_text())
-    assert argv[:7] == ["./models/a", "--prompt-tokens", "512", "--max-tokens", "16",
-                        "--warmup-tokens", "2"]  # fmt: skip
-    assert argv[7] == "--output" and argv[8].endswith("cell.csv")
+    # The cooldowns go to the cell script, as the harness passes them (oomrec does not sleep).
+    assert argv[:11] == ["./models/a", "--prompt-tokens", "512", "--max-tokens", "16",
+                         "--warmup-tokens", "2", "--cooldown", "30", "--big-cooldown",
+                         "2.5"]  # fmt: skip
+    assert argv[11] == "--output" and argv[12].endswith("cell.csv")
     [output] = (repo.path / "benchmarks").glob("*.csv")
     backend, hw, rest = output.name.split("_", 2)
     assert backend in ("cuda", "rocm", "metal", "cpu")
@@ -545,7 +548,8 @@ def test_json_summary_on_stdout_and_the_log_on_stderr(
     [
         (["--bogus"], "No such option: --bogus"),
         (["--models", "  "], "--models: no models"),
-        (["--models", "a/b"], "--models: model name 'a/b' contains '/'"),
+        (["--models", "a/../b"], "--models: model 'a/../b' has an empty, '.' or '..' part"),
+        (["--models", "/srv/b"], "--models: model '/srv/b' is an absolute path"),
         (["--lengths", "512 0"], "--lengths: length '0' is not a positive integer"),
         (["--lengths", "512 abc"], "--lengths: length 'abc' is not a positive integer"),
         (["--lengths", "1.5"], "--lengths: length '1.5' is not a positive integer"),
@@ -680,3 +684,51 @@ def test_a_header_that_differs_from_the_first_rows_is_warned_about_once(
     assert [line for line in result.stdout.splitlines() if line.startswith("warning:")] == [
         "warning: a cell's CSV header differs from the first line of benchmarks/out.csv"
     ]
+
+
+def test_nested_model_names_run_and_rows_name_the_last_part(
+    cli: Cli, repo: Repo, tmp_path: Path
+) -> None:
+    (repo.path / "models" / "org" / "tiny-lm").mkdir(parents=True)
+    seen = tmp_path / "seen.txt"
+    runner = (
+        f"{sys.executable} -c \"open({str(seen)!r}, 'a').write('{{model}} {{model_path}}\\n')\""
+    )
+    result = cli("sweep", "--models", "org/tiny-lm", "--lengths", "512", "--runner", runner,
+                 "--fake-oom", "tiny-lm:512", "--output", "out.csv")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    rows = (repo.path / "out.csv").read_text().splitlines()
+    assert rows[1].startswith("tiny-lm,./models/org/tiny-lm,")
+    assert "tiny-lm,512," in (repo.path / "benchmarks" / ".oom-record").read_text()
+    for bad, said in (
+        ("../escape", "has an empty, '.' or '..' part"),
+        ("/abs/model", "is an absolute path"),
+        ("org//x", "has an empty, '.' or '..' part"),
+    ):
+        result = cli("sweep", "--models", bad, "--runner", runner, "--dry-run")
+        assert result.exit_code == 2
+        assert said in result.stderr
+
+
+def test_cooldowns_without_runner_placeholders_are_slept_by_oomrec(
+    cli: Cli, repo: Repo, tmp_path: Path
+) -> None:
+    big = repo.path / "models" / "big"
+    big.mkdir(parents=True)
+    # A sparse file: 11 GiB of weights on paper, nothing on disk.
+    with open(big / "model.safetensors", "wb") as fh:
+        fh.truncate(11 * 1024**3)
+    (repo.path / "models" / "small").mkdir()
+    stamps = tmp_path / "stamps.txt"
+    runner = (
+        f"{sys.executable} -c \"import time; open({str(stamps)!r}, 'a')"
+        f".write('{{model}} %f\\n' % time.monotonic())\""
+    )
+    result = cli("sweep", "--models", "big small", "--lengths", "1 2", "--runner", runner,
+                 "--cooldown", "0.1", "--big-cooldown", "1.5", "--output", "o.csv")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    times = [float(row.split()[1]) for row in stamps.read_text().splitlines()]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    # After each big cell: cooldown + big cooldown; after a small one: the cooldown alone.
+    assert gaps[0] >= 1.6 and gaps[1] >= 1.6
+    assert 0.1 <= gaps[2] < 1.5

@@ -103,7 +103,22 @@ def sweep(
         ),
     ] = None,
     cooldown: Annotated[
-        float, typer.Option("--cooldown", min=0, help="Seconds to wait between launched cells.")
+        float,
+        typer.Option(
+            "--cooldown",
+            min=0,
+            help="Seconds to wait after each launched cell (passed to a runner template that "
+            "names {cooldown}, which then waits instead).",
+        ),
+    ] = 0.0,
+    big_cooldown: Annotated[
+        float,
+        typer.Option(
+            "--big-cooldown",
+            min=0,
+            help="Extra seconds after a cell of a model over 10 GiB of *.safetensors (passed to "
+            "a runner template that names {big_cooldown}), as the harness's flag.",
+        ),
     ] = 0.0,
     max_tokens: Annotated[
         int, typer.Option("--max-tokens", min=1, help="Decode tokens per cell.")
@@ -177,6 +192,7 @@ def sweep(
         output=output,
         timeout=timeout,
         cooldown=cooldown,
+        big_cooldown=big_cooldown,
         max_tokens=max_tokens,
         warmup_tokens=warmup_tokens,
         fake_oom=fake_oom,
