@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 
-from oomrec import cellcsv
+from oomrec import cellcsv, resume
 from oomrec.bulk import no_cycle_collection
 from oomrec.classify import (
     EVIDENCE_FAKE,
@@ -254,11 +254,20 @@ def _length(item: Evidence) -> int:
     return item.record.prompt_target_len
 
 
-def preview(plan: Plan, planner: Planner) -> list[tuple[Cell, Decision]]:
-    """Every cell's decision as a dry run sees it: faked OOMs feed the backstop, nothing runs."""
+def preview(
+    plan: Plan, planner: Planner, done: dict[tuple[str, int], resume.Verdict] | None = None
+) -> list[tuple[Cell, Decision]]:
+    """Every cell's decision as a dry run sees it: faked OOMs feed the backstop, nothing runs.
+    `done`: with --resume, the earlier run's verdicts (a done cell is not run again)."""
     decided = []
     for cell in plan.cells:
+        earlier = (done or {}).get((cell.model, cell.length))
+        if earlier is not None and earlier.done:
+            decided.append((cell, Decision(resume.DONE, earlier.reason)))
+            continue
         decision = planner.decide(cell)
+        if earlier is not None:
+            decision = Decision(decision.action, f"again: {earlier.reason}", decision.record_line)
         if decision.fake:
             planner.note_oom(cell.model, cell.length)
         decided.append((cell, decision))
@@ -336,15 +345,20 @@ class AggregateCsv:
     real cell's CSV header, else the harness's 15-column header).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, continued_header: str | None = None) -> None:
+        """`continued_header`: the header of a CSV a resumed sweep appends to."""
         self.path = path
-        self.header: str | None = None
+        self.header: str | None = continued_header
         self._fh: IO[str] | None = None
         self._warned = False
 
     def add(self, rows: Sequence[str], header: str) -> str | None:
         """Append rows; the first time `header` differs from the file's, returns a warning."""
         warning = None
+        if self._fh is None and self.header is not None:
+            self._fh = open(  # noqa: SIM115  (held open across cells, closed by close())
+                self.path, "a", encoding="utf-8", errors="surrogateescape", newline=""
+            )
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(  # noqa: SIM115  (held open across cells, closed by close())
@@ -374,6 +388,10 @@ class Sweep:
         self.planner = planner
         self.reporter = reporter
         self.csv = AggregateCsv(config.output)
+        self.sidecar: resume.Sidecar | None = None
+        self._prior = resume.Prior(None, [])
+        # With --resume: the cells an earlier run did, and why each counts as done.
+        self.done: dict[tuple[str, int], resume.Verdict] = {}
         self.result = SweepResult()
         self._commit: str | None = None
         self._last_launched: Cell | None = None
@@ -396,6 +414,7 @@ class Sweep:
         check_before_launch(self.config, plan.models_dir_missing)
         if plan.cells:
             _check_writable(self.config.output)
+            self._start_csv(plan)
         try:
             with (
                 _sigterm_as_interrupt(),
@@ -413,10 +432,59 @@ class Sweep:
             self.csv.close()
         return self.result
 
+    def provenance(self) -> resume.Provenance:
+        c = self.config
+        runner = f"{c.runner.text} (max_tokens={c.max_tokens}, warmup_tokens={c.warmup_tokens})"
+        return resume.Provenance(self._head(), runner)
+
+    def resume_verdicts(self, plan: Plan) -> dict[tuple[str, int], resume.Verdict]:
+        """With --resume, each planned cell the earlier run has a row for, and whether it is
+        done; the backstop starts from the earlier run's true OOMs."""
+        c = self.config
+        if c.resume is None:
+            return {}
+        prior = resume.load(c.output)
+        for model, length in prior.true_ooms():
+            self.planner.note_oom(model, length)
+        now = self.provenance()
+        found = {}
+        for cell in plan.cells:
+            verdict = resume.judge(
+                prior, cell.model, cell.length, now, rerun_failed=c.rerun_failed, mode=c.resume
+            )
+            if verdict is not None:
+                found[(cell.model, cell.length)] = verdict
+        self._prior = prior
+        return found
+
+    def _start_csv(self, plan: Plan) -> None:
+        """A fresh CSV and provenance file; with --resume, the earlier run's rows of the cells
+        that are done (and of cells not in this plan) kept byte for byte, the others dropped."""
+        verdicts = self.resume_verdicts(plan)
+        if not verdicts and self.config.resume is None:
+            self.sidecar = resume.Sidecar(self.config.output, [])
+            return
+        prior = self._prior
+        redo = {key for key, v in verdicts.items() if not v.done}
+        drop = {e.row for key, e in prior.entries.items() if key in redo}
+        drop |= {row for key, row in prior.unknown.items() if key in redo}
+        kept = [row for row in prior.rows if row not in drop]
+        if prior.header is not None:
+            resume.rewrite_csv(self.config.output, prior.header, kept)
+            self.csv = AggregateCsv(self.config.output, continued_header=prior.header)
+        kept_rows = set(kept)
+        self.sidecar = resume.Sidecar(
+            self.config.output, [e for e in prior.entries.values() if e.row in kept_rows]
+        )
+        self.done = {key: v for key, v in verdicts.items() if v.done}
+
     def _one(self, cell: Cell, cell_csv: Path) -> CellResult:
+        done = self.done.get((cell.model, cell.length))
+        if done is not None:
+            return CellResult(cell, resume.DONE, f"done in an earlier run: {done.reason}")
         decision = self.planner.decide(cell)
         if decision.action in (OOM_BACKSTOP, OOM_RECORD):
-            self._write([self._skip_row(cell, decision.action)], HEADER)
+            self._write([self._skip_row(cell, decision.action)], HEADER, decision.action, cell)
             return CellResult(
                 cell, decision.action, decision.reason, record_line=decision.record_line
             )
@@ -434,7 +502,7 @@ class Sweep:
                 result.recorded = line
             else:
                 result.already_recorded = line
-        self._write(rows, header)
+        self._write(rows, header, result.token, cell)
         return result
 
     def _launch(self, cell: Cell, cell_csv: Path) -> tuple[CellResult, list[str], str]:
@@ -496,9 +564,15 @@ class Sweep:
             cell.model, cell.model_path, c.date, c.max_tokens, cell.length, token, prompt
         )
 
-    def _write(self, rows: Sequence[str], header: str) -> None:
+    def _write(self, rows: Sequence[str], header: str, token: str, cell: Cell) -> None:
         warning = self.csv.add(rows, header)
         self.result.output = self.csv.path
+        if self.sidecar is not None:
+            now = self.provenance()
+            self.sidecar.add(
+                resume.Entry(cell.model, cell.length, token, row, now.commit, now.runner)
+                for row in rows
+            )
         if warning:
             self.reporter.log(f"warning: {warning}")
 

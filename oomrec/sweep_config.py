@@ -19,6 +19,7 @@ from oomrec import demo
 from oomrec.config import Settings, display_path
 from oomrec.errors import OomrecError
 from oomrec.records import RecordFile, bounded_int, check_model_name, shorten
+from oomrec.resume import Mode
 from oomrec.runner import RunnerTemplate
 
 DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
@@ -68,6 +69,9 @@ class SweepConfig:
     # `--shard I/N`: this sweep runs shard I of N (1-based), and how many models there were.
     shard: tuple[int, int] | None = None
     all_models: int = 0
+    # `--resume` / `--resume-keep` and `--rerun-failed`: continue the CSV, not replace it.
+    resume: Mode | None = None
+    rerun_failed: bool = False
 
 
 def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
@@ -170,6 +174,8 @@ class Options:
     fake_oom: str | None = None
     ignore_record: bool = False
     shard: str | None = None
+    resume: str | None = None
+    rerun_failed: bool = False
     # Where `--demo` reads and writes; None without --demo.
     demo: demo.DemoLayout | None = None
 
@@ -287,7 +293,21 @@ def configure(
         host_mem=host_mem,
         shard=shard,
         all_models=all_models,
+        resume=_resume_mode(opts.resume),
+        rerun_failed=opts.rerun_failed,
     )
+
+
+def _resume_mode(value: str | None) -> Mode | None:
+    if value is None:
+        return None
+    try:
+        return Mode(value)
+    except ValueError:
+        raise OomrecError(
+            f"resume mode {value[:40]!r}: give --resume (re-run rows of another commit or "
+            "runner) or --resume-keep (keep them)"
+        ) from None
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from oomrec.errors import EXIT_INTERRUPTED
 from oomrec.fixes import trailer_key
 from oomrec.hardware import detect, detect_memory
 from oomrec.records import RecordFile, RecordLine, not_applying_because
+from oomrec.resume import DONE
 from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
     RUN,
@@ -149,6 +151,25 @@ def sweep(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a JSON summary on stdout (the log on stderr).")
     ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue the CSV instead of replacing it: cells done with the same commit and "
+            "runner are not run again (true OOMs never are); rows of another commit or runner "
+            "run again.",
+        ),
+    ] = False,
+    resume_keep: Annotated[
+        bool,
+        typer.Option(
+            "--resume-keep",
+            help="As --resume, but keep the rows of another commit or runner.",
+        ),
+    ] = False,
+    rerun_failed: Annotated[
+        bool, typer.Option("--rerun-failed", help="With --resume, run FAIL:* cells again.")
+    ] = False,
     shard: Annotated[
         str | None,
         typer.Option(
@@ -198,6 +219,8 @@ def sweep(
         fake_oom=fake_oom,
         ignore_record=ignore_record,
         shard=shard,
+        resume="keep" if resume_keep else "rerun" if resume else None,
+        rerun_failed=rerun_failed,
         demo=demo_dirs,
     )
     config = configure(
@@ -221,7 +244,8 @@ def sweep(
     _say(log, *_memory_exclusions(loaded.lines, config))
 
     if dry_run:
-        decided = preview(plan, planner)
+        done = Sweep(config, planner, _LineReporter(log, 0)).resume_verdicts(plan)
+        decided = preview(plan, planner, done)
         if as_json:
             print_json(_plan_json(config, plan, decided))
         else:
@@ -230,17 +254,30 @@ def sweep(
 
     if demo_dirs is not None:
         demo_mod.prepare(demo_dirs)
-    if log.isatty():
-        with _ProgressReporter(log, len(plan.cells)) as reporter:
-            result = Sweep(config, planner, reporter).run(plan)
-    else:
-        result = Sweep(config, planner, _LineReporter(log, len(plan.cells))).run(plan)
+    try:
+        if log.isatty():
+            with _ProgressReporter(log, len(plan.cells)) as reporter:
+                result = Sweep(config, planner, reporter).run(plan)
+        else:
+            result = Sweep(config, planner, _LineReporter(log, len(plan.cells))).run(plan)
+    except BaseException:
+        # A crash mid-sweep: what was written stays, and this continues it.
+        _say(log, f"resume with: {_resume_command()}")
+        raise
 
     if as_json:
         print_json(_result_json(config, plan, result))
     _summary(log, config, plan, result, demo)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _resume_command() -> str:
+    """The command line that continues this sweep: as typed, with --resume."""
+    args = sys.argv[1:]
+    if not any(a in ("--resume", "--resume-keep") for a in args):
+        args = [*args, "--resume"]
+    return shlex.join(["oomrec", *args])
 
 
 def _say(stream: TextIO, *lines: str) -> None:
@@ -315,8 +352,10 @@ def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
             line += f" ({decision.reason})"
         lines.append(line)
     to_run = sum(1 for _, d in decided if d.action == RUN)
+    done = sum(1 for _, d in decided if d.action == DONE)
+    already = f"{done} done, " if done else ""
     lines.append(
-        f"dry run: {to_run} to run, {len(decided) - to_run} to skip; "
+        f"dry run: {already}{to_run} to run, {len(decided) - to_run - done} to skip; "
         "nothing launched, nothing written"
     )
     return lines
@@ -434,6 +473,7 @@ def _summary(
         killed = result.killed_cell
         what = f"{killed.model} @ {killed.length} was killed; " if killed else ""
         lines.append(f"interrupted: {what}{len(result.results)} of {len(plan.cells)} cells done")
+        lines.append(f"resume with: {_resume_command()}")
     elif demo:
         if new:
             lines.append(
