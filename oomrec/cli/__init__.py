@@ -9,6 +9,7 @@ from oomrec.cli import (  # noqa: F401  (registration)
     record_list,
     record_prune,
     record_stale,
+    report,
     sweep,
 )
 from oomrec.cli.app import app
