@@ -11,14 +11,13 @@ one on that alone.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from oomrec import csvscan, schema
 from oomrec.backfill import BACKENDS, DEFAULT_COMMIT_COLUMNS, LENGTH_COLUMNS, find_csv_files
@@ -93,9 +92,9 @@ def outcome_of(token: str | None) -> Outcome:
     return Outcome.FAILED if token.startswith("FAIL:") else Outcome.SKIPPED
 
 
-@dataclass(frozen=True, slots=True)
-class Machine:
-    """A machine class: its hardware tag (None: untagged) and memory in GB when known."""
+class Machine(NamedTuple):
+    """A machine class: its hardware tag (None: untagged) and memory in GB when known. A named
+    tuple: it keys every cell, and a tuple hashes in C."""
 
     tag: str | None
     mem_gb: int | None = None
@@ -168,7 +167,7 @@ class Cell:
         date = seen.date or ""
         if date > (old.date or ""):
             self.latest[outcome] = seen
-        elif seen.date and date < (self.first[outcome].date or "9999"):
+        if seen.date and date < (self.first[outcome].date or "9999"):
             self.first[outcome] = seen
 
     def latest_not_oom(self) -> Outcome | None:
@@ -186,8 +185,8 @@ class Scan:
     """What the CSVs hold, folded into cells, and which files were read or skipped why."""
 
     cells: dict[CellKey, Cell] = field(default_factory=dict)
-    # (model, machine, date, commit) -> the largest length that ran there.
-    fits: dict[tuple[str, Machine, str, str], int] = field(default_factory=dict)
+    # (model, machine, date) -> the largest length that ran that day, and its row's commit.
+    fits: dict[tuple[str, Machine, str], tuple[int, str]] = field(default_factory=dict)
     # Per machine class, the lengths runs aimed at (`prompt_target_len`): the grid's columns. A
     # measured `prompt_tokens` (20, 26, ...) is a fact about one row, not a length to try.
     targets: dict[Machine, set[int]] = field(default_factory=dict)
@@ -264,15 +263,26 @@ def _fold_rows(
     date_at = index.get("date")
     hw_at = index.get("hardware")
     commit_at = [index[n] for n in commit_columns if n in index]
+    split = splitter(header)
     width = len(header)
     cells, fits, targets = out.cells, out.fits, out.targets
-    for offset, fields in enumerate(csv.reader(lines[start + 1 :])):
-        if not fields or (len(fields) == 1 and not fields[0].strip()):
+    aimed: set[tuple[Machine, int]] = set()
+    machines: dict[str, Machine] = {}
+    dates: dict[str, str | None] = {}
+    ran, oom = Outcome.RAN, Outcome.OOM
+    # Each line is a row (the harness never breaks a line inside a quoted field), so a line
+    # number is the row's own even when a line is not what its header says.
+    for lineno in range(start + 2, len(lines) + 1):
+        line = lines[lineno - 1]
+        if not line or line.isspace():
             continue
         out.rows += 1
+        fields = split(line)
         # The token is read from the end, as the harness reads it; a row may carry it, and an
         # empty field before it, beyond the header's columns.
-        token = schema.trailing_token(fields)
+        token = None
+        if fields[-1].lstrip().startswith(("SKIP:", "FAIL:")):
+            token = schema.trailing_token(fields)
         if token is not None and len(fields) > width:
             fields = fields[:-1]
             if len(fields) == width + 1 and not fields[-1].strip():
@@ -281,32 +291,97 @@ def _fold_rows(
             out.unreadable_rows += 1
             continue
         model = fields[model_at].strip()
-        outcome = outcome_of(token)
-        length_text = next((v for i in length_at if (v := fields[i].strip())), "")
+        outcome = ran if token is None else outcome_of(token)
+        length_text = ""
+        for i in length_at:
+            length_text = fields[i].strip()
+            if length_text:
+                break
         if length_text.isdigit():
             length = int(length_text)
-        elif not length_text and outcome == Outcome.OOM:
+        elif not length_text and outcome is oom:
             # No length at all: as the import does, an OOM then stands at the shortest prompt.
             length = 0
         else:
             continue
         if not model:
             continue
-        machine = row_machine(fields[hw_at].strip() if hw_at is not None else "", host)
-        day = fields[date_at].strip()[:10] if date_at is not None else ""
-        date = day if _DATE.fullmatch(day) else None
-        commit = next((v for i in commit_at if (v := fields[i].strip())), UNKNOWN_COMMIT)
+        hardware = fields[hw_at] if hw_at is not None else ""
+        machine = machines.get(hardware)
+        if machine is None:
+            machine = machines[hardware] = row_machine(hardware.strip(), host)
+        day = fields[date_at] if date_at is not None else ""
+        date = dates.get(day, "")
+        if date == "":
+            date = dates[day] = _day(day)
+        commit = UNKNOWN_COMMIT
+        for i in commit_at:
+            if fields[i].strip():
+                commit = fields[i].strip()
+                break
         if target_at is not None and fields[target_at].strip():
-            targets.setdefault(machine, set()).add(length)
+            aimed.add((machine, length))
         key = (model, machine, length)
         cell = cells.get(key)
         if cell is None:
             cell = cells[key] = Cell()
-        cell.add(outcome, Seen(f"{source}:{start + 2 + offset}", date, commit))
-        if outcome == Outcome.RAN and date is not None:
-            point = (model, machine, date, commit)
-            if fits.get(point, -1) < length:
-                fits[point] = length
+        # A Seen is made only for a row that becomes its cell's first or latest (Cell.add's
+        # test, inlined: this loop runs once per row of every file).
+        latest = cell.latest.get(outcome)
+        if (
+            latest is None
+            or (date is not None and date > (latest.date or ""))
+            or (date is not None and date < (cell.first[outcome].date or "9999"))
+        ):
+            cell.add(outcome, Seen(f"{source}:{lineno}", date, commit))
+        if outcome is ran and date is not None:
+            point = (model, machine, date)
+            best = fits.get(point)
+            if best is None or best[0] < length:
+                fits[point] = (length, commit)
+    for machine, length in aimed:
+        targets.setdefault(machine, set()).add(length)
+
+
+def _day(text: str) -> str | None:
+    """The YYYY-MM-DD a date cell starts with, else None."""
+    day = text.strip()[:10]
+    return day if _DATE.fullmatch(day) else None
+
+
+def splitter(header: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """How to split a row of this header into its fields, exactly as the csv module does.
+
+    str.split is several times faster than a csv reader; it is used for the rows it reads the
+    same way: no quote at all, or (with a `prompt` column) a prompt wholly quoted with no quote
+    inside and no quote elsewhere. Any other row goes to the csv module.
+    """
+    if "prompt" not in header:
+        return lambda line: line.split(",") if '"' not in line else schema.split_row(line)
+    before = header.index("prompt")
+
+    def split(line: str) -> list[str]:
+        if '"' not in line:
+            return line.split(",")
+        head = line.split(",", before)
+        if len(head) <= before:
+            return schema.split_row(line)
+        rest = head.pop()
+        end = rest.find('"', 1)
+        if (
+            not rest.startswith('"')
+            or end < 0
+            or (end + 1 < len(rest) and rest[end + 1] != ",")
+            or '"' in rest[end + 1 :]
+            or '"' in line[: len(line) - len(rest)]
+        ):
+            return schema.split_row(line)
+        head.append(rest[1:end])
+        if end + 1 < len(rest):
+            head.extend(rest[end + 2 :].split(","))
+        return head
+
+    return split
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,7 +659,8 @@ def build(
                 grid[key] = (Outcome.OOM, flagged or was_flagged)
             elif shown is None or shown == Outcome.LIFTED:
                 grid[key] = (Outcome.LIFTED, flagged or was_flagged)
-    grid = dict(sorted(grid.items(), key=lambda kv: _cell_order(kv[0])))
+    rank = {m: i for i, m in enumerate(machines)}
+    grid = dict(sorted(grid.items(), key=lambda kv: (kv[0][0], rank[kv[0][1]], kv[0][2])))
     tried: dict[tuple[str, Machine], set[int]] = {}
     for model, machine, length in grid:
         tried.setdefault((model, machine), set()).add(length)
@@ -602,7 +678,7 @@ def build(
             contradicted=any(id(j.evidence) in contradicted for j in ooms),
         )
     timeline: dict[tuple[str, Machine], list[tuple[str, str, int]]] = {}
-    for (model, machine, date, commit), n in sorted(scan.fits.items(), key=lambda kv: kv[0][2]):
+    for (model, machine, date), (n, commit) in sorted(scan.fits.items(), key=lambda kv: kv[0][2]):
         timeline.setdefault((model, machine), []).append((date, commit, n))
     return Report(
         head=head,
@@ -627,10 +703,6 @@ def build(
 
 def _machine_order(m: Machine) -> tuple[str, int]:
     return (m.tag or "~", m.mem_gb or 0)
-
-
-def _cell_order(key: CellKey) -> tuple[str, tuple[str, int], int]:
-    return (key[0], _machine_order(key[1]), key[2])
 
 
 def _judged(e: Evidence, j: Judgement | None) -> Judged:

@@ -99,7 +99,8 @@ def _page(report: Report) -> Iterator[str]:
     )
     for model in report.models:
         yield from _timeline(report, model)
-    data = json.dumps(report.to_json(), sort_keys=True).replace("</", "<\\/")
+    # No `<` at all inside the data block: nothing in it can end it or open a tag.
+    data = json.dumps(report.to_json(), sort_keys=True).replace("<", "\\u003c")
     yield f'<script type="application/json" id="{DATA_ID}">{data}</script>'
     yield "</body></html>"
 
