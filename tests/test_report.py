@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import pty
@@ -14,9 +15,20 @@ from pathlib import Path
 
 import html5lib
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from oomrec.records import OomRecord
-from oomrec.report import Cell, Machine, Outcome, Scan, Seen, contradictions, record_evidence
+from oomrec.report import (
+    Cell,
+    Machine,
+    Outcome,
+    Scan,
+    Seen,
+    contradictions,
+    record_evidence,
+    splitter,
+)
 from tests.conftest import SHARED_CORPUS, CliResult
 from tests.gitrepo import FIX_MESSAGE, IDENTITY, Repo
 
@@ -425,3 +437,27 @@ def test_through_a_pipe_it_is_plain_one_row_per_line(small: Repo) -> None:
     mine = [x for x in lines if x.startswith(LONG_MODEL)]
     assert len(mine) == 4
     assert any(x.endswith("ok <=512 | oom >=2k since 2026-08-01") for x in mine)
+
+
+# -- the fast row split ---------------------------------------------------------------------
+
+_cell = st.text(alphabet=st.sampled_from('ab, "9:'), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    fields=st.lists(_cell, min_size=1, max_size=8),
+    quote=st.lists(st.booleans(), min_size=8, max_size=8),
+    width=st.integers(1, 8),
+    prompt_at=st.integers(0, 7),
+)
+def test_the_fast_split_reads_every_line_as_the_csv_module(
+    fields: list[str], quote: list[bool], width: int, prompt_at: int
+) -> None:
+    header = tuple(f"c{i}" for i in range(width))
+    if prompt_at < width:
+        header = (*header[:prompt_at], "prompt", *header[prompt_at + 1 :])
+    # Written as the harness writes (a literal quote pair, inner quotes not escaped) or not.
+    line = ",".join(f'"{f}"' if q else f for f, q in zip(fields, quote, strict=False))
+    assume(line)  # the scan passes over empty lines before splitting
+    assert splitter(header)(line) == next(csv.reader([line]))
