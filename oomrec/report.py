@@ -297,7 +297,7 @@ def _fold_rows(
             length_text = fields[i].strip()
             if length_text:
                 break
-        if length_text.isdigit():
+        if length_text.isascii() and length_text.isdigit():
             length = int(length_text)
         elif not length_text and outcome is oom:
             # No length at all: as the import does, an OOM then stands at the shortest prompt.
@@ -731,24 +731,13 @@ def gather(
 ) -> Report:
     """The report over the CSVs under `paths` and the record (live and archived), every OOM
     judged at HEAD by the one rule, with the fix commits in HEAD's history as markers."""
-    from oomrec import archive
     from oomrec.backfill import commit_columns
     from oomrec.fixes import trailer_key
     from oomrec.stale import judge_all, open_history
 
     key = trailer_key(settings)
     scan = scan_csvs(paths, settings.base, commit_columns(settings))
-    store = archive.archive_file(record_file)
-    kept = [
-        (line.record, f"{record_file.shown_as}:{line.lineno}", "record")
-        for line in loaded.lines
-        if line.record is not None
-    ]
-    kept += [
-        (a.record, f"{store.shown_as}:{a.lineno}", "archive")
-        for a in archive.load(record_file, loaded)
-        if a.record is not None
-    ]
+    kept = record_lines(record_file, loaded)
     histories: list[History | None] = []
 
     def judge(records: list[OomRecord]) -> Sequence[Judgement]:
@@ -756,7 +745,7 @@ def gather(
         histories.append(history)
         return judge_all(history, records)
 
-    report = build(scan, record_evidence(kept), judge)
+    report = build(scan, kept, judge)
     history = histories[0] if histories else None
     if history is not None:
         report.head = history.sha_at()
@@ -775,3 +764,39 @@ def fix_markers(history: History) -> list[FixMarker]:
         FixMarker(sha, dates.get(sha, ""), fixes[sha].subject, fixes[sha].globs) for sha in fixes
     ]
     return sorted(markers, key=lambda f: (f.date, f.sha))
+
+
+def record_contradictions(
+    record_file: RecordFile, loaded: Loaded, settings: Settings, paths: Sequence[Path] = ()
+) -> list[Contradiction]:
+    """The record's lines (live and archived) that a later CSV row contradicts, with that row,
+    for `record stale`: the CSVs under `paths`, default `benchmarks/` (none without one)."""
+    from oomrec.backfill import DEFAULT_FOLDER, commit_columns
+
+    if not paths:
+        folder = settings.base / DEFAULT_FOLDER
+        if not folder.is_dir():
+            return []
+        paths = [folder]
+    kept = record_lines(record_file, loaded)
+    if not kept:
+        return []
+    return contradictions(kept, scan_csvs(paths, settings.base, commit_columns(settings)))
+
+
+def record_lines(record_file: RecordFile, loaded: Loaded) -> list[Evidence]:
+    """The record's lines and its archive's as evidence, each named `path:line`."""
+    from oomrec import archive
+
+    store = archive.archive_file(record_file)
+    kept = [
+        (line.record, f"{record_file.shown_as}:{line.lineno}", "record")
+        for line in loaded.lines
+        if line.record is not None
+    ]
+    kept += [
+        (a.record, f"{store.shown_as}:{a.lineno}", "archive")
+        for a in archive.load(record_file, loaded)
+        if a.record is not None
+    ]
+    return record_evidence(kept)

@@ -3,7 +3,7 @@ no box drawing) anywhere else. Glyphs and words carry every fact; colour only ad
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from rich.table import Table
 from rich.text import Text
@@ -12,6 +12,7 @@ from oomrec.report import (
     CONTRADICTED_GLYPH,
     GLYPHS,
     LEGEND,
+    Contradiction,
     Frontier,
     Machine,
     Outcome,
@@ -125,8 +126,9 @@ def legend_lines() -> Iterator[str]:
     )
 
 
-def contradiction_lines(report: Report) -> Iterator[str]:
-    for c in report.contradictions:
+def contradiction_lines(found: Iterable[Contradiction]) -> Iterator[str]:
+    """One line per contradicted OOM, naming the row that contradicts it."""
+    for c in found:
         ev = c.evidence
         yield (
             f"contradicted: {ev.model} oom at {ev.length} on {ev.machine.id} "

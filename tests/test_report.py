@@ -287,6 +287,8 @@ def test_hostile_csvs_are_read_or_skipped_never_crash(repo: Repo, cli: Cli) -> N
         + csv_text(
             ran("quoted-4bit", 4096, "2026-08-01", prompt="a, b, SKIP:oom, c"),
             failed(EVIL, 512, "2026-08-01", "SKIP:oom", gap=",,"),
+            # A length that str.isdigit accepts and int() does not.
+            ran("superscript-4bit", 512, "2026-08-01").removesuffix(",512") + ",²",
             "short,row",
         )
         .replace("\n", "\r\n")
@@ -304,6 +306,7 @@ def test_hostile_csvs_are_read_or_skipped_never_crash(repo: Repo, cli: Cli) -> N
         "empty (no header line)": 1,
         "not a regular file": 1,
     }
+    assert not [c for c in data["cells"] if c["model"] == "superscript-4bit"]
     quoted = next(c for c in data["cells"] if c["model"] == "quoted-4bit")
     assert quoted["outcome"] == "ran" and quoted["length"] == 4096
     tag_model = next(o for o in data["ooms"] if o["model"] == EVIL)
@@ -461,3 +464,22 @@ def test_the_fast_split_reads_every_line_as_the_csv_module(
     line = ",".join(f'"{f}"' if q else f for f, q in zip(fields, quote, strict=False))
     assume(line)  # the scan passes over empty lines before splitting
     assert splitter(header)(line) == next(csv.reader([line]))
+
+
+def test_record_stale_lists_contradicted_records_and_keeps_them(repo: Repo, cli: Cli) -> None:
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    (folder / "cuda_gb10_2026-07-06.csv").write_text(
+        csv_text(ran(GEMMA, 32768, "2026-07-06"), ran(GEMMA, 65536, "2026-07-01")),
+        encoding="utf-8",
+    )
+    line = f"{GEMMA},32768,2026-07-03,unknown,,benchmarks/cuda_gb10_2026-07-03.csv,gb10"
+    other = f"{GEMMA},131072,2026-07-03,unknown,,benchmarks/cuda_gb10_2026-07-03.csv,gb10"
+    (folder / ".oom-record").write_text(f"{line}\n{other}\n", encoding="utf-8")
+    data = json.loads(cli("record", "stale", "--json").stdout)
+    (found,) = data["contradicted"]
+    assert found["oom"]["where"] == "benchmarks/.oom-record:1"
+    assert found["ran"]["where"] == "benchmarks/cuda_gb10_2026-07-06.csv:2"
+    text = cli("record", "stale").stdout
+    assert f"contradicted: {GEMMA} oom at 32768 on gb10" in text
+    assert (folder / ".oom-record").read_text() == f"{line}\n{other}\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -10,7 +11,7 @@ import typer
 
 from oomrec.cli.app import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import print_json, stdout_console
+from oomrec.cli.render import stdout_console
 from oomrec.errors import OomrecError
 
 
@@ -79,7 +80,9 @@ def report_command(
         write_html(result, html)
         typer.echo(f"wrote {html}", err=True)
     if as_json:
-        print_json(result.to_json())
+        # One line: json's C encoder only serves dumps without indent, and a large corpus's
+        # report holds tens of thousands of cells and timeline points.
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
         return
     if not sys.stdout.isatty():
         lines = (
@@ -89,7 +92,7 @@ def report_command(
         )
         for line in lines:
             typer.echo(line)
-        for line in report_text.contradiction_lines(result):
+        for line in report_text.contradiction_lines(result.contradictions):
             typer.echo(line)
         return
     console = stdout_console()
@@ -99,5 +102,5 @@ def report_command(
             console.print(line, markup=False, highlight=False)
     else:
         console.print(report_text.matrix_table(result))
-    for line in report_text.contradiction_lines(result):
+    for line in report_text.contradiction_lines(result.contradictions):
         console.print(line, markup=False, highlight=False)
