@@ -33,7 +33,6 @@ SCHEMA_VERSION = 1
 GIB = 1024**3
 # Written by a pre-launch memory guard: as true an OOM as SKIP:oom, never a capacity estimate.
 OOM_GUARD = "SKIP:oom_guard"
-UNKNOWN = "unknown"
 _MEM = re.compile(r"(\d+)\s*GB$", re.IGNORECASE)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -442,6 +441,7 @@ class Contradiction:
     """An OOM and the later CSV row where the same model ran at that length or more."""
 
     evidence: Evidence
+    machine: Machine
     length: int
     seen: Seen
 
@@ -450,15 +450,17 @@ class Contradiction:
             "oom": self.evidence.to_dict(),
             "ran": {
                 "length": self.length,
-                "machine": self.evidence.machine.id,
+                "machine": self.machine.id,
                 **self.seen.to_dict(),
             },
         }
 
 
 def contradictions(evidence: Iterable[Evidence], scan: Scan) -> list[Contradiction]:
-    """Each OOM that a strictly later (by date) successful row on a machine class it covers
-    contradicts, with that row (the latest such). Evidence to act on: nothing is dropped."""
+    """Each OOM that a strictly later (by date) successful row of the same model, at its length or
+    more, on its machine (the same tag, and a memory not known to differ) contradicts, with that
+    row (the latest such). An untagged OOM is never contradicted: a run on one machine says
+    nothing about another. Evidence to act on: nothing is dropped."""
     runs: dict[str, list[tuple[Machine, int, Seen]]] = {}
     for (model, machine, length), cell in scan.cells.items():
         seen = cell.latest.get(Outcome.RAN)
@@ -469,15 +471,16 @@ def contradictions(evidence: Iterable[Evidence], scan: Scan) -> list[Contradicti
         if not ev.seen.date:
             continue
         later = [
-            (seen.date or "", length, seen)
+            (seen.date or "", length, seen, machine)
             for machine, length, seen in runs.get(ev.model, ())
             if length >= ev.length
             and (seen.date or "") > ev.seen.date
+            and ev.machine.tag is not None
             and ev.machine.covers(machine)
         ]
         if later:
-            _, length, seen = max(later, key=lambda t: (t[0], t[1]))
-            out.append(Contradiction(ev, length, seen))
+            _, length, seen, machine = max(later, key=lambda t: (t[0], t[1]))
+            out.append(Contradiction(ev, machine, length, seen))
     return out
 
 

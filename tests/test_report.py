@@ -373,6 +373,11 @@ def test_contradictions_need_a_later_run_at_that_length_or_more_on_the_machine()
     assert found((GEMMA, gb10, 8192, "2026-07-02")) == []  # earlier
     assert found((GEMMA, m1, 8192, "2026-07-04")) == []  # another machine
     assert found(("other-4bit", gb10, 8192, "2026-07-04")) == []
+    assert found((GEMMA, Machine("gb10"), 8192, "2026-07-04")) == ["run.csv:8192"]
+    assert found((GEMMA, Machine("gb10", 64), 8192, "2026-07-04")) == ["run.csv:8192"]
+    untagged = OomRecord(GEMMA, 8192, "2026-07-03", "abc", None, "x.csv", None)
+    anywhere = record_evidence([(untagged, ".oom-record:2", "record")])
+    assert contradictions(anywhere, _scan_with_runs((GEMMA, gb10, 8192, "2026-07-04"))) == []
 
 
 # -- the terminal ---------------------------------------------------------------------------
