@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fnmatch import fnmatchcase
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -567,8 +568,7 @@ class Report:
         return tagged[0] if len(tagged) == 1 else None
 
     def fixes_for(self, model: str) -> list[FixMarker]:
-        from fnmatch import fnmatchcase
-
+        """The fix commits whose globs match `model`."""
         return [f for f in self.fixes if any(fnmatchcase(model, g) for g in f.globs)]
 
     def to_json(self) -> dict[str, Any]:

@@ -488,3 +488,21 @@ def test_record_stale_lists_contradicted_records_and_keeps_them(repo: Repo, cli:
     text = cli("record", "stale").stdout
     assert f"contradicted: {GEMMA} oom at 32768 on gb10" in text
     assert (folder / ".oom-record").read_text() == f"{line}\n{other}\n"
+
+
+def test_outside_git_every_oom_applies_and_files_can_be_named(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    csv_file = tmp_path / "run.csv"
+    csv_file.write_text(
+        csv_text(
+            ran("m-4bit", 512, "2026-08-01"), failed("m-4bit", 2048, "2026-08-01", "SKIP:oom")
+        ),
+        encoding="utf-8",
+    )
+    data = report_json(cli, str(csv_file))
+    assert data["head"] is None and data["fixes"] == []
+    (oom,) = data["ooms"]
+    assert (oom["where"], oom["status"]) == ("run.csv:3", "applies")
+    assert data["frontier"][0]["ran_max"]["length"] == 512
