@@ -393,6 +393,8 @@ def small(repo: Repo) -> Repo:
             ran(LONG_MODEL, 2048, "2026-08-01", hw=hw),
             ran("tiny-4bit", 8192, "2026-08-01", hw=hw),
         ]
+    # More lengths than fit in 80 columns: the grid goes on in another table.
+    rows += [ran("tiny-4bit", 2**k, "2026-08-01") for k in range(6, 26)]
     (folder / "cuda_gb10_x.csv").write_text(csv_text(*rows), encoding="utf-8")
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "csv")
@@ -435,6 +437,10 @@ def test_on_a_terminal_it_fits_80_columns_and_wraps_model_names(
         x.split("│")[1].strip() for x in lines if x.startswith("│") and x.count("│") > 2
     )
     assert LONG_MODEL in first_column
+    # Every column is there, in some table.
+    headers = " ".join(x for x in lines if x.startswith("┃"))
+    for label in ("1k", "32k", "32768k") if extra else ("gb10 122GB", "m5max 128GB"):
+        assert f" {label} " in headers
 
 
 def test_through_a_pipe_it_is_plain_one_row_per_line(small: Repo) -> None:

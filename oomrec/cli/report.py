@@ -97,10 +97,12 @@ def report_command(
         return
     console = stdout_console()
     if chosen is not None:
-        console.print(report_text.grid_table(result, chosen))
+        for table in report_text.grid_tables(result, chosen, console.width):
+            console.print(table)
         for line in report_text.legend_lines():
             console.print(line, markup=False, highlight=False)
     else:
-        console.print(report_text.matrix_table(result))
+        for table in report_text.matrix_tables(result, console.width):
+            console.print(table)
     for line in report_text.contradiction_lines(result.contradictions):
         console.print(line, markup=False, highlight=False)
