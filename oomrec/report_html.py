@@ -24,7 +24,7 @@ DATA_ID = "oomrec-report"
 _CSS = """
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1a1a1a; --line: #c8c8c8;
   --ran: #1b7f3b; --oom: #c62828; --lifted: #9a6700; --backstop: #8e24aa; --record: #9a6700;
-  --timeout: #00838f; --failed: #1f5fbf; --skipped: #1f5fbf; --untried: #777777; --fix: #6a3fb5; }
+  --timeout: #00838f; --failed: #1f5fbf; --skipped: #1f5fbf; --untried: #666666; --fix: #6a3fb5; }
 @media (prefers-color-scheme: dark) {
   :root { --bg: #16181c; --fg: #e8e8e8; --line: #4a4d55; --ran: #5cd68a; --oom: #ff7b72;
     --lifted: #e3b341; --backstop: #d2a8ff; --record: #e3b341; --timeout: #56d4dd;
