@@ -10,6 +10,7 @@ from oomrec.cli import (  # noqa: F401  (registration)
     record_prune,
     record_stale,
     remote,
+    report,
     sweep,
 )
 from oomrec.cli.app import app

@@ -51,6 +51,8 @@ def record_stale(
     Example: oomrec record stale --range v1.2..HEAD --exit-code
     """
     from oomrec import gitutil
+    from oomrec.report import record_contradictions
+    from oomrec.report_text import contradiction_lines
     from oomrec.stale import Status, hygiene, open_history
 
     record_file, settings = open_record(record)
@@ -83,6 +85,8 @@ def record_stale(
         (parked[i].lineno, records[n + i], j) for i, j in enumerate(judgements[n:]) if j.applies
     ]
     warnings = hygiene(history, {r.model for r in records}) if history is not None else []
+    # Evidence for the user from the report (a later CSV row ran the cell): never pruned on.
+    contradicted = record_contradictions(record_file, loaded, settings)
     for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
     if as_json:
@@ -93,6 +97,7 @@ def record_stale(
                 "apply_again": [_entry(ln, rec, j) for ln, rec, j in back],
                 "unknown": [_entry(ln, rec, j) for ln, rec, j in unknown],
                 "warnings": warnings,
+                "contradicted": [c.to_dict() for c in contradicted],
             }
         )
     else:
@@ -116,6 +121,8 @@ def record_stale(
             more = more_rows(len(rows), "--json")
             if more:
                 console.print(more, highlight=False, markup=False)
+        for line in contradiction_lines(contradicted):
+            typer.echo(line)
         if gone:
             typer.echo("run: oomrec record prune   (archives them; the sweep skips them already)")
         if back:

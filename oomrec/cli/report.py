@@ -1,0 +1,108 @@
+"""`oomrec report`: the OOM frontier of the benchmark CSVs and the record, as a picture."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from oomrec.cli.app import RecordOption, app
+from oomrec.cli.common import open_record, print_warnings
+from oomrec.cli.render import stdout_console
+from oomrec.errors import OomrecError
+
+
+@app.command("report")
+def report_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="PATH",
+            help="CSV files and folders (searched for *.csv). Default: benchmarks/ under the "
+            "git top level.",
+            show_default=False,
+        ),
+    ] = None,
+    machine: Annotated[
+        str | None,
+        typer.Option(
+            "--machine",
+            metavar="TAG",
+            help="A model x length grid of this machine class (its tag, e.g. gb10, or its id, "
+            "e.g. 'gb10 122GB'), one glyph per outcome.",
+            show_default=False,
+        ),
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Also write one self-contained HTML page (opens offline).",
+            show_default=False,
+            dir_okay=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    record: RecordOption = None,
+) -> None:
+    """Show the OOM frontier: per model and machine class, the largest length that ran, the
+    smallest that ran out of memory (since which commit, and whether a fix took it out of
+    play), what was never tried, and OOMs that a later run contradicts (never dropped for it).
+
+    Example: oomrec report --machine gb10 --html frontier.html
+    """
+    from oomrec import report_text
+    from oomrec.backfill import default_paths
+    from oomrec.bulk import no_cycle_collection
+    from oomrec.report import gather
+
+    record_file, settings = open_record(record)
+    loaded = record_file.load()
+    print_warnings(loaded, record_file)
+    with no_cycle_collection():
+        result = gather(paths or default_paths(settings), record_file, loaded, settings)
+    chosen = None
+    if machine is not None:
+        chosen = result.machine(machine.strip())
+        if chosen is None:
+            known = ", ".join(repr(m.id) for m in result.machines) or "none"
+            raise OomrecError(
+                f"--machine {machine!r} names no machine class of these CSVs and the record; "
+                f"give one of: {known}"
+            )
+    if html is not None:
+        from oomrec.report_html import write_html
+
+        write_html(result, html)
+        typer.echo(f"wrote {html}", err=True)
+    if as_json:
+        # One line: json's C encoder only serves dumps without indent, and a large corpus's
+        # report holds tens of thousands of cells and timeline points.
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+        return
+    if not sys.stdout.isatty():
+        lines = (
+            report_text.grid_lines(result, chosen)
+            if chosen is not None
+            else report_text.matrix_lines(result)
+        )
+        for line in lines:
+            typer.echo(line)
+        for line in report_text.contradiction_lines(result.contradictions):
+            typer.echo(line)
+        return
+    console = stdout_console()
+    if chosen is not None:
+        for table in report_text.grid_tables(result, chosen, console.width):
+            console.print(table)
+        for line in report_text.legend_lines():
+            console.print(line, markup=False, highlight=False)
+    else:
+        for table in report_text.matrix_tables(result, console.width):
+            console.print(table)
+    for line in report_text.contradiction_lines(result.contradictions):
+        console.print(line, markup=False, highlight=False)

@@ -1,0 +1,805 @@
+"""The OOM frontier (`oomrec report`): per model and machine class, the largest length that ran,
+the smallest that ran out of memory (and whether a fix took it out of play), what was never tried,
+and which OOMs a later successful run contradicts.
+
+Facts come from every data row of the benchmark CSVs (not only `SKIP:oom` rows, as the import
+reads) and from the record and its archive. Rows are folded as they are read into one cell per
+(model, machine class, length): thousands of files repeat a few hundred cells, and only the cells
+are kept. Evidence must be true, so a contradiction only ever marks an OOM: oomrec never drops
+one on that alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from oomrec import csvscan, schema
+from oomrec.backfill import BACKENDS, DEFAULT_COMMIT_COLUMNS, LENGTH_COLUMNS, find_csv_files
+from oomrec.hardware import normalize
+from oomrec.records import UNKNOWN_COMMIT, OomRecord
+
+if TYPE_CHECKING:
+    from oomrec.config import Settings
+    from oomrec.records import Loaded, RecordFile
+    from oomrec.stale import History, Judgement
+
+SCHEMA_VERSION = 1
+GIB = 1024**3
+# Written by a pre-launch memory guard: as true an OOM as SKIP:oom, never a capacity estimate.
+OOM_GUARD = "SKIP:oom_guard"
+_MEM = re.compile(r"(\d+)\s*GB$", re.IGNORECASE)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class Outcome(StrEnum):
+    RAN = "ran"
+    OOM = "oom"
+    # An OOM measured before a fix that is in effect at HEAD: out of play, kept as evidence.
+    LIFTED = "oom, fixed since"
+    BACKSTOP = "backstop"
+    RECORD = "record"
+    TIMEOUT = "timeout"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    NOT_TRIED = "not tried"
+
+
+# One glyph per outcome, ASCII so a pipe or an old terminal shows it too; colour only adds.
+GLYPHS: dict[Outcome, str] = {
+    Outcome.RAN: "o",
+    Outcome.OOM: "X",
+    Outcome.LIFTED: "x",
+    Outcome.BACKSTOP: "b",
+    Outcome.RECORD: "r",
+    Outcome.TIMEOUT: "t",
+    Outcome.FAILED: "f",
+    Outcome.SKIPPED: "s",
+    Outcome.NOT_TRIED: ".",
+}
+LEGEND: dict[Outcome, str] = {
+    Outcome.RAN: "ran",
+    Outcome.OOM: "out of memory (CSV SKIP:oom or a record), in play",
+    Outcome.LIFTED: "out of memory before a fix in effect at HEAD",
+    Outcome.BACKSTOP: "skipped by the backstop",
+    Outcome.RECORD: "skipped by the record",
+    Outcome.TIMEOUT: "timed out",
+    Outcome.FAILED: "failed (FAIL:*)",
+    Outcome.SKIPPED: "skipped for another reason (SKIP:oom_estimate, ...)",
+    Outcome.NOT_TRIED: "never tried",
+}
+CONTRADICTED_GLYPH = "!"
+
+
+def outcome_of(token: str | None) -> Outcome:
+    """A row's outcome from its trailing token (None: it ran)."""
+    if token is None:
+        return Outcome.RAN
+    if token in (schema.TRUE_OOM, OOM_GUARD):
+        return Outcome.OOM
+    if token == schema.OOM_BACKSTOP:
+        return Outcome.BACKSTOP
+    if token == schema.OOM_RECORD:
+        return Outcome.RECORD
+    if token == schema.FAIL_TIMEOUT:
+        return Outcome.TIMEOUT
+    return Outcome.FAILED if token.startswith("FAIL:") else Outcome.SKIPPED
+
+
+class Machine(NamedTuple):
+    """A machine class: its hardware tag (None: untagged) and memory in GB when known. A named
+    tuple: it keys every cell, and a tuple hashes in C."""
+
+    tag: str | None
+    mem_gb: int | None = None
+
+    @property
+    def id(self) -> str:
+        name = self.tag or "any"
+        return f"{name} {self.mem_gb}GB" if self.mem_gb is not None else name
+
+    def covers(self, other: Machine) -> bool:
+        """Whether evidence of this class speaks for `other`: an unknown tag or memory is
+        every one (when in doubt, an OOM applies)."""
+        if self.tag is not None and self.tag != other.tag:
+            return False
+        return self.mem_gb is None or other.mem_gb is None or self.mem_gb == other.mem_gb
+
+
+def record_machine(record: OomRecord) -> Machine:
+    """The machine class of a record. The one place that reads `mem_bytes`, which records
+    carry only from a later format on."""
+    mem_bytes = getattr(record, "mem_bytes", None)
+    mem_gb = round(mem_bytes / GIB) if isinstance(mem_bytes, int) and mem_bytes > 0 else None
+    return Machine(record.hardware, mem_gb)
+
+
+@lru_cache(maxsize=1024)
+def row_machine(hardware_value: str, file_host: str | None) -> Machine:
+    """A CSV row's class: its `hardware` value (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB),
+    else the file name's host token (no memory)."""
+    tag = normalize(hardware_value) if hardware_value else None
+    if tag is None:
+        return Machine(file_host)
+    mem = _MEM.search(hardware_value.strip())
+    return Machine(tag, int(mem.group(1)) if mem else None)
+
+
+def file_host(path: str) -> str | None:
+    """`cuda_gb10_...csv` -> `gb10`, as the import names a harness file's host."""
+    parts = Path(path).name.split("_")
+    if len(parts) < 3 or parts[0] not in BACKENDS:
+        return None
+    return normalize(parts[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """Where a fact was seen: `path:line` of a CSV row or a record line, its date and commit."""
+
+    where: str
+    date: str | None
+    commit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"where": self.where, "date": self.date, "commit": self.commit}
+
+
+@dataclass(slots=True)
+class Cell:
+    """Every row of one (model, machine class, length): per outcome, the first and the latest
+    row by date (an OOM is shown "since" its first sighting, judged against its latest)."""
+
+    first: dict[Outcome, Seen] = field(default_factory=dict)
+    latest: dict[Outcome, Seen] = field(default_factory=dict)
+
+    def add(self, outcome: Outcome, seen: Seen) -> None:
+        old = self.latest.get(outcome)
+        if old is None:
+            self.first[outcome] = self.latest[outcome] = seen
+            return
+        date = seen.date or ""
+        if date > (old.date or ""):
+            self.latest[outcome] = seen
+        if seen.date and date < (self.first[outcome].date or "9999"):
+            self.first[outcome] = seen
+
+    def latest_not_oom(self) -> Outcome | None:
+        """The latest row's outcome among the rows that did not run out of memory (OOMs are
+        shown from the evidence, judged)."""
+        rest = [(seen.date or "", o) for o, seen in self.latest.items() if o != Outcome.OOM]
+        return max(rest)[1] if rest else None
+
+
+CellKey = tuple[str, Machine, int]
+
+
+@dataclass
+class Scan:
+    """What the CSVs hold, folded into cells, and which files were read or skipped why."""
+
+    cells: dict[CellKey, Cell] = field(default_factory=dict)
+    # (model, machine, date) -> the largest length that ran that day, and its row's commit.
+    fits: dict[tuple[str, Machine, str], tuple[int, str]] = field(default_factory=dict)
+    # Per machine class, the lengths runs aimed at (`prompt_target_len`): the grid's columns. A
+    # measured `prompt_tokens` (20, 26, ...) is a fact about one row, not a length to try.
+    targets: dict[Machine, set[int]] = field(default_factory=dict)
+    files_read: int = 0
+    files_skipped: dict[str, int] = field(default_factory=dict)
+    rows: int = 0
+    unreadable_rows: int = 0
+
+
+def scan_csvs(
+    paths: Sequence[Path], root: Path, commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS
+) -> Scan:
+    """Every data row of every CSV under `paths` (files and folders, recursive `*.csv`), folded.
+
+    Files are found and skipped as `record import-csv` does (not regular, no `model` column,
+    empty, binary, header not UTF-8). Rows without a length (and that ran) say nothing here.
+    """
+    files, refused = find_csv_files(paths)
+    result = Scan()
+    for bad in refused:
+        result.files_skipped[bad.skipped or ""] = result.files_skipped.get(bad.skipped or "", 0) + 1
+    root_text = str(root.resolve()).rstrip("/") + "/"
+    for path in files:
+        problem = _scan_file(path, root_text, tuple(commit_columns), result)
+        if problem is None:
+            result.files_read += 1
+        else:
+            result.files_skipped[problem] = result.files_skipped.get(problem, 0) + 1
+    return result
+
+
+def _scan_file(path: str, root: str, commit_columns: tuple[str, ...], out: Scan) -> str | None:
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return csvscan.UNREADABLE
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    if not data.strip():
+        return csvscan.EMPTY
+    if b"\0" in data[:8000]:
+        return csvscan.BINARY
+    text = data.decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    start = 0
+    while start < len(lines) and (not lines[start].strip() or lines[start].startswith("#")):
+        start += 1
+    if start == len(lines):
+        return csvscan.EMPTY
+    if "\ufffd" in lines[start]:
+        return csvscan.NOT_UTF8
+    header = tuple(name.strip() for name in schema.split_row(lines[start]))
+    if csvscan.MODEL_COLUMN not in header:
+        return csvscan.NO_MODEL
+    source = path[len(root) :] if path.startswith(root) else path
+    _fold_rows(lines, start, header, source, file_host(path), commit_columns, out)
+    return None
+
+
+def _fold_rows(
+    lines: list[str],
+    start: int,
+    header: tuple[str, ...],
+    source: str,
+    host: str | None,
+    commit_columns: tuple[str, ...],
+    out: Scan,
+) -> None:
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        index.setdefault(name, i)
+    model_at = index[csvscan.MODEL_COLUMN]
+    length_at = [index[n] for n in LENGTH_COLUMNS if n in index]
+    target_at = index.get(LENGTH_COLUMNS[0])
+    date_at = index.get("date")
+    hw_at = index.get("hardware")
+    commit_at = [index[n] for n in commit_columns if n in index]
+    split = splitter(header)
+    width = len(header)
+    cells, fits, targets = out.cells, out.fits, out.targets
+    aimed: set[tuple[Machine, int]] = set()
+    machines: dict[str, Machine] = {}
+    dates: dict[str, str | None] = {}
+    ran, oom = Outcome.RAN, Outcome.OOM
+    # Each line is a row (the harness never breaks a line inside a quoted field), so a line
+    # number is the row's own even when a line is not what its header says.
+    for lineno in range(start + 2, len(lines) + 1):
+        line = lines[lineno - 1]
+        if not line or line.isspace():
+            continue
+        out.rows += 1
+        fields = split(line)
+        # The token is read from the end, as the harness reads it; a row may carry it, and an
+        # empty field before it, beyond the header's columns.
+        token = None
+        if fields[-1].lstrip().startswith(("SKIP:", "FAIL:")):
+            token = schema.trailing_token(fields)
+        if token is not None and len(fields) > width:
+            fields = fields[:-1]
+            if len(fields) == width + 1 and not fields[-1].strip():
+                fields = fields[:-1]
+        if len(fields) != width:
+            out.unreadable_rows += 1
+            continue
+        model = fields[model_at].strip()
+        outcome = ran if token is None else outcome_of(token)
+        length_text = ""
+        for i in length_at:
+            length_text = fields[i].strip()
+            if length_text:
+                break
+        if length_text.isascii() and length_text.isdigit():
+            length = int(length_text)
+        elif not length_text and outcome is oom:
+            # No length at all: as the import does, an OOM then stands at the shortest prompt.
+            length = 0
+        else:
+            continue
+        if not model:
+            continue
+        hardware = fields[hw_at] if hw_at is not None else ""
+        machine = machines.get(hardware)
+        if machine is None:
+            machine = machines[hardware] = row_machine(hardware.strip(), host)
+        day = fields[date_at] if date_at is not None else ""
+        date = dates.get(day, "")
+        if date == "":
+            date = dates[day] = _day(day)
+        commit = UNKNOWN_COMMIT
+        for i in commit_at:
+            if fields[i].strip():
+                commit = fields[i].strip()
+                break
+        if target_at is not None and fields[target_at].strip():
+            aimed.add((machine, length))
+        key = (model, machine, length)
+        cell = cells.get(key)
+        if cell is None:
+            cell = cells[key] = Cell()
+        # A Seen is made only for a row that becomes its cell's first or latest (Cell.add's
+        # test, inlined: this loop runs once per row of every file).
+        latest = cell.latest.get(outcome)
+        if (
+            latest is None
+            or (date is not None and date > (latest.date or ""))
+            or (date is not None and date < (cell.first[outcome].date or "9999"))
+        ):
+            cell.add(outcome, Seen(f"{source}:{lineno}", date, commit))
+        if outcome is ran and date is not None:
+            point = (model, machine, date)
+            best = fits.get(point)
+            if best is None or best[0] < length:
+                fits[point] = (length, commit)
+    for machine, length in aimed:
+        targets.setdefault(machine, set()).add(length)
+
+
+def _day(text: str) -> str | None:
+    """The YYYY-MM-DD a date cell starts with, else None."""
+    day = text.strip()[:10]
+    return day if _DATE.fullmatch(day) else None
+
+
+def splitter(header: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """How to split a row of this header into its fields, exactly as the csv module does.
+
+    str.split is several times faster than a csv reader; it is used for the rows it reads the
+    same way: no quote at all, or (with a `prompt` column) a prompt wholly quoted with no quote
+    inside and no quote elsewhere. Any other row goes to the csv module.
+    """
+    if "prompt" not in header:
+        return lambda line: line.split(",") if '"' not in line else schema.split_row(line)
+    before = header.index("prompt")
+
+    def split(line: str) -> list[str]:
+        if '"' not in line:
+            return line.split(",")
+        head = line.split(",", before)
+        if len(head) <= before:
+            return schema.split_row(line)
+        rest = head.pop()
+        end = rest.find('"', 1)
+        if (
+            not rest.startswith('"')
+            or end < 0
+            or (end + 1 < len(rest) and rest[end + 1] != ",")
+            or '"' in rest[end + 1 :]
+            or '"' in line[: len(line) - len(rest)]
+        ):
+            return schema.split_row(line)
+        head.append(rest[1:end])
+        if end + 1 < len(rest):
+            head.extend(rest[end + 2 :].split(","))
+        return head
+
+    return split
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One OOM: a CSV `SKIP:oom` row or a record line (live or archived)."""
+
+    model: str
+    length: int
+    machine: Machine
+    # The latest sighting (what a later run must beat) and the first (what "since" names).
+    seen: Seen
+    since: Seen
+    kind: str  # "csv", "record" or "archive"
+    record: OomRecord
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "length": self.length,
+            "machine": self.machine.id,
+            "kind": self.kind,
+            **self.seen.to_dict(),
+            "since": self.since.to_dict(),
+        }
+
+
+def csv_evidence(scan: Scan) -> list[Evidence]:
+    """The OOM rows of the CSVs, as records, so the one rule judges them like the record's."""
+    out = []
+    for (model, machine, length), cell in scan.cells.items():
+        seen = cell.latest.get(Outcome.OOM)
+        if seen is None:
+            continue
+        record = OomRecord(
+            model,
+            length,
+            seen.date or "",
+            seen.commit,
+            None,
+            seen.where.rsplit(":", 1)[0],
+            machine.tag,
+        )
+        out.append(Evidence(model, length, machine, seen, cell.first[Outcome.OOM], "csv", record))
+    return out
+
+
+def record_evidence(records: Iterable[tuple[OomRecord, str, str]]) -> list[Evidence]:
+    """Records as evidence: (record, where it is as `path:line`, "record" or "archive")."""
+    out = []
+    for r, where, kind in records:
+        seen = Seen(where, r.date or None, r.commit)
+        out.append(Evidence(r.model, r.prompt_target_len, record_machine(r), seen, seen, kind, r))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """An OOM and the later CSV row where the same model ran at that length or more."""
+
+    evidence: Evidence
+    machine: Machine
+    length: int
+    seen: Seen
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "oom": self.evidence.to_dict(),
+            "ran": {
+                "length": self.length,
+                "machine": self.machine.id,
+                **self.seen.to_dict(),
+            },
+        }
+
+
+def contradictions(evidence: Iterable[Evidence], scan: Scan) -> list[Contradiction]:
+    """Each OOM that a strictly later (by date) successful row of the same model, at its length or
+    more, on its machine (the same tag, and a memory not known to differ) contradicts, with that
+    row (the latest such). An untagged OOM is never contradicted: a run on one machine says
+    nothing about another. Evidence to act on: nothing is dropped."""
+    runs: dict[str, list[tuple[Machine, int, Seen]]] = {}
+    for (model, machine, length), cell in scan.cells.items():
+        seen = cell.latest.get(Outcome.RAN)
+        if seen is not None and seen.date is not None:
+            runs.setdefault(model, []).append((machine, length, seen))
+    out = []
+    for ev in evidence:
+        if not ev.seen.date:
+            continue
+        later = [
+            (seen.date or "", length, seen, machine)
+            for machine, length, seen in runs.get(ev.model, ())
+            if length >= ev.length
+            and (seen.date or "") > ev.seen.date
+            and ev.machine.tag is not None
+            and ev.machine.covers(machine)
+        ]
+        if later:
+            _, length, seen, machine = max(later, key=lambda t: (t[0], t[1]))
+            out.append(Contradiction(ev, machine, length, seen))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """An OOM with its judgement at HEAD: `fix` is the fix that took it out of play, if any."""
+
+    evidence: Evidence
+    applies: bool
+    fix: str | None
+    status: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.evidence.to_dict(), "status": self.status, "fix": self.fix}
+
+
+@dataclass(frozen=True, slots=True)
+class FixMarker:
+    sha: str
+    date: str
+    subject: str
+    globs: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha,
+            "date": self.date,
+            "subject": self.subject,
+            "globs": list(self.globs),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Frontier:
+    """One model on one machine class."""
+
+    model: str
+    machine: Machine
+    ran_max: tuple[int, Seen] | None
+    oom_min: Judged | None
+    lifted_min: Judged | None
+    never_tried: tuple[int, ...]
+    contradicted: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        ran = None
+        if self.ran_max is not None:
+            ran = {"length": self.ran_max[0], **self.ran_max[1].to_dict()}
+        return {
+            "model": self.model,
+            "machine": self.machine.id,
+            "ran_max": ran,
+            "oom_min": self.oom_min.to_dict() if self.oom_min else None,
+            "lifted_oom_min": self.lifted_min.to_dict() if self.lifted_min else None,
+            "never_tried": list(self.never_tried),
+            "contradicted": self.contradicted,
+        }
+
+
+@dataclass
+class Report:
+    """The whole picture; `to_json()` is the one documented shape (see SCHEMA_VERSION)."""
+
+    head: str | None
+    machines: list[Machine]
+    models: list[str]
+    lengths: dict[Machine, list[int]]
+    frontier: dict[tuple[str, Machine], Frontier]
+    grid: dict[CellKey, tuple[Outcome, bool]]
+    ooms: list[Judged]
+    contradictions: list[Contradiction]
+    timeline: dict[tuple[str, Machine], list[tuple[str, str, int]]]
+    fixes: list[FixMarker]
+    files_read: int
+    files_skipped: dict[str, int]
+    rows: int
+
+    def machine(self, tag: str) -> Machine | None:
+        """The class a `--machine` value names: its id (`gb10 122GB`) or its tag when unique."""
+        for m in self.machines:
+            if m.id == tag:
+                return m
+        tagged = [m for m in self.machines if m.tag == tag]
+        return tagged[0] if len(tagged) == 1 else None
+
+    def fixes_for(self, model: str) -> list[FixMarker]:
+        """The fix commits whose globs match `model`."""
+        return [f for f in self.fixes if any(fnmatchcase(model, g) for g in f.globs)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "head": self.head,
+            "files": {"read": self.files_read, "skipped": self.files_skipped, "rows": self.rows},
+            "machines": [
+                {"id": m.id, "hardware": m.tag, "mem_gb": m.mem_gb, "lengths": self.lengths[m]}
+                for m in self.machines
+            ],
+            "models": self.models,
+            "frontier": [f.to_dict() for f in self.frontier.values()],
+            "cells": [
+                {
+                    "model": model,
+                    "machine": machine.id,
+                    "length": length,
+                    "outcome": outcome.value,
+                    "contradicted": flagged,
+                }
+                for (model, machine, length), (outcome, flagged) in self.grid.items()
+            ],
+            "ooms": [j.to_dict() for j in self.ooms],
+            "contradictions": [c.to_dict() for c in self.contradictions],
+            "timeline": [
+                {
+                    "model": model,
+                    "machine": machine.id,
+                    "points": [{"date": d, "commit": c, "length": n} for d, c, n in points],
+                }
+                for (model, machine), points in self.timeline.items()
+            ],
+            "fixes": [f.to_dict() for f in self.fixes],
+        }
+
+
+def build(
+    scan: Scan,
+    records: Sequence[Evidence],
+    judge: Callable[[list[OomRecord]], Sequence[Judgement]] | None = None,
+    fixes: Sequence[FixMarker] = (),
+    head: str | None = None,
+) -> Report:
+    """The report from the folded CSVs and the record's evidence. `judge(records)` returns a
+    `stale.Judgement` per record (None: every OOM applies)."""
+    evidence = csv_evidence(scan) + list(records)
+    judgements: Sequence[Judgement | None] = (
+        judge([e.record for e in evidence]) if judge is not None else [None] * len(evidence)
+    )
+    judged = [_judged(e, j) for e, j in zip(evidence, judgements, strict=True)]
+    contra = contradictions(evidence, scan)
+    contradicted = {id(c.evidence) for c in contra}
+
+    machines = sorted({m for (_, m, _) in scan.cells}, key=_machine_order)
+    for e in evidence:
+        if not any(e.machine.covers(m) for m in machines):
+            machines.append(e.machine)
+    machines.sort(key=_machine_order)
+    lengths: dict[Machine, set[int]] = {m: set() for m in machines}
+    grid: dict[CellKey, tuple[Outcome, bool]] = {}
+    ran: dict[tuple[str, Machine], tuple[int, Seen]] = {}
+    for _, machine, length in scan.cells:
+        # A class whose files name no target length is shown at the lengths its rows have.
+        if machine not in scan.targets:
+            lengths[machine].add(length)
+    for machine, aimed in scan.targets.items():
+        lengths[machine] |= aimed
+    for (model, machine, length), cell in scan.cells.items():
+        shown = cell.latest_not_oom()
+        if shown is not None:
+            grid[(model, machine, length)] = (shown, False)
+        seen = cell.latest.get(Outcome.RAN)
+        best = ran.get((model, machine))
+        if seen is not None and (best is None or best[0] < length):
+            ran[(model, machine)] = (length, seen)
+    by_class: dict[tuple[str, Machine], list[Judged]] = {}
+    for j in judged:
+        ev = j.evidence
+        flagged = id(ev) in contradicted
+        for m in machines:
+            if not ev.machine.covers(m):
+                continue
+            by_class.setdefault((ev.model, m), []).append(j)
+            lengths[m].add(ev.length)
+            key = (ev.model, m, ev.length)
+            # An OOM in play shows over every other outcome of its cell: hiding one is the
+            # worse error. One a fix took out of play shows unless a row says more.
+            shown, was_flagged = grid.get(key, (None, False))
+            if j.applies:
+                grid[key] = (Outcome.OOM, flagged or was_flagged)
+            elif shown is None or shown == Outcome.LIFTED:
+                grid[key] = (Outcome.LIFTED, flagged or was_flagged)
+    rank = {m: i for i, m in enumerate(machines)}
+    grid = dict(sorted(grid.items(), key=lambda kv: (kv[0][0], rank[kv[0][1]], kv[0][2])))
+    tried: dict[tuple[str, Machine], set[int]] = {}
+    for model, machine, length in grid:
+        tried.setdefault((model, machine), set()).add(length)
+    frontier = {}
+    for (model, m), done in tried.items():
+        ooms = by_class.get((model, m), [])
+        oom_min, lifted_min = _oom_mins(ooms)
+        frontier[(model, m)] = Frontier(
+            model=model,
+            machine=m,
+            ran_max=ran.get((model, m)),
+            oom_min=oom_min,
+            lifted_min=lifted_min,
+            never_tried=tuple(sorted(lengths[m] - done)),
+            contradicted=any(id(j.evidence) in contradicted for j in ooms),
+        )
+    timeline: dict[tuple[str, Machine], list[tuple[str, str, int]]] = {}
+    for (model, machine, date), (n, commit) in sorted(scan.fits.items(), key=lambda kv: kv[0][2]):
+        timeline.setdefault((model, machine), []).append((date, commit, n))
+    return Report(
+        head=head,
+        machines=machines,
+        models=sorted({model for (model, _, _) in grid}),
+        lengths={m: sorted(v) for m, v in lengths.items()},
+        frontier=frontier,
+        grid=grid,
+        ooms=sorted(
+            judged, key=lambda j: (j.evidence.model, j.evidence.length, j.evidence.seen.where)
+        ),
+        contradictions=contra,
+        timeline=dict(
+            sorted(timeline.items(), key=lambda kv: (kv[0][0], _machine_order(kv[0][1])))
+        ),
+        fixes=list(fixes),
+        files_read=scan.files_read,
+        files_skipped=scan.files_skipped,
+        rows=scan.rows,
+    )
+
+
+def _machine_order(m: Machine) -> tuple[str, int]:
+    return (m.tag or "~", m.mem_gb or 0)
+
+
+def _judged(e: Evidence, j: Judgement | None) -> Judged:
+    if j is None:
+        return Judged(e, True, None, "applies")
+    fix = j.fixes[0].sha if not j.applies and j.fixes else None
+    return Judged(e, j.applies, fix, str(j.status))
+
+
+def _oom_mins(ooms: list[Judged]) -> tuple[Judged | None, Judged | None]:
+    """The smallest OOM in play, and the smallest a fix took out of play when it is smaller."""
+    oom_min = min((j for j in ooms if j.applies), key=_oom_order, default=None)
+    lifted_min = min((j for j in ooms if not j.applies), key=_oom_order, default=None)
+    if oom_min and lifted_min and lifted_min.evidence.length >= oom_min.evidence.length:
+        lifted_min = None
+    return oom_min, lifted_min
+
+
+def _oom_order(j: Judged) -> tuple[int, str]:
+    # The smallest length, then the earliest sighting: "since" names when it was first seen.
+    return (j.evidence.length, j.evidence.since.date or "9999")
+
+
+def gather(
+    paths: Sequence[Path], record_file: RecordFile, loaded: Loaded, settings: Settings
+) -> Report:
+    """The report over the CSVs under `paths` and the record (live and archived), every OOM
+    judged at HEAD by the one rule, with the fix commits in HEAD's history as markers."""
+    from oomrec.backfill import commit_columns
+    from oomrec.fixes import trailer_key
+    from oomrec.stale import judge_all, open_history
+
+    key = trailer_key(settings)
+    scan = scan_csvs(paths, settings.base, commit_columns(settings))
+    kept = record_lines(record_file, loaded)
+    histories: list[History | None] = []
+
+    def judge(records: list[OomRecord]) -> Sequence[Judgement]:
+        history = open_history(key, [r.commit for r in records])
+        histories.append(history)
+        return judge_all(history, records)
+
+    report = build(scan, kept, judge)
+    history = histories[0] if histories else None
+    if history is not None:
+        report.head = history.sha_at()
+        report.fixes = fix_markers(history)
+    return report
+
+
+def fix_markers(history: History) -> list[FixMarker]:
+    """The fix commits in the history, oldest first, dated by their commit date (one git call)."""
+    fixes = {sha: e for sha, e in history.events.items() if e.globs}
+    if not fixes:
+        return []
+    out = history.repo.git.show("-s", "--format=%H %cs", *fixes)
+    dates = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    markers = [
+        FixMarker(sha, dates.get(sha, ""), fixes[sha].subject, fixes[sha].globs) for sha in fixes
+    ]
+    return sorted(markers, key=lambda f: (f.date, f.sha))
+
+
+def record_contradictions(
+    record_file: RecordFile, loaded: Loaded, settings: Settings, paths: Sequence[Path] = ()
+) -> list[Contradiction]:
+    """The record's lines (live and archived) that a later CSV row contradicts, with that row,
+    for `record stale`: the CSVs under `paths`, default `benchmarks/` (none without one)."""
+    from oomrec.backfill import DEFAULT_FOLDER, commit_columns
+
+    if not paths:
+        folder = settings.base / DEFAULT_FOLDER
+        if not folder.is_dir():
+            return []
+        paths = [folder]
+    kept = record_lines(record_file, loaded)
+    if not kept:
+        return []
+    return contradictions(kept, scan_csvs(paths, settings.base, commit_columns(settings)))
+
+
+def record_lines(record_file: RecordFile, loaded: Loaded) -> list[Evidence]:
+    """The record's lines and its archive's as evidence, each named `path:line`."""
+    from oomrec import archive
+
+    store = archive.archive_file(record_file)
+    kept = [
+        (line.record, f"{record_file.shown_as}:{line.lineno}", "record")
+        for line in loaded.lines
+        if line.record is not None
+    ]
+    kept += [
+        (a.record, f"{store.shown_as}:{a.lineno}", "archive")
+        for a in archive.load(record_file, loaded)
+        if a.record is not None
+    ]
+    return record_evidence(kept)
