@@ -256,7 +256,9 @@ def configure(
     else:
         from oomrec.hardware import detect_backend
 
-        name = f"{detect_backend()}_{hardware}_longprompt_{day}.csv"
+        # A shard writes its own CSV: shards of one sweep may share a filesystem.
+        part = f"_shard{shard[0]}of{shard[1]}" if shard is not None else ""
+        name = f"{detect_backend()}_{hardware}_longprompt_{day}{part}.csv"
         output = settings.base / "benchmarks" / name
 
     if opts.timeout is not None:

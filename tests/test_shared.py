@@ -269,3 +269,54 @@ def test_shards_partition_the_models_stably_and_say_which_they_took(
     bad = cli("sweep", "--models", "a", "--runner", "true", "--shard", "4/3", "--dry-run")
     assert bad.exit_code == 2
     assert "--shard '4/3' is not I/N with 1 <= I <= N" in bad.stderr
+
+
+RUNNER = r"""
+import sys
+model, length, cell_csv = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+if model == "b":
+    print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    sys.exit(1)
+header = ("model,model_path,prompt_tokens,generated_tokens,prefill_ms,prefill_tok_s,decode_ms,"
+          "decode_tok_s,date,hardware,mlx_version,build_type,max_tokens,prompt,prompt_target_len")
+row = (f"{model},./models/{model},{length},32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,"
+       f'"Hello, how are you today?",{length}')
+open(cell_csv, "w").write(header + "\n" + row + "\n")
+"""
+
+
+def test_fleet_submit_runs_every_shard_through_submitits_local_executor(
+    fleet: Fleet, cli: Cli
+) -> None:
+    pytest.importorskip("submitit")
+    a = fleet.on("A")
+    for name in ("a", "b", "c"):
+        (a / "models" / name).mkdir(parents=True, exist_ok=True)
+    (a / "runner.py").write_text(RUNNER)
+    cli("remote", "setup")
+    runner = f"{sys.executable} runner.py {{model}} {{length}} {{cell_csv}}"
+    result = cli(
+        "fleet", "submit", "--shards", "2", "--cluster", "local", "--wait", "--json",
+        "--folder", str(fleet.root / "jobs"), "--",
+        "--models", "a b c", "--lengths", "512", "--runner", runner,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert len(data["jobs"]) == 2
+    results = sorted(data["results"], key=lambda r: r["shard"])
+    assert [r["steps"] for r in results] == [{"pull": 0, "sweep": 0, "push": 0}] * 2
+    assert sum(r["cells"] for r in results) == 3
+    assert [Path(r["output"]).name.endswith(f"_shard{r['shard']}of2.csv") for r in results] == [
+        True,
+        True,
+    ]
+    # b's OOM went to the origin in A's notes: B pre-skips it after a pull.
+    shared = git(fleet.origin, "for-each-ref", "refs/notes/oomrec/")
+    assert "refs/notes/oomrec/gb10-a" in shared
+
+
+def test_fleet_submit_refuses_options_it_sets_itself(fleet: Fleet, cli: Cli) -> None:
+    fleet.on("A")
+    result = cli("fleet", "submit", "--", "--models", "a", "--output", "x.csv")
+    assert result.exit_code == 2
+    assert "fleet submit sets --output itself" in result.stderr

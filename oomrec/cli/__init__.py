@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from oomrec.cli import (  # noqa: F401  (registration)
+    fleet,
     hook,
     record_add,
     record_import,

@@ -112,6 +112,13 @@ remote_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(remote_app, name="remote")
+fleet_app = typer.Typer(
+    help="Run one sweep over many machines: a Slurm job array, one shard per task.\n\n"
+    'Example: oomrec fleet submit --shards 4 --wait -- --models "A B C D"',
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(fleet_app, name="fleet")
 
 
 @app.callback()
