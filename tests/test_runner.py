@@ -287,6 +287,10 @@ def test_a_grandchild_that_left_the_process_group_dies_with_the_cell(tmp_path: P
         "a = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
         "b = subprocess.Popen(['sh', '-c', 'setsid sleep 61 & echo $!'], stdout=subprocess.PIPE)\n"
         "orphan = b.stdout.readline().decode().strip(); b.wait()\n"
+        # setsid runs in the background: wait until it has left the group, or it counts as
+        # still in it.
+        "import time\n"
+        "while os.getsid(int(orphan)) != int(orphan): time.sleep(0.005)\n"
         f"open({str(pids)!r}, 'w').write(f'{{a.pid}} {{orphan}}')\n"
     )
     run = run_cell([PY, "-c", code], 30)
