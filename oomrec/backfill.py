@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, NamedTuple
 from oomrec import csvscan, rowparse
 from oomrec.config import Settings
 from oomrec.errors import OomrecError
-from oomrec.hardware import normalize
+from oomrec.hardware import memory_from_text, normalize
 from oomrec.records import (
     UNKNOWN_COMMIT,
     EvidenceKey,
     OomRecord,
     check_model_name,
+    covered,
     evidence_key,
 )
 
@@ -382,6 +383,8 @@ class _Draft(NamedTuple):
     commit: str | None
     peak_bytes: int | None
     hardware: str | None
+    # The accelerator memory the row's hardware text names (`..._122GB`); a file name has none.
+    mem_bytes: int | None
     source: str
     path: str
     lineno: int
@@ -438,13 +441,15 @@ def _draft(
         commit = _escaped(commit)
         notes += (f"its commit holds control characters; recorded as {commit!r} (unknown)",)
     git_lines = file.git_lines
+    hardware_text = _first_value(cells, columns.hardware)
     return _Draft(
         model=model,
         length=length,
         date=_date(_first_value(cells, columns.date)),
         commit=commit or None,
         peak_bytes=peak,
-        hardware=_hardware(_first_value(cells, columns.hardware)) or host,
+        hardware=_hardware(hardware_text) or host,
+        mem_bytes=_memory(hardware_text),
         source=source,
         path=file.path,
         lineno=row.lineno,
@@ -500,6 +505,11 @@ def _model_problem(model: str) -> str | None:
         # The model shown clipped: a hostile cell can be megabytes long.
         return str(exc).split(";")[0].replace(repr(model), _clip(model))
     return None
+
+
+@lru_cache(maxsize=256)
+def _memory(text: str | None) -> int | None:
+    return memory_from_text(text[:_MAX_HARDWARE_CHARS]) if text else None
 
 
 @lru_cache(maxsize=256)
@@ -640,7 +650,7 @@ def _select(
         key = evidence_key(record)
         if record.prompt_target_len == 0:
             shortest.setdefault(key, record)
-        if key in known:
+        if key in known or covered(record, known):
             report.already_present += 1
             continue
         known.add(key)
@@ -659,6 +669,7 @@ def _finish(draft: _Draft, commit: AddedBy | None, source: str) -> OomRecord:
         peak_bytes=draft.peak_bytes,
         source_csv=source,
         hardware=draft.hardware,
+        mem_bytes=draft.mem_bytes,
     )
 
 

@@ -22,7 +22,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date as Date
 from functools import lru_cache
 from pathlib import Path
@@ -716,10 +716,19 @@ def _new_only(
     fresh = []
     for record in pending:
         k = key(record)
-        if k not in seen:
+        if k not in seen and not covered(record, seen, key):
             seen.add(k)
             fresh.append(record)
     return fresh
+
+
+def covered(
+    record: OomRecord, seen: set[Hashable], key: Callable[[OomRecord], Hashable] = evidence_key
+) -> bool:
+    """Whether the same evidence of unknown memory is among `seen` keys: it applies on hosts of
+    any memory, so it covers this record (a record written before memory was recorded, then
+    found again with its memory, is not a new OOM)."""
+    return record.mem_bytes is not None and key(replace(record, mem_bytes=None)) in seen
 
 
 def _ends_without_newline(fd: int, size: int) -> bool:

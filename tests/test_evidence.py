@@ -180,9 +180,14 @@ def test_record_add_twice_leaves_one_line_and_carries_the_hosts_memory(
     other = cli("record", "add", "m", "512", "--hardware", "v100")
     assert other.exit_code == 0
     assert record.read_text().splitlines()[1].endswith(",manual,v100")
+    # The v100 record of unknown memory applies at every size: a sized one adds nothing.
     sized = cli("record", "add", "m", "512", "--hardware", "v100", "--mem", "16GiB")
-    assert record.read_text().splitlines()[2].endswith(f",manual,v100,{16 * GIB}")
     assert sized.exit_code == 0
+    assert sized.stdout.startswith("already recorded in benchmarks/.oom-record: ")
+    assert len(record.read_text().splitlines()) == 2
+    other_size = cli("record", "add", "m", "512", "--hardware", "a100", "--mem", "16GiB")
+    assert record.read_text().splitlines()[2].endswith(f",manual,a100,{16 * GIB}")
+    assert other_size.exit_code == 0
     bad = cli("record", "add", "m", "512", "--mem", "lots")
     assert bad.exit_code == 2
     assert bad.stderr == (

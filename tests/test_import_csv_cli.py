@@ -15,6 +15,9 @@ from tests.conftest import SHARED_CORPUS, CliResult
 from tests.gitrepo import Repo
 from tests.harness_rows import GB10, H15, H17, SPEC_LAYOUT, csv_text, ok_row, row
 
+# The memory the GB10 rows' hardware text names: NVIDIA_GB10_122GB (the harness's GB are GiB).
+MEM = 122 * 1024**3
+
 Cli = Callable[..., CliResult]
 CSV = "benchmarks/cuda_gb10_2026-07-03.csv"
 
@@ -79,8 +82,8 @@ def test_import_appends_once_and_a_rerun_adds_nothing(cli: Cli, repo: Repo, benc
     assert first.exit_code == 0, first.stderr
     assert "records added                      2" in first.stdout
     assert records(repo) == [
-        f"gemma-4-31b-it-4bit,32768,2026-07-03,{bench},,{CSV},gb10",
-        f"qwen3-30b-a3b-4bit,0,2026-07-03,{bench},,{CSV},gb10",
+        f"gemma-4-31b-it-4bit,32768,2026-07-03,{bench},,{CSV},gb10,{MEM}",
+        f"qwen3-30b-a3b-4bit,0,2026-07-03,{bench},,{CSV},gb10,{MEM}",
     ]
     before = (repo.path / "benchmarks" / ".oom-record").stat()
     second = cli("record", "import-csv", "--all-hardware")
@@ -252,7 +255,7 @@ def test_commit_columns_come_from_pyproject(cli: Cli, repo: Repo) -> None:
         },
     )
     cli("record", "import-csv", "--all-hardware")
-    assert records(repo) == [f"m,512,2026-07-03,9a795735,,{CSV},gb10"]
+    assert records(repo) == [f"m,512,2026-07-03,9a795735,,{CSV},gb10,{MEM}"]
     (repo.path / "pyproject.toml").write_text('[tool.oomrec]\ncommit_columns = "mlx_commit"\n')
     result = cli("record", "import-csv", "--all-hardware")
     assert result.exit_code == 2
@@ -323,7 +326,7 @@ def test_real_corpus_holds_exactly_one_true_oom(cli: Cli, repo: Repo) -> None:
             "peak_bytes": None,
             "source_csv": "benchmarks/cuda_gb10_longprompt_2026-07-03.csv",
             "hardware": "gb10",
-            "mem_bytes": None,
+            "mem_bytes": MEM,
         }
     ]
     assert (report["oom_rows"], report["bad_rows"], report["files_read"]) == (1, [], 144)
@@ -332,7 +335,7 @@ def test_real_corpus_holds_exactly_one_true_oom(cli: Cli, repo: Repo) -> None:
     }
     assert records(repo) == [
         f"gemma-4-31b-it-4bit,32768,2026-07-03,{added},,"
-        "benchmarks/cuda_gb10_longprompt_2026-07-03.csv,gb10"
+        f"benchmarks/cuda_gb10_longprompt_2026-07-03.csv,gb10,{MEM}"
     ]
 
 
@@ -407,10 +410,10 @@ def test_a_row_appended_after_the_file_was_added_gets_its_own_commit(
     result = cli("record", "import-csv", "--all-hardware")
     assert result.exit_code == 0, result.stderr
     assert records(repo) == [
-        f"gemma-4-31b-it-4bit,32768,2026-07-03,{bench},,{CSV},gb10",
-        f"qwen3-30b-a3b-4bit,0,2026-07-03,{bench},,{CSV},gb10",
-        f"mistral-small,8192,2026-07-03,{appended},,{CSV},gb10",
-        f"phi-4,8192,2026-07-03,unknown,,{CSV},gb10",
+        f"gemma-4-31b-it-4bit,32768,2026-07-03,{bench},,{CSV},gb10,{MEM}",
+        f"qwen3-30b-a3b-4bit,0,2026-07-03,{bench},,{CSV},gb10,{MEM}",
+        f"mistral-small,8192,2026-07-03,{appended},,{CSV},gb10,{MEM}",
+        f"phi-4,8192,2026-07-03,unknown,,{CSV},gb10,{MEM}",
     ]
     assert result.stderr == (
         f"warning: {CSV}:8: SKIP:oom row not committed yet; without a commit column it gets "
@@ -452,6 +455,26 @@ def test_concurrent_imports_add_each_record_once(repo: Repo) -> None:
 def _lines(records: list[dict[str, object]]) -> list[str]:
     return [
         ",".join("" if r[k] is None else str(r[k]) for k in ("model", "prompt_target_len", "date"))
-        + f",{r['commit']},,{r['source_csv']},{r['hardware']}"
+        + f",{r['commit']},,{r['source_csv']},{r['hardware']},{r['mem_bytes']}"
         for r in records
     ]
+
+
+def test_a_record_of_unknown_memory_covers_the_same_oom_found_with_its_memory(
+    repo: Repo,
+) -> None:
+    """Records imported before memory was read from the hardware text are not added again."""
+    oom = row("m", "SKIP:oom", layout=H17, length="512", commit="1b6a5773")
+    repo.commit("rows", {CSV: csv_text(H17, oom)})
+    record = repo.path / "benchmarks" / ".oom-record"
+    record.write_text(f"m,512,2026-07-03,1b6a5773,,{CSV},gb10\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "oomrec", "record", "import-csv", "--all-hardware", "--json"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    assert (report["added"], report["already_present"]) == (0, 1)
+    assert records(repo) == [f"m,512,2026-07-03,1b6a5773,,{CSV},gb10"]
