@@ -1,5 +1,6 @@
 """Reading shared records: 50 hosts x 2,000 records each, in git notes refs (one note per
-commit, over 2,000 commits, so every notes tree fans out), then planning a sweep over them.
+commit, over 2,000 commits, so every notes tree fans out; `--per-commit N` puts N records in
+one note), then planning a sweep over them.
 
 Reported, median of --runs, next to a baseline measured in the same run (`git for-each-ref`
 over the notes refs, the least any reader does): reading every host's notes, and planning a
@@ -24,7 +25,7 @@ from timing import median_time  # a sibling script module
 IDENTITY = "bench <bench@oomrec.invalid>"
 
 
-def build(path: Path, commits: int, hosts: int, records: int) -> None:
+def build(path: Path, commits: int, hosts: int, records: int, per_commit: int) -> None:
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
     stream = []
     for n in range(commits):
@@ -45,11 +46,14 @@ def build(path: Path, commits: int, hosts: int, records: int) -> None:
     shas = [row.split()[1] for row in (path / "marks").read_text().splitlines()]
     (path / "marks").unlink()
     for h in range(hosts):
-        notes = []
+        by_commit: dict[str, list[str]] = {}
         for r in range(records):
-            sha = shas[(h * 7 + r) % len(shas)]
+            sha = shas[(h * 7 + r // per_commit) % len(shas)]
             text = f"model-{r % 20},{512 * (1 + r % 64)},2026-07-03,{sha},,b.csv,gb10,{128 << 30}"
-            data = (text + "\n").encode()
+            by_commit.setdefault(sha, []).append(text)
+        notes = []
+        for sha, lines in by_commit.items():
+            data = "".join(f"{x}\n" for x in sorted(lines)).encode()
             notes.append(f"N inline {sha}\ndata {len(data)}\n".encode() + data + b"\n")
         message = b"bench notes"
         head = (
@@ -68,13 +72,15 @@ def build(path: Path, commits: int, hosts: int, records: int) -> None:
         )
 
 
-def cached(cache: Path, commits: int, hosts: int, records: int) -> Path:
-    path = cache / f"shared-{commits}-{hosts}-{records}-v1"
+def cached(cache: Path, commits: int, hosts: int, records: int, per_commit: int) -> Path:
+    path = cache / f"shared-{commits}-{hosts}-{records}-{per_commit}-v2"
     if not (path / ".git" / "oomrec-bench-done").exists():
         subprocess.run(["rm", "-rf", str(path)], check=True)
         path.mkdir(parents=True)
         start = time.perf_counter()
-        build(path, commits, hosts, records)
+        build(path, commits, hosts, records, per_commit)
+        # As after a fetch: one pack, not one per fast-import.
+        subprocess.run(["git", "repack", "-q", "-a", "-d"], cwd=path, check=True)
         (path / ".git" / "oomrec-bench-done").touch()
         print(f"built {path} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return path
@@ -119,12 +125,20 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=50)
     parser.add_argument("--records", type=int, default=2_000)
     parser.add_argument("--commits", type=int, default=2_000)
+    parser.add_argument(
+        "--per-commit",
+        type=int,
+        default=1,
+        help="records per note (per commit): 1 is the worst case, one note blob per record",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "oomrec-bench")
     args = parser.parse_args()
 
-    big = cached(args.cache, args.commits, args.hosts, args.records)
-    small = cached(args.cache, args.commits, max(1, args.hosts // 10), args.records)
+    big = cached(args.cache, args.commits, args.hosts, args.records, args.per_commit)
+    small = cached(
+        args.cache, args.commits, max(1, args.hosts // 10), args.records, args.per_commit
+    )
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp) / "oom-record"
         record.write_text("")
@@ -145,7 +159,8 @@ def main() -> None:
         }
         counts = {args.hosts // 10 or 1: git_processes(small), args.hosts: git_processes(big)}
     print(
-        f"{args.hosts} hosts x {args.records} records over {args.commits} commits; "
+        f"{args.hosts} hosts x {args.records} records over {args.commits} commits, "
+        f"{args.per_commit} record(s) per note; "
         f"median of {args.runs} runs"
     )
     base = next(iter(results.values()))
