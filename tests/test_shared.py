@@ -320,3 +320,22 @@ def test_fleet_submit_refuses_options_it_sets_itself(fleet: Fleet, cli: Cli) -> 
     result = cli("fleet", "submit", "--", "--models", "a", "--output", "x.csv")
     assert result.exit_code == 2
     assert "fleet submit sets --output itself" in result.stderr
+
+
+def test_record_stale_judges_other_hosts_records_without_touching_them(
+    fleet: Fleet, cli: Cli
+) -> None:
+    fleet.on("A")
+    cli("record", "add", "gemma-4-31b", "8192")
+    cli("record", "push")
+    b = fleet.on("B")
+    cli("remote", "setup")
+    cli("record", "pull")
+    git(b, "commit", "-q", "--allow-empty", "-m", "Chunk the prefill\n\nOOM-Fix: gemma-4-*")
+    data = json.loads(cli("record", "stale", "--json").stdout)
+    assert [
+        (e["from"], e["record"]["prompt_target_len"]) for e in data["shared_no_longer_apply"]
+    ] == [("notes:gb10-a", 8192)]
+    assert data["no_longer_apply"] == []
+    assert cli("record", "prune").exit_code == 0
+    assert "gb10-a" in git(b, "for-each-ref", "refs/notes/")

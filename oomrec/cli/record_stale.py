@@ -65,6 +65,12 @@ def record_stale(
     parked = archive.load(record_file, loaded)
     records: list[OomRecord] = [line.record for line in live if line.record is not None]
     records += [line.record for line in parked if line.record is not None]
+    from oomrec import notes
+    from oomrec.hardware import detect
+
+    known = [x.text for x in loaded.lines] + [x.original for x in parked]
+    shared = [line for line in notes.shared(known, detect()) if line.record is not None]
+    records += [line.record for line in shared if line.record is not None]
     history = open_history(key, [r.commit for r in records])
     judgements = history.judge(records) if history is not None else []
     in_range = _range_filter(range_, key)
@@ -81,8 +87,13 @@ def record_stale(
         for i, j in enumerate(judgements[:n])
         if j.status == Status.UNKNOWN
     ]
+    m = n + len(parked)
     back = [
-        (parked[i].lineno, records[n + i], j) for i, j in enumerate(judgements[n:]) if j.applies
+        (parked[i].lineno, records[n + i], j) for i, j in enumerate(judgements[n:m]) if j.applies
+    ]
+    # Other hosts' records: judged the same way, for the user to see; prune never touches them.
+    others = [
+        (shared[i].host, records[m + i], j) for i, j in enumerate(judgements[m:]) if lifted(j)
     ]
     warnings = hygiene(history, {r.model for r in records}) if history is not None else []
     # Evidence for the user from the report (a later CSV row ran the cell): never pruned on.
@@ -96,6 +107,9 @@ def record_stale(
                 "no_longer_apply": [_entry(ln, rec, j) for ln, rec, j in gone],
                 "apply_again": [_entry(ln, rec, j) for ln, rec, j in back],
                 "unknown": [_entry(ln, rec, j) for ln, rec, j in unknown],
+                "shared_no_longer_apply": [
+                    {**_entry(0, rec, j), "from": f"notes:{host}"} for host, rec, j in others
+                ],
                 "warnings": warnings,
                 "contradicted": [c.to_dict() for c in contradicted],
             }
@@ -127,6 +141,11 @@ def record_stale(
             typer.echo("run: oomrec record prune   (archives them; the sweep skips them already)")
         if back:
             typer.echo("run: oomrec record restore (the sweep pre-skips their cells already)")
+        for host, rec, j in others[:MAX_TABLE_ROWS]:
+            typer.echo(
+                f"shared by {host}: {rec.model} @ {rec.prompt_target_len} {j} (judged when read; "
+                "prune never touches another host's records)"
+            )
         typer.echo(
             f"{_n(len(gone), 'record')} no longer apply, {_n(len(back), 'archived record')} "
             f"apply again, {len(unknown)} apply because git cannot say (at HEAD)"
