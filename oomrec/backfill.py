@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from oomrec import csvscan, rowparse
 from oomrec.config import Settings
 from oomrec.errors import OomrecError
+from oomrec.files import kind as file_kind
 from oomrec.hardware import memory_from_text, normalize
 from oomrec.records import (
     UNKNOWN_COMMIT,
@@ -213,7 +214,7 @@ def find_csv_files(paths: Sequence[Path]) -> tuple[list[str], list[csvscan.Scann
         elif stat.S_ISREG(mode):
             files.add(real)
         else:
-            refused.append(csvscan.ScannedFile(real, csvscan.NOT_A_FILE, csvscan.file_kind(mode)))
+            refused.append(csvscan.ScannedFile(real, csvscan.NOT_A_FILE, file_kind(mode)))
     return sorted(files), refused
 
 
@@ -241,7 +242,7 @@ def _walk(top: str, files: set[str], refused: list[csvscan.ScannedFile]) -> None
                 elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
                     files.add(entry.path)
                 else:
-                    kind = csvscan.file_kind(entry.stat(follow_symlinks=False).st_mode)
+                    kind = file_kind(entry.stat(follow_symlinks=False).st_mode)
                     refused.append(csvscan.ScannedFile(entry.path, csvscan.NOT_A_FILE, kind))
             except OSError as exc:
                 refused.append(

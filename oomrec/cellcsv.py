@@ -16,6 +16,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from oomrec.files import kind as file_kind
 from oomrec.schema import split_row
 
 # A harness cell CSV is a header and one row, well under 4 KiB.
@@ -77,7 +78,9 @@ def _read_regular(path: Path) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise _NotRead(f"the cell CSV is {_kind(info.st_mode)}, not a regular file; not read")
+            raise _NotRead(
+                f"the cell CSV is {file_kind(info.st_mode)}, not a regular file; not read"
+            )
         if info.st_size > CELL_CSV_CAP:
             raise _NotRead(
                 f"the cell CSV is {info.st_size} bytes, over the {CELL_CSV_CAP} bytes a cell "
@@ -96,19 +99,6 @@ def _read_regular(path: Path) -> bytes:
         raise _NotRead(f"cannot read the cell CSV ({exc.strerror}); not read") from None
     finally:
         os.close(fd)
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[list[str], list[str]]:

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from oomrec import schema
+from oomrec.files import kind as file_kind
 
 # Why a file is not read, as the report groups them.
 NOT_A_FILE = "not a regular file"
@@ -185,20 +186,6 @@ def _read(path: str, result: ScannedFile) -> bytes | None:
         result.skipped = EMPTY
         return None
     return data
-
-
-def file_kind(mode: int) -> str:
-    """What a file that is not a regular file is, in words."""
-    for test, kind in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    return "not a regular file"
 
 
 def _lone_crs_to_newlines(data: bytes, result: ScannedFile) -> bytes:

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from oomrec.bulk import no_cycle_collection
 from oomrec.errors import OomrecError
+from oomrec.files import kind as file_kind
 from oomrec.hardware import GIB, normalize
 
 FIELDS = (
@@ -638,7 +639,8 @@ class RecordFile:
     def _refuse_irregular(self, mode: int) -> None:
         if not stat.S_ISREG(mode):
             raise OomrecError(
-                f"{self.shown_as}: is {_kind(mode)}, not a regular file; point --record at a file"
+                f"{self.shown_as}: is {file_kind(mode)}, not a regular file; point --record at "
+                "a file"
             )
 
     def _check_rewritable(self) -> None:
@@ -692,19 +694,6 @@ class RecordFile:
 
 def _beside(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a file"
 
 
 def _new_only(

@@ -209,7 +209,7 @@ def test_only_regular_files_are_read_and_nothing_hangs(tmp_path: Path) -> None:
     ]
     assert report["files_skipped"] == {
         csvscan.NOT_A_FILE: [
-            "bench/dir_link.csv (a folder)",
+            "bench/dir_link.csv (a directory)",
             "bench/fifo.csv (a FIFO)",
             "bench/fifo_link.csv (a FIFO)",
             "bench/null.csv (a character device)",
