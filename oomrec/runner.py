@@ -199,6 +199,9 @@ def run_cell(
             tuple(argv), 127, False, "", None, 0.0, evidence, exec_error=exc.strerror or str(exc)
         )
     assert proc.stdout is not None
+    # The child was forked from oomrec as it was at that moment: its wait4 peak can be ours up
+    # to our high-water mark then, which may have grown since the first reading.
+    floor = max(floor, _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF)))
     tree.launched(proc.pid)
     watcher = _ExitWatcher(proc.pid)
     scanner = SignatureScanner()
