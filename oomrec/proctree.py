@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,9 +27,86 @@ import psutil
 
 SAMPLE_S = 0.2
 _PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+_STATM = os.path.exists(f"/proc/{os.getpid()}/statm")
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
+# `read` fails at end of file: the sweep died with the cell still running.
+_WATCHDOG = 'read -r g || exit 0; read -r x || kill -s KILL -- "-$g"'
 # Enough rounds for a chain of processes adopted one generation at a time as parents die.
 _KILL_ROUNDS = 20
+
+
+def die_with_me() -> Callable[[], None] | None:
+    """A `preexec_fn` that makes the child die (SIGKILL) when this process dies, however it dies
+    (Linux `PR_SET_PDEATHSIG`); None elsewhere. Only the child itself: its own children are the
+    Watchdog's."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # This process may have died between the fork and the prctl: nobody would signal then.
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
+
+
+class Watchdog:
+    """A `sh` that outlives this process to kill a cell's process group if this process dies
+    (a SIGKILL, a crash) while the cell runs, so no orphan of the cell keeps its memory.
+
+    It waits on a pipe only this process writes: the group id first, then a line when the cell
+    is over. End of file before that line means this process is gone: it kills the group. A
+    process that left the group (setsid) is out of its reach.
+    """
+
+    def __init__(self) -> None:
+        """Started before the cell's ProcessTree, so the tree does not count it as the cell's."""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._armed = False
+        try:
+            read_end, self._fd = os.pipe()
+        except OSError:
+            return
+        try:
+            self._proc = subprocess.Popen(
+                ["sh", "-c", _WATCHDOG],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(self._fd)
+        finally:
+            os.close(read_end)
+
+    def guard(self, pgid: int) -> None:
+        self._armed = True
+        self._say(f"{pgid}\n")
+
+    def done(self) -> None:
+        """The cell is over (its group killed, its leader not yet reaped): stand down."""
+        if self._proc is None:
+            return
+        if self._armed:
+            self._say("done\n")
+        os.close(self._fd)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=5)
+        self._proc = None
+
+    def _say(self, text: str) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._fd, text.encode("ascii"))
 
 
 def set_subreaper(on: bool) -> bool:
@@ -75,6 +153,9 @@ class ProcessTree:
             if (proc := _process(pid)) is not None
         }
         self._seen: dict[int, psutil.Process] = {}
+        # /proc/PID/statm of each member, kept open: the guard re-reads them many times a second,
+        # and a descriptor stays bound to its process, so a reused pid is never read as the cell's.
+        self._statm: dict[int, int] = {}
         self._killed: set[int] = set()
         self._escaped: set[int] = set()
 
@@ -82,14 +163,58 @@ class ProcessTree:
         """The runner started as `root`, the leader of its own process group."""
         self.root = root
 
-    def sample(self) -> None:
-        """Add the tree's current summed RSS to the peak."""
+    def sample(self) -> int:
+        """Walk the tree, add its current summed RSS to the peak, and return that sum."""
         total = 0
-        for proc in self._members():
+        members = self._members()
+        for proc in members:
             with contextlib.suppress(psutil.Error):
                 total += proc.memory_info().rss
+        if _STATM:
+            self._track({proc.pid for proc in members})
+        self._add_to_peak(total)
+        return total
+
+    def quick_rss(self) -> int:
+        """The summed RSS of the processes the last walk found, without walking (the guard's
+        check: ~3 us a process on Linux); a process started since is seen at the next walk."""
+        if not _STATM:
+            total = 0
+            for proc in list(self._seen.values()):
+                with contextlib.suppress(psutil.Error):
+                    total += proc.memory_info().rss
+            self._add_to_peak(total)
+            return total
+        total = 0
+        for pid, fd in list(self._statm.items()):
+            try:
+                total += int(os.pread(fd, 128, 0).split()[1]) * _PAGE
+            except (OSError, ValueError, IndexError):
+                # Gone: a dead process's statm cannot be read.
+                os.close(fd)
+                del self._statm[pid]
+        self._add_to_peak(total)
+        return total
+
+    def signal_all(self, signum: int) -> None:
+        """Send `signum` to every process of the tree (the guard's SIGTERM)."""
+        for proc in self._members():
+            with contextlib.suppress(psutil.Error, OSError):
+                proc.send_signal(signum)
+
+    def close(self) -> None:
+        for fd in self._statm.values():
+            os.close(fd)
+        self._statm.clear()
+
+    def _add_to_peak(self, total: int) -> None:
         if total and (self.peak is None or total > self.peak):
             self.peak = total
+
+    def _track(self, pids: set[int]) -> None:
+        for pid in pids - self._statm.keys():
+            with contextlib.suppress(OSError):
+                self._statm[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
 
     @property
     def leftovers(self) -> Leftovers:

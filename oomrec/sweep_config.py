@@ -11,13 +11,14 @@ import math
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oomrec import demo
 from oomrec.config import Settings, display_path
 from oomrec.errors import OomrecError
+from oomrec.guard import GuardLimits, host_total, parse_limit
 from oomrec.records import RecordFile, bounded_int, check_model_name, shorten
 from oomrec.runner import RunnerTemplate
 
@@ -68,6 +69,8 @@ class SweepConfig:
     # `--shard I/N`: this sweep runs shard I of N (1-based), and how many models there were.
     shard: tuple[int, int] | None = None
     all_models: int = 0
+    # The memory guard's limits (both off by default).
+    guard: GuardLimits = field(default_factory=GuardLimits)
 
 
 def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
@@ -170,6 +173,9 @@ class Options:
     fake_oom: str | None = None
     ignore_record: bool = False
     shard: str | None = None
+    # As typed: `110G`, `85%`, `off`.
+    max_cell_memory: str | None = None
+    min_available: str | None = None
     # Where `--demo` reads and writes; None without --demo.
     demo: demo.DemoLayout | None = None
 
@@ -265,6 +271,8 @@ def configure(
     else:
         fake = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV)
 
+    guard = _guard_limits(opts, tool, where)
+
     return SweepConfig(
         models=models,
         lengths=lengths,
@@ -287,7 +295,25 @@ def configure(
         host_mem=host_mem,
         shard=shard,
         all_models=all_models,
+        guard=guard,
     )
+
+
+def _guard_limits(opts: Options, tool: dict[str, Any], where: str) -> GuardLimits:
+    """Each limit from its flag, else `[tool.oomrec]`, else off."""
+    total = host_total()
+    limits = []
+    for flag, key, value in (
+        ("--max-cell-memory", "max_cell_memory", opts.max_cell_memory),
+        ("--min-available", "min_available", opts.min_available),
+    ):
+        if value is not None:
+            limits.append(parse_limit(value, flag, total))
+        elif key in tool:
+            limits.append(parse_limit(tool[key], f"{where} {key}", total))
+        else:
+            limits.append(None)
+    return GuardLimits(*limits)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

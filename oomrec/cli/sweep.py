@@ -31,7 +31,7 @@ from oomrec.errors import EXIT_INTERRUPTED
 from oomrec.fixes import trailer_key
 from oomrec.hardware import detect, detect_memory
 from oomrec.records import RecordFile, RecordLine, not_applying_because
-from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
+from oomrec.schema import OOM_BACKSTOP, OOM_GUARD, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
     RUN,
     Cell,
@@ -56,7 +56,7 @@ from oomrec.sweep_config import (
 
 MIB = 1024 * 1024
 # Summary columns in this order; any other token follows, alphabetically.
-_TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_BACKSTOP, OOM_RECORD)
+_TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_GUARD, OOM_BACKSTOP, OOM_RECORD)
 
 
 @app.command("sweep")
@@ -158,6 +158,25 @@ def sweep(
             "every length of a model stays in one shard, so the backstop works).",
         ),
     ] = None,
+    max_cell_memory: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cell-memory",
+            metavar="SIZE",
+            help="Memory guard: stop a cell (SIGTERM to its whole process tree, SIGKILL 1 s "
+            "later) as soon as its summed RSS passes SIZE (110G, 512M, 85%% of this host's "
+            "memory, off); it is SKIP:oom_guard and recorded. Default: off.",
+        ),
+    ] = None,
+    min_available: Annotated[
+        str | None,
+        typer.Option(
+            "--min-available",
+            metavar="SIZE",
+            help="Memory guard: stop a cell as soon as the host's available memory falls "
+            "under SIZE (6G, 5%%, off) while it runs. Default: off.",
+        ),
+    ] = None,
     demo: Annotated[
         bool,
         typer.Option(
@@ -198,6 +217,8 @@ def sweep(
         fake_oom=fake_oom,
         ignore_record=ignore_record,
         shard=shard,
+        max_cell_memory=max_cell_memory,
+        min_available=min_available,
         demo=demo_dirs,
     )
     config = configure(
@@ -280,6 +301,7 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
         f"apply to {config.hardware} at HEAD"
         + (f", {planner.lifted_records} lifted by fixes" if planner.lifted_records else "")
         + ")",
+        f"  guard:   {config.guard.describe()}",
     ]
     if config.shard is not None:
         i, n = config.shard
@@ -430,6 +452,8 @@ def _summary(
         f"rows: {display_path(result.output)}" if result.output else "rows: none written",
         f"record: {new} new OOM records{also} in {config.record.shown_as}",
     ]
+    if config.guard.on:
+        lines.append(f"guard: {_n(totals[OOM_GUARD], 'cell')} stopped by the memory guard")
     if result.interrupted:
         killed = result.killed_cell
         what = f"{killed.model} @ {killed.length} was killed; " if killed else ""
@@ -453,6 +477,10 @@ def _base_json(config: SweepConfig, plan: Plan) -> dict[str, object]:
         "record": config.record.shown_as,
         "missing_models": list(plan.missing),
         "models_dir_missing": plan.models_dir_missing,
+        "guard": {
+            "max_cell_bytes": config.guard.max_cell_bytes,
+            "min_available_bytes": config.guard.min_available_bytes,
+        },
     }
 
 
@@ -484,6 +512,7 @@ def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[s
         "cells": [r.to_dict() for r in result.results],
         "counts": {model: dict(counts) for model, counts in per_model.items()},
         "totals": dict(sum(per_model.values(), Counter())),
+        "guard_stops": sum(1 for r in result.results if r.token == OOM_GUARD),
         "new_records": [r.recorded for r in result.results if r.recorded],
         "already_recorded": [r.already_recorded for r in result.results if r.already_recorded],
     }
