@@ -30,47 +30,26 @@ _PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/childre
 _STATM = os.path.exists(f"/proc/{os.getpid()}/statm")
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PR_SET_CHILD_SUBREAPER = 36
-_PR_SET_PDEATHSIG = 1
-# `read` fails at end of file: the sweep died with the cell still running.
-_WATCHDOG = 'read -r g || exit 0; read -r x || kill -s KILL -- "-$g"'
+# `read` fails at end of file. dash's kill takes `-s KILL --`, not `-KILL --`.
+_WATCHDOG = 'g=0; while read -r line; do g=$line; done; [ "$g" = 0 ] || kill -s KILL -- "-$g"'
 # Enough rounds for a chain of processes adopted one generation at a time as parents die.
 _KILL_ROUNDS = 20
 
 
-def die_with_me() -> Callable[[], None] | None:
-    """A `preexec_fn` that makes the child die (SIGKILL) when this process dies, however it dies
-    (Linux `PR_SET_PDEATHSIG`); None elsewhere. Only the child itself: its own children are the
-    Watchdog's."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def arm() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        # This process may have died between the fork and the prctl: nobody would signal then.
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return arm
-
-
 class Watchdog:
-    """A `sh` that outlives this process to kill a cell's process group if this process dies
-    (a SIGKILL, a crash) while the cell runs, so no orphan of the cell keeps its memory.
+    """A `sh` that outlives this process to kill the running cell's process group if this
+    process dies (a SIGKILL, a crash), so no orphan of the cell keeps its memory.
 
-    It waits on a pipe only this process writes: the group id first, then a line when the cell
-    is over. End of file before that line means this process is gone: it kills the group. A
-    process that left the group (setsid) is out of its reach.
+    One per oomrec process, started before the first cell's ProcessTree (so no tree counts it as
+    the cell's) and reused: per cell it costs two writes to a pipe only this process holds. Each
+    line names the group to kill if the pipe closes now, `0` none; end of file with a group
+    named means this process died while that cell ran. A process that left the group (setsid)
+    is out of its reach.
     """
 
     def __init__(self) -> None:
-        """Started before the cell's ProcessTree, so the tree does not count it as the cell's."""
         self._proc: subprocess.Popen[bytes] | None = None
-        self._armed = False
+        self._fd = -1
         try:
             read_end, self._fd = os.pipe()
         except OSError:
@@ -81,6 +60,7 @@ class Watchdog:
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                # Away from the terminal's Ctrl-C: the sweep handles that and disarms it.
                 start_new_session=True,
             )
         except OSError:
@@ -88,25 +68,33 @@ class Watchdog:
         finally:
             os.close(read_end)
 
-    def guard(self, pgid: int) -> None:
-        self._armed = True
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def arm(self, pgid: int) -> None:
         self._say(f"{pgid}\n")
 
-    def done(self) -> None:
-        """The cell is over (its group killed, its leader not yet reaped): stand down."""
-        if self._proc is None:
-            return
-        if self._armed:
-            self._say("done\n")
-        os.close(self._fd)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=5)
-        self._proc = None
+    def disarm(self) -> None:
+        """The cell is over (its group killed, its leader not yet reaped, so the group id cannot
+        name another process's group meanwhile)."""
+        self._say("0\n")
 
     def _say(self, text: str) -> None:
         if self._proc is not None:
             with contextlib.suppress(OSError):
                 os.write(self._fd, text.encode("ascii"))
+
+
+_watchdog: Watchdog | None = None
+
+
+def watchdog() -> Watchdog:
+    """This process's watchdog, (re)started when there is none running."""
+    global _watchdog
+    if _watchdog is None or not _watchdog.alive:
+        _watchdog = Watchdog()
+    return _watchdog
 
 
 def set_subreaper(on: bool) -> bool:

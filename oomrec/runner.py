@@ -187,7 +187,7 @@ def run_cell(
     before = oomkill.read_counters()
     start = time.perf_counter()
     floor = _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
-    watchdog = proctree.Watchdog()
+    watchdog = proctree.watchdog()
     tree = proctree.ProcessTree()
     subreaper = proctree.set_subreaper(True)
     try:
@@ -199,10 +199,8 @@ def run_cell(
             start_new_session=True,
             env=None if env is None else dict(env),
             cwd=cwd,
-            preexec_fn=proctree.die_with_me(),
         )
     except OSError as exc:
-        watchdog.done()
         if subreaper:
             proctree.set_subreaper(False)
         evidence = oomkill.compare(before, before)
@@ -211,7 +209,7 @@ def run_cell(
         )
     assert proc.stdout is not None
     tree.launched(proc.pid)
-    watchdog.guard(proc.pid)
+    watchdog.arm(proc.pid)
     watcher = _ExitWatcher(proc.pid)
     scanner = SignatureScanner()
     tail = bytearray()
@@ -222,8 +220,7 @@ def run_cell(
     finally:
         _kill_group(proc.pid)
         tree.kill_all()
-        # Before the reap: until then the group id cannot name another process's group.
-        watchdog.done()
+        watchdog.disarm()
         status, rusage = watcher.reap()
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stdout.close()
