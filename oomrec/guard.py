@@ -58,6 +58,23 @@ class GuardLimits:
             parts.append(f"min available {show_bytes(self.min_available_bytes)}")
         return f"{', '.join(parts)}; checked every {CHECK_S * 1000:.0f} ms"
 
+    def warnings(self, available: int | None) -> list[str]:
+        """What the operator should know before any cell runs under these limits."""
+        floor = self.min_available_bytes
+        if floor is None:
+            return []
+        if available is None:
+            return [
+                "warning: the host's available memory cannot be read: --min-available "
+                "cannot act; use --max-cell-memory"
+            ]
+        if available < floor:
+            return [
+                f"warning: this host has {show_bytes(available)} available now, under "
+                f"--min-available {show_bytes(floor)}: every cell will be stopped at once"
+            ]
+        return []
+
     def breach(self, cell_bytes: int, available: int | None) -> str | None:
         """Why the cell must stop now, or None while it keeps its budget."""
         if self.max_cell_bytes is not None and cell_bytes > self.max_cell_bytes:
@@ -136,19 +153,21 @@ class AvailableMemory:
                 self._fd = None
 
     def read(self) -> int | None:
-        if self._fd is None:
+        if self._fd is not None:
             try:
-                return int(psutil.virtual_memory().available)
-            except (OSError, RuntimeError):
-                return None
+                data = os.pread(self._fd, 4096, 0)
+                start = data.index(_AVAILABLE) + len(_AVAILABLE)
+                return int(data[start : data.index(b"kB", start)]) * 1024
+            except (OSError, ValueError):
+                # A kernel without MemAvailable (before 3.14): psutil estimates it.
+                self.close()
         try:
-            data = os.pread(self._fd, 4096, 0)
-            start = data.index(_AVAILABLE) + len(_AVAILABLE)
-            return int(data[start : data.index(b"kB", start)]) * 1024
-        except (OSError, ValueError):
+            return int(psutil.virtual_memory().available)
+        except (OSError, RuntimeError):
             return None
 
     def close(self) -> None:
+        """Release the descriptor; later reads ask psutil."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -9,7 +9,9 @@ in the tree while sampling are remembered. At the end of the cell every one left
 The peak is that of the tree's summed RSS, sampled with psutil every SAMPLE_S seconds; on Linux
 the tree is walked through /proc/PID/task/TID/children, 0.2-0.3% of a core in all
 (benchmarks/perf/bench_runner.py). A process that lives less than a sample is covered by
-`wait4`'s ru_maxrss for the direct child (see runner.py).
+`wait4`'s ru_maxrss for the direct child (see runner.py). With the memory guard on, the
+processes the last walk found are re-read between walks through their /proc/PID/statm
+(`quick_rss`), and a watchdog kills the cell's process group if oomrec dies while it runs.
 """
 
 from __future__ import annotations

@@ -28,18 +28,24 @@ Cli = Callable[..., CliResult]
 MIB = 1024 * 1024
 
 # `runner.py MODE STEPS length cell_csv`: allocate and touch 64 MiB every 50 ms, STEPS times,
-# in this process (`self`) or in a child it waits for (`child`); `ignore-term` also ignores
-# SIGTERM. Each touched step's total is printed; then an ok row is written.
+# in this process (`self`) or in a child it waits for (`child`, `escaped-child` in its own
+# session); `ignore-term` writes an ok row on SIGTERM and goes on. Each touched step's total is
+# printed; then an ok row is written.
 RUNNER = r"""
 import os, signal, subprocess, sys, time
 from pathlib import Path
 
 mode, steps, length, cell_csv = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+row = f"a,./models/a,{length},32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,\"Hi\",{length}"
 if mode == "ignore-term":
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-if mode == "child":
+    # A hostile runner: on SIGTERM it claims success, then goes on allocating.
+    signal.signal(signal.SIGTERM, lambda *_: Path(cell_csv).write_text("HEADER\n" + row + "\n"))
+if mode in ("child", "escaped-child"):
     code = open(sys.argv[0]).read()
-    child = subprocess.run([sys.executable, "-c", code, "self", str(steps), length, os.devnull])
+    child = subprocess.run(
+        [sys.executable, "-c", code, "self", str(steps), length, os.devnull],
+        start_new_session=mode == "escaped-child",
+    )
     if child.returncode:
         sys.exit(child.returncode)
 else:
@@ -50,7 +56,6 @@ else:
         held.append(block)
         print(f"touched {(step + 1) * 64} MiB", flush=True)
         time.sleep(0.05)
-row = f"a,./models/a,{length},32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,\"Hi\",{length}"
 if cell_csv != os.devnull:
     Path(cell_csv).write_text("HEADER\n" + row + "\n")
 """.replace("HEADER", HEADER_15)
@@ -116,10 +121,12 @@ def test_a_cell_under_its_limits_runs_to_success_and_no_record(
     assert json.loads(result.stdout)["guard_stops"] == 0
 
 
+@pytest.mark.parametrize("mode", ["child", "escaped-child"])
 def test_a_child_that_allocates_is_stopped_with_its_runner(
-    guarded: Callable[..., CliResult], repo: Repo
+    guarded: Callable[..., CliResult], repo: Repo, mode: str
 ) -> None:
-    result = guarded("child", 14, "512", "--max-cell-memory", "512M")
+    # An escaped child (setsid) is out of the runner's group, not out of the guard's tree.
+    result = guarded(mode, 14, "512", "--max-cell-memory", "512M")
     (cell,) = cells(result)
     assert cell["verdict"] == "SKIP:oom_guard", cell
     peak = cell["peak_rss_bytes"]
@@ -132,9 +139,8 @@ def test_a_runner_that_ignores_sigterm_is_killed_after_the_grace(
 ) -> None:
     result = guarded("ignore-term", 14, "512", "--max-cell-memory", "256M")
     (cell,) = cells(result)
+    # The ok row it wrote on SIGTERM is a reaction to the guard: the guard's verdict stands.
     assert cell["verdict"] == "SKIP:oom_guard"
-    # SIGTERM ignored, it would have finished its 14 steps (~0.7 s) and written an ok row
-    # within the grace; the guard's verdict stands and the row is dropped.
     assert "the guard had stopped it" in " ".join(cell["notes"])  # type: ignore[arg-type]
     assert record_text(repo).rstrip().endswith(",guard")
 
@@ -207,6 +213,16 @@ def test_limits_from_pyproject_show_in_the_dry_run_and_off_overrides_them(
     bad = cli("sweep", "--dry-run")
     assert bad.exit_code == 2
     assert "[tool.oomrec] max_cell_memory 'True' is not a memory size" in bad.stderr
+
+
+def test_a_min_available_above_what_is_free_now_is_said_before_any_cell(
+    guarded: Callable[..., CliResult],
+) -> None:
+    limit = psutil.virtual_memory().total - 1
+    result = guarded("self", 4, "512", "--min-available", str(limit))
+    assert "warning: this host has " in result.stderr
+    assert "every cell will be stopped at once" in result.stderr
+    assert [c["verdict"] for c in cells(result)] == ["SKIP:oom_guard"]
 
 
 def test_without_a_guard_the_header_says_off(guarded: Callable[..., CliResult]) -> None:

@@ -29,6 +29,7 @@ from oomrec.cli.render import print_json
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED
 from oomrec.fixes import trailer_key
+from oomrec.guard import AvailableMemory
 from oomrec.hardware import detect, detect_memory
 from oomrec.records import RecordFile, RecordLine, not_applying_because
 from oomrec.schema import OOM_BACKSTOP, OOM_GUARD, OOM_RECORD, SUCCESS, TRUE_OOM
@@ -240,6 +241,7 @@ def sweep(
     log = sys.stderr if as_json else sys.stdout
     _say(log, *_header(config, plan, planner, "--ignore-record" if ignore_record else None))
     _say(log, *_memory_exclusions(loaded.lines, config))
+    _say(log, *_guard_warnings(config))
 
     if dry_run:
         decided = preview(plan, planner)
@@ -287,6 +289,16 @@ def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list
         more = len(said) - MAX_EXCLUSIONS_SHOWN
         said = [*said[:MAX_EXCLUSIONS_SHOWN], f"  not applied: ... and {more} more"]
     return said
+
+
+def _guard_warnings(config: SweepConfig) -> list[str]:
+    if config.guard.min_available_bytes is None:
+        return []
+    available = AvailableMemory()
+    try:
+        return config.guard.warnings(available.read())
+    finally:
+        available.close()
 
 
 def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None) -> list[str]:
