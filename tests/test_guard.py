@@ -29,8 +29,8 @@ MIB = 1024 * 1024
 
 # `runner.py MODE STEPS length cell_csv`: allocate and touch 64 MiB every 50 ms, STEPS times,
 # in this process (`self`) or in a child it waits for (`child`, `escaped-child` in its own
-# session); `ignore-term` writes an ok row on SIGTERM and goes on. Each touched step's total is
-# printed; then an ok row is written.
+# session); `ignore-term` writes an ok row on SIGTERM and goes on; `hold` then keeps its memory
+# 1 s. Each touched step's total is printed; then an ok row is written.
 RUNNER = r"""
 import os, signal, subprocess, sys, time
 from pathlib import Path
@@ -56,6 +56,8 @@ else:
         held.append(block)
         print(f"touched {(step + 1) * 64} MiB", flush=True)
         time.sleep(0.05)
+    if mode == "hold":
+        time.sleep(1)
 if cell_csv != os.devnull:
     Path(cell_csv).write_text("HEADER\n" + row + "\n")
 """.replace("HEADER", HEADER_15)
@@ -148,11 +150,15 @@ def test_a_runner_that_ignores_sigterm_is_killed_after_the_grace(
 def test_min_available_stops_a_cell_that_eats_into_the_hosts_free_memory(
     guarded: Callable[..., CliResult], repo: Repo
 ) -> None:
-    # The runner touches 896 MiB; the limit is crossed after ~256 MiB of it, whatever else
-    # this busy machine does meanwhile (up to 640 MiB freed elsewhere).
-    limit = psutil.virtual_memory().available - 256 * MIB
-    result = guarded("self", 14, "512 2048", "--min-available", str(limit))
-    first, second = cells(result)
+    # The runner touches 896 MiB and holds it; the limit is crossed after ~256 MiB of it unless
+    # other programs free more than 640 MiB meanwhile. Other test suites share this machine and
+    # do, now and then: so up to three tries, each with the host's available memory of its start.
+    for _ in range(3):
+        limit = psutil.virtual_memory().available - 256 * MIB
+        result = guarded("hold", 14, "512 2048", "--min-available", str(limit))
+        first, second = cells(result)
+        if first["verdict"] != "ok":
+            break
     assert first["verdict"] == "SKIP:oom_guard", first
     assert "fell under --min-available" in str(first["reason"])
     assert second["verdict"] == "SKIP:oom_backstop"
