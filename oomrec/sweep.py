@@ -143,6 +143,7 @@ class Planner:
         hardware: str,
         *,
         ignore_record: bool = False,
+        ignore_guard_records: bool = False,
         fake_oom: frozenset[tuple[str, int]] = frozenset(),
         host_mem: int | None = None,
     ) -> None:
@@ -159,6 +160,9 @@ class Planner:
         for item in evidence:
             rec = item.record
             if not applies_on(rec, hardware, host_mem):
+                continue
+            # Guard stops are the operator's budget: lifted alone when the budget changed.
+            if ignore_guard_records and rec.kind == KIND_GUARD:
                 continue
             into = self.records if item.judgement.applies else self.lifted
             into.setdefault(rec.model, []).append(item)

@@ -59,6 +59,7 @@ class SweepConfig:
     max_tokens: int = DEFAULT_MAX_TOKENS
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     ignore_record: bool = False
+    ignore_guard_records: bool = False
     fake_oom: frozenset[tuple[str, int]] = frozenset()
     # Models that count as present without a directory yet (the demo creates them before running).
     provided_models: frozenset[str] = frozenset()
@@ -172,6 +173,7 @@ class Options:
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     fake_oom: str | None = None
     ignore_record: bool = False
+    ignore_guard_records: bool = False
     shard: str | None = None
     # As typed: `110G`, `85%`, `off`.
     max_cell_memory: str | None = None
@@ -289,6 +291,7 @@ def configure(
         max_tokens=opts.max_tokens,
         warmup_tokens=opts.warmup_tokens,
         ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
+        ignore_guard_records=opts.ignore_guard_records,
         fake_oom=fake,
         provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
         repo_root=settings.repo_root,

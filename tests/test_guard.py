@@ -175,6 +175,11 @@ def test_the_record_and_list_say_guard(
     # The next sweep pre-skips the cell like any record.
     again = guarded("self", 1, "512", "--max-cell-memory", "256M")
     assert [c["verdict"] for c in cells(again)] == ["SKIP:oom_record"]
+    # With a bigger budget the guard's records alone can be lifted; an OOM seen still applies.
+    cli("record", "add", "a", "2048")
+    lifted = guarded("self", 1, "512 2048", "--ignore-guard-records")
+    assert [c["verdict"] for c in cells(lifted)] == ["ok", "SKIP:oom_record"]
+    assert "guard records ignored (--ignore-guard-records)" in lifted.stderr
 
 
 @pytest.mark.parametrize(

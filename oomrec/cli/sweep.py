@@ -144,6 +144,14 @@ def sweep(
             "$MLXCEL_BENCH_IGNORE_OOM_RECORD=1 or $OOMREC_IGNORE_RECORD=1.",
         ),
     ] = False,
+    ignore_guard_records: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-guard-records",
+            help="Launch cells that only memory-guard records (kind guard) would pre-skip, as "
+            "after raising the guard's limits; records of OOMs seen still apply.",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; launch nothing, write nothing.")
     ] = False,
@@ -217,6 +225,7 @@ def sweep(
         warmup_tokens=warmup_tokens,
         fake_oom=fake_oom,
         ignore_record=ignore_record,
+        ignore_guard_records=ignore_guard_records,
         shard=shard,
         max_cell_memory=max_cell_memory,
         min_available=min_available,
@@ -234,6 +243,7 @@ def sweep(
         evidence,
         hardware,
         ignore_record=config.ignore_record,
+        ignore_guard_records=config.ignore_guard_records,
         fake_oom=config.fake_oom,
         host_mem=config.host_mem,
     )
@@ -319,6 +329,8 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
         i, n = config.shard
         took = ", ".join(config.models) or "none"
         lines.append(f"  shard {i}/{n}: {took} (of {config.all_models} models)")
+    if config.ignore_guard_records and not config.ignore_record:
+        lines.append("  guard records ignored (--ignore-guard-records); OOM records still apply")
     if config.ignore_record:
         why = flag or f"{ignore_record_from_env()}=1"
         lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
