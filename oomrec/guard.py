@@ -26,7 +26,7 @@ from oomrec.records import show_bytes as _gib
 # How often a guarded cell's memory is checked: fast enough to act within one allocation step
 # of a typical runner (benchmarks/perf/bench_guard.py measures the reaction time), cheap enough
 # to stay far under 1% of a core, since a check reads only /proc/PID/statm of known processes.
-CHECK_S = 0.02
+CHECK_S = 0.025
 # Between SIGTERM and SIGKILL: time for a runner to release the GPU cleanly, short enough that
 # the memory it holds does not linger.
 GRACE_S = 1.0

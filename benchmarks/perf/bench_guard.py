@@ -6,12 +6,13 @@
   as a share of one core, all in the same run;
 - reaction: a runner touches 64 MiB every 50 ms (~25 ms of touching, then a pause) and prints
   the time and the RSS the guard sums before and after each step; the 300 MiB limit lies inside
-  a step, which the guard stops half-way. Reaction = the guard's SIGTERM - when the limit was
-  passed (the step's start plus what was left to the limit at the touch rate of the finished
-  steps); an upper bound from the step's start is printed too; overshoot = the RSS the guard saw
-  - the limit. Once for the runner itself, once for a child it starts.
+  a step, and the guard stops the runner in it or in the pause after it. Reaction = the guard's
+  SIGTERM - when the limit was passed (the step's start plus what was left to the limit at the
+  touch rate of the steps before); an upper bound from the step's start is printed too;
+  overshoot = the RSS the guard saw - the limit. Once for the runner itself, once for a child
+  it starts.
 
-    python benchmarks/perf/bench_guard.py [--seconds 10] [--runs 10]
+    python benchmarks/perf/bench_guard.py [--seconds 10] [--runs 20]
 """
 
 from __future__ import annotations
@@ -80,19 +81,22 @@ def cpu_share(seconds: float, guard: GuardLimits | None) -> float:
 
 def reaction(script: Path, child: bool) -> tuple[float, float, float] | None:
     """(reaction ms from the estimated crossing, ms from the crossing step's start, overshoot
-    MiB), or None when the guard did not act within a step that crossed the limit."""
+    MiB), or None when the guard did not act or the output does not show the crossing."""
     argv = [sys.executable, str(script)] + (["child"] if child else [])
     run = run_cell(argv, timeout=30, guard=GuardLimits(max_cell_bytes=LIMIT))
     stop = run.guard_stop
-    marks = [line.split() for line in run.output_tail.splitlines() if line[:2] in ("S ", "E ")]
-    points = [(kind, float(t), int(rss)) for kind, t, rss in marks]
-    if stop is None or len(points) < 3 or points[-1][0] != "S" or points[-1][2] > LIMIT:
+    # A line cut short by the guard's signal is left out.
+    marks = [line.split() for line in run.output_tail.splitlines()]
+    points = [(kind, float(t), int(rss)) for kind, t, rss in (m for m in marks if len(m) == 3)]
+    starts = [i for i, (kind, _, rss) in enumerate(points) if kind == "S" and rss <= LIMIT]
+    if stop is None or not starts or starts[-1] < 2:
         return None
-    _, start, before = points[-1]
-    # The touch rate of the finished steps: when, inside the last step, the limit was passed.
+    # The step during which the limit was passed, and the touch rate of the steps before it.
+    _, start, before = points[starts[-1]]
+    done = points[: starts[-1]]
     rates = [
         (e_rss - s_rss) / (e_t - s_t)
-        for (_, s_t, s_rss), (_, e_t, e_rss) in zip(points[0:-1:2], points[1::2], strict=True)
+        for (_, s_t, s_rss), (_, e_t, e_rss) in zip(done[0::2], done[1::2], strict=True)
     ]
     crossed = start + (LIMIT - before) / statistics.median(rates)
     return (
@@ -116,7 +120,7 @@ def report(name: str, samples: list[tuple[float, float, float]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
 
     configs = {
