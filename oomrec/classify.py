@@ -4,7 +4,8 @@ Only `SKIP:oom` and `SKIP:oom_guard` (the memory guard's stop) feed the backstop
 Evidence must be true, but a missed OOM is the worse error (it launches a cell that can wedge a
 machine), so: a timeout is never OOM; an allocator message in the output (anywhere in it) is; a
 SIGKILL is OOM when the kernel's OOM-kill counters grew during the cell, `FAIL:killed` when every
-readable counter stayed unchanged, and an unconfirmed OOM when no counter can be read."""
+readable counter stayed unchanged, and an unconfirmed OOM when no counter can be read.
+"""
 
 from __future__ import annotations
 

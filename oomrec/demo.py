@@ -5,7 +5,8 @@ of a synthetic model whose memory grows with the prompt: it caps its own address
 (RLIMIT_AS), then really allocates and touches the model's weights and its KV cache. Small cells
 fit and write a harness-format CSV row with measured timings; large ones fail allocation for real
 (MemoryError, exit 1), so the whole path (classification, backstop, record, a second sweep
-pre-skipping) runs on any machine, with no model and no GPU.
+pre-skipping) runs on any machine, with no model and no GPU. Each decode token takes at least
+DECODE_S, so a cell holds its memory as a real one does and a memory guard can see it.
 
 This module is what every demo cell imports, so it imports little.
 """

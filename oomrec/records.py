@@ -9,7 +9,8 @@ each end a line; a last line without one is an append cut short and never a reco
 The file is never edited in place: new lines are appended in one write under an exclusive lock on
 the file's real path (so a symlink and its target share one lock), and a rewrite re-reads the file
 inside the same lock, writes a temp file beside it, fsyncs and renames it over the original. Lines
-that do not parse are kept, byte for byte, in their place."""
+that do not parse are kept, byte for byte, in their place.
+"""
 
 from __future__ import annotations
 
