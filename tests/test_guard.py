@@ -15,10 +15,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oomrec.guard import GuardLimits
 from oomrec.proctree import ProcessTree
-from oomrec.runner import _ExitWatcher, _GuardWatch
+from oomrec.runner import _ExitWatcher, _GuardWatch, run_cell
 from oomrec.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
@@ -300,3 +302,22 @@ def test_a_runner_still_running_when_the_guard_decides_gets_sigterm() -> None:
     assert watch.stop is not None and watch.stop.cell_bytes == 2
     status, _ = watcher.reap()
     assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM
+
+
+@settings(max_examples=5, deadline=None)
+@given(mib=st.integers(min_value=1, max_value=160), processes=st.integers(min_value=1, max_value=2))
+def test_a_cell_under_its_limits_is_never_stopped(mib: int, processes: int) -> None:
+    # Each process touches `mib` MiB and holds it past several checks; 2 x 160 MiB plus two
+    # interpreters stay under 384 MiB.
+    code = (
+        "import subprocess, sys, time\n"
+        f"kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.3)'])"
+        f" for _ in range({processes - 1})]\n"
+        f"b = bytearray({mib} << 20); b[::4096] = b'x' * len(range(0, len(b), 4096))\n"
+        "time.sleep(0.2)\n"
+        "[k.wait() for k in kids]\n"
+    )
+    limits = GuardLimits(max_cell_bytes=384 * MIB, min_available_bytes=64 * MIB)
+    run = run_cell([sys.executable, "-c", code], 30, guard=limits)
+    assert run.guard_stop is None
+    assert run.returncode == 0, run.output_tail
