@@ -1,10 +1,10 @@
 """What a finished cell was: the runner's own verdict when it wrote a row, else its exit and output.
 
-Only `SKIP:oom` feeds the backstop and the record. Evidence must be true, but a missed OOM is the
-worse error (it launches a cell that can wedge a machine), so: a timeout is never OOM; an
-allocator message in the output (anywhere in it) is; a SIGKILL is OOM when the kernel's OOM-kill
-counters grew during the cell, `FAIL:killed` when every readable counter stayed unchanged, and
-an unconfirmed OOM when no counter can be read.
+Only `SKIP:oom` and `SKIP:oom_guard` (the memory guard's stop) feed the backstop and the record.
+Evidence must be true, but a missed OOM is the worse error (it launches a cell that can wedge a
+machine), so: a timeout is never OOM; an allocator message in the output (anywhere in it) is; a
+SIGKILL is OOM when the kernel's OOM-kill counters grew during the cell, `FAIL:killed` when every
+readable counter stayed unchanged, and an unconfirmed OOM when no counter can be read.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
+from oomrec.guard import GuardStop
 from oomrec.oomkill import KillEvidence
 from oomrec.schema import (
     FAIL_BENCH,
     FAIL_KILLED,
     FAIL_NO_OUTPUT,
     FAIL_TIMEOUT,
+    OOM_GUARD,
     SUCCESS,
     TRUE_OOM,
     line_token,
@@ -35,6 +37,7 @@ EVIDENCE_SIGNATURE = "signature"
 EVIDENCE_ROW = "runner row"
 EVIDENCE_UNCONFIRMED = "unconfirmed"
 EVIDENCE_FAKE = "faked"
+EVIDENCE_GUARD = "memory guard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,12 @@ def verdict_from_row(row: str) -> Verdict:
         return Verdict(SUCCESS, "row written by the runner")
     evidence = EVIDENCE_ROW if token == TRUE_OOM else None
     return Verdict(token, "token written by the runner", evidence)
+
+
+def verdict_from_guard(stop: GuardStop) -> Verdict:
+    """A cell the memory guard stopped while it ran: whatever it did or wrote after the guard's
+    signal was its reaction to it, so the guard's verdict stands."""
+    return Verdict(OOM_GUARD, f"stopped by the memory guard: {stop.reason}", EVIDENCE_GUARD)
 
 
 def verdict_from_exit(

@@ -5,7 +5,8 @@ of a synthetic model whose memory grows with the prompt: it caps its own address
 (RLIMIT_AS), then really allocates and touches the model's weights and its KV cache. Small cells
 fit and write a harness-format CSV row with measured timings; large ones fail allocation for real
 (MemoryError, exit 1), so the whole path (classification, backstop, record, a second sweep
-pre-skipping) runs on any machine, with no model and no GPU.
+pre-skipping) runs on any machine, with no model and no GPU. Each decode token takes at least
+DECODE_S, so a cell holds its memory as a real one does and a memory guard can see it.
 
 This module is what every demo cell imports, so it imports little.
 """
@@ -31,6 +32,9 @@ PAGE = 4096
 BUDGET_MIB = 192
 DEMO_DIR = Path("oomrec-demo")
 PROMPT = "Hello, how are you today?"
+# What one decode token takes, at least: a cell holds its memory for a while, as a real one does,
+# so a memory guard (`--max-cell-memory 100M`) sees it.
+DECODE_S = 0.003
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,7 @@ def run_cell(args: argparse.Namespace) -> int:
         for step in range(args.max_tokens):
             # "Decode": one token reads a slice of the weights and appends to the cache.
             zlib.crc32(memoryview(weights)[: 256 * 1024])
+            time.sleep(DECODE_S)
             if kv:
                 kv[(step * PAGE) % len(kv)] = step & 0xFF
         decode_s = time.perf_counter() - start

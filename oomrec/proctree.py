@@ -9,7 +9,9 @@ in the tree while sampling are remembered. At the end of the cell every one left
 The peak is that of the tree's summed RSS, sampled with psutil every SAMPLE_S seconds; on Linux
 the tree is walked through /proc/PID/task/TID/children, 0.2-0.3% of a core in all
 (benchmarks/perf/bench_runner.py). A process that lives less than a sample is covered by
-`wait4`'s ru_maxrss for the direct child (see runner.py).
+`wait4`'s ru_maxrss for the direct child (see runner.py). With the memory guard on, the
+processes the last walk found are re-read between walks through their /proc/PID/statm
+(`quick_rss`), and a watchdog kills the cell's process group if oomrec dies while it runs.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,9 +29,74 @@ import psutil
 
 SAMPLE_S = 0.2
 _PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+_STATM = os.path.exists(f"/proc/{os.getpid()}/statm")
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PR_SET_CHILD_SUBREAPER = 36
+# `read` fails at end of file. dash's kill takes `-s KILL --`, not `-KILL --`.
+_WATCHDOG = 'g=0; while read -r line; do g=$line; done; [ "$g" = 0 ] || kill -s KILL -- "-$g"'
 # Enough rounds for a chain of processes adopted one generation at a time as parents die.
 _KILL_ROUNDS = 20
+
+
+class Watchdog:
+    """A `sh` that outlives this process to kill the running cell's process group if this
+    process dies (a SIGKILL, a crash), so no orphan of the cell keeps its memory.
+
+    One per oomrec process, started before the first cell's ProcessTree (so no tree counts it as
+    the cell's) and reused: per cell it costs two writes to a pipe only this process holds. Each
+    line names the group to kill if the pipe closes now, `0` none; end of file with a group
+    named means this process died while that cell ran. A process that left the group (setsid)
+    is out of its reach.
+    """
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._fd = -1
+        try:
+            read_end, self._fd = os.pipe()
+        except OSError:
+            return
+        try:
+            self._proc = subprocess.Popen(
+                ["sh", "-c", _WATCHDOG],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                # Away from the terminal's Ctrl-C: the sweep handles that and disarms it.
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(self._fd)
+        finally:
+            os.close(read_end)
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def arm(self, pgid: int) -> None:
+        self._say(f"{pgid}\n")
+
+    def disarm(self) -> None:
+        """The cell is over (its group killed, its leader not yet reaped, so the group id cannot
+        name another process's group meanwhile)."""
+        self._say("0\n")
+
+    def _say(self, text: str) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._fd, text.encode("ascii"))
+
+
+_watchdog: Watchdog | None = None
+
+
+def watchdog() -> Watchdog:
+    """This process's watchdog, (re)started when there is none running."""
+    global _watchdog
+    if _watchdog is None or not _watchdog.alive:
+        _watchdog = Watchdog()
+    return _watchdog
 
 
 def set_subreaper(on: bool) -> bool:
@@ -75,6 +143,9 @@ class ProcessTree:
             if (proc := _process(pid)) is not None
         }
         self._seen: dict[int, psutil.Process] = {}
+        # /proc/PID/statm of each member, kept open: the guard re-reads them many times a second,
+        # and a descriptor stays bound to its process, so a reused pid is never read as the cell's.
+        self._statm: dict[int, int] = {}
         self._killed: set[int] = set()
         self._escaped: set[int] = set()
 
@@ -82,14 +153,58 @@ class ProcessTree:
         """The runner started as `root`, the leader of its own process group."""
         self.root = root
 
-    def sample(self) -> None:
-        """Add the tree's current summed RSS to the peak."""
+    def sample(self) -> int:
+        """Walk the tree, add its current summed RSS to the peak, and return that sum."""
         total = 0
-        for proc in self._members():
+        members = self._members()
+        for proc in members:
             with contextlib.suppress(psutil.Error):
                 total += proc.memory_info().rss
+        if _STATM:
+            self._track({proc.pid for proc in members})
+        self._add_to_peak(total)
+        return total
+
+    def quick_rss(self) -> int:
+        """The summed RSS of the processes the last walk found, without walking (the guard's
+        check: ~3 us a process on Linux); a process started since is seen at the next walk."""
+        if not _STATM:
+            total = 0
+            for proc in list(self._seen.values()):
+                with contextlib.suppress(psutil.Error):
+                    total += proc.memory_info().rss
+            self._add_to_peak(total)
+            return total
+        total = 0
+        for pid, fd in list(self._statm.items()):
+            try:
+                total += int(os.pread(fd, 128, 0).split()[1]) * _PAGE
+            except (OSError, ValueError, IndexError):
+                # Gone: a dead process's statm cannot be read.
+                os.close(fd)
+                del self._statm[pid]
+        self._add_to_peak(total)
+        return total
+
+    def signal_all(self, signum: int) -> None:
+        """Send `signum` to every process of the tree (the guard's SIGTERM)."""
+        for proc in self._members():
+            with contextlib.suppress(psutil.Error, OSError):
+                proc.send_signal(signum)
+
+    def close(self) -> None:
+        for fd in self._statm.values():
+            os.close(fd)
+        self._statm.clear()
+
+    def _add_to_peak(self, total: int) -> None:
         if total and (self.peak is None or total > self.peak):
             self.peak = total
+
+    def _track(self, pids: set[int]) -> None:
+        for pid in pids - self._statm.keys():
+            with contextlib.suppress(OSError):
+                self._statm[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
 
     @property
     def leftovers(self) -> Leftovers:

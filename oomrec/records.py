@@ -1,10 +1,10 @@
 """The OOM record: one frozen record type, its line format, and the record file.
 
-A line is `model,prompt_target_len,date,commit,peak_bytes,source_csv[,hardware[,mem_bytes]]`. The
-first six fields are what the bash harness writes and reads (it needs >= 6 fields and uses fields
-1-2), so the file stays readable by it. Fields are CSV-quoted only when they hold a comma or a
-quote. `\\n`, `\\r\\n` and a lone `\\r` each end a line; a last line without one is an append cut
-short and never a record.
+A line is `model,prompt_target_len,date,commit,peak_bytes,source_csv[,hardware[,mem_bytes[,kind]]]`
+(`kind`: `guard` for a cell the memory guard stopped). The first six fields are what the bash
+harness writes and reads (it needs >= 6 fields and uses fields 1-2), so the file stays readable by
+it. Fields are CSV-quoted only when they hold a comma or a quote. `\\n`, `\\r\\n` and a lone `\\r`
+each end a line; a last line without one is an append cut short and never a record.
 
 The file is never edited in place: new lines are appended in one write under an exclusive lock on
 the file's real path (so a symlink and its target share one lock), and a rewrite re-reads the file
@@ -42,8 +42,11 @@ FIELDS = (
     "source_csv",
     "hardware",
     "mem_bytes",
+    "kind",
 )
 MIN_FIELDS = 6
+# `kind` of a record written for a cell the memory guard stopped (no kind: an OOM seen).
+KIND_GUARD = "guard"
 UNKNOWN_COMMIT = "unknown"
 LOCK_TIMEOUT_S = 60.0
 # Lengths, peaks and memory sizes are 64-bit non-negative integers; 19 digits hold any of them,
@@ -81,22 +84,34 @@ class OomRecord:
     source_csv: str = ""
     hardware: str | None = None
     mem_bytes: int | None = None
+    # What the evidence is: None for an OOM seen, KIND_GUARD for a stop by the memory guard
+    # (the operator's budget, not an OOM: so it can be listed and lifted apart).
+    kind: str | None = None
 
     def to_dict(self) -> dict[str, str | int | None]:
-        return {name: getattr(self, name) for name in FIELDS}
+        # `kind` only when set: every record before the guard reads back exactly as it did.
+        data = {name: getattr(self, name) for name in FIELDS}
+        if self.kind is None:
+            del data["kind"]
+        return data
 
 
-EvidenceKey = tuple[str, int, str | None, int | None, str]
+EvidenceKey = tuple[str, int, str | None, int | None, str, str | None]
 
 
 def evidence_key(record: OomRecord) -> EvidenceKey:
-    """What makes two records the same evidence: the same OOM seen on the same host and code."""
+    """What makes two records the same evidence: the same OOM seen on the same host and code.
+
+    The kind counts: a guard stop and a real OOM of one cell are two facts, and lifting guard
+    records alone must not take the real OOM with them.
+    """
     return (
         record.model,
         record.prompt_target_len,
         record.hardware,
         record.mem_bytes,
         record.commit,
+        record.kind,
     )
 
 
@@ -190,6 +205,7 @@ def read_line(text: str) -> tuple[OomRecord, str | None]:
     model, length, day, commit, peak, source = [f.strip() for f in fields[:MIN_FIELDS]]
     hardware = fields[6].strip() if len(fields) > 6 else ""
     mem = fields[7].strip() if len(fields) > 7 else ""
+    kind = fields[8].strip() if len(fields) > 8 else ""
     if not model:
         raise NotARecord("empty model")
     if not (length.isdigit() and length.isascii()):
@@ -225,6 +241,7 @@ def read_line(text: str) -> tuple[OomRecord, str | None]:
         # Compared with this host's tag: `GB10` or `NVIDIA_GB10_122GB` written by hand is `gb10`.
         hardware=normalize(hardware) if hardware else None,
         mem_bytes=mem_bytes,
+        kind=kind or None,
     )
     return record, note
 
@@ -245,7 +262,8 @@ def shorten(value: str) -> str:
 
 
 def format_line(record: OomRecord) -> str:
-    """The record as one line, without line ending; hardware and memory only when known.
+    """The record as one line, without line ending; hardware, memory and kind only when known
+    (a kind keeps the empty fields before it, so it stays the ninth).
 
     A field holding a line break or another control character is refused (OomrecError): CSV
     would quote it, but the harness reads the file line by line, so it would see two records.
@@ -258,10 +276,12 @@ def format_line(record: OomRecord) -> str:
         "" if record.peak_bytes is None else str(record.peak_bytes),
         record.source_csv,
     ]
-    if record.hardware or record.mem_bytes is not None:
+    if record.hardware or record.mem_bytes is not None or record.kind:
         values.append(record.hardware or "")
-    if record.mem_bytes is not None:
-        values.append(str(record.mem_bytes))
+    if record.mem_bytes is not None or record.kind:
+        values.append("" if record.mem_bytes is None else str(record.mem_bytes))
+    if record.kind:
+        values.append(record.kind)
     for name, value in zip(FIELDS, values, strict=False):
         if _CONTROL.search(value):
             raise OomrecError(

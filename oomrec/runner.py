@@ -9,8 +9,10 @@ holds (`;`, `$(...)`, spaces) reaches the runner as one literal argument and run
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import resource
+import select
 import selectors
 import shlex
 import shutil
@@ -27,6 +29,7 @@ from typing import Any
 
 from oomrec import oomkill, proctree
 from oomrec.errors import OomrecError
+from oomrec.guard import CHECK_S, GRACE_S, AvailableMemory, GuardLimits, GuardStop
 from oomrec.oomkill import KillEvidence
 from oomrec.proctree import Leftovers
 from oomrec.signatures import SignatureHit, SignatureScanner
@@ -161,6 +164,8 @@ class CellRun:
     leftovers: Leftovers = field(default_factory=Leftovers)
     # Why the program could not be started at all, or None.
     exec_error: str | None = None
+    # The memory guard stopped the cell (it was still running when the guard signalled it).
+    guard_stop: GuardStop | None = None
 
 
 def run_cell(
@@ -168,10 +173,13 @@ def run_cell(
     timeout: float | None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    guard: GuardLimits | None = None,
 ) -> CellRun:
     """Run `argv` in a new session (its own process group) and wait for it.
 
-    On timeout the whole group is killed. When the runner exits, whatever it left running is
+    On timeout the whole group is killed. With a `guard` on, the tree's memory and the host's
+    available memory are checked every CHECK_S; a breach sends SIGTERM to every process of the
+    tree, then SIGKILL after GRACE_S. When the runner exits, whatever it left running is
     killed too, in its group or not (this process is the child subreaper meanwhile, on Linux),
     so no stray process holds memory into the next cell. An exception raised while waiting
     (KeyboardInterrupt on SIGINT/SIGTERM) kills the tree, reaps the child and propagates.
@@ -179,6 +187,7 @@ def run_cell(
     before = oomkill.read_counters()
     start = time.perf_counter()
     floor = _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
+    watchdog = proctree.watchdog()
     tree = proctree.ProcessTree()
     subreaper = proctree.set_subreaper(True)
     try:
@@ -203,18 +212,24 @@ def run_cell(
     # to our high-water mark then, which may have grown since the first reading.
     floor = max(floor, _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF)))
     tree.launched(proc.pid)
+    watchdog.arm(proc.pid)
     watcher = _ExitWatcher(proc.pid)
     scanner = SignatureScanner()
     tail = bytearray()
     deadline = None if timeout is None else time.monotonic() + timeout
+    watch = _GuardWatch(guard, tree, watcher) if guard is not None and guard.on else None
     try:
-        timed_out = _pump(proc.stdout.fileno(), watcher, tree, scanner, tail, deadline)
+        timed_out = _pump(proc.stdout.fileno(), watcher, tree, scanner, tail, deadline, watch)
     finally:
         _kill_group(proc.pid)
         tree.kill_all()
+        watchdog.disarm()
         status, rusage = watcher.reap()
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stdout.close()
+        tree.close()
+        if watch is not None:
+            watch.close()
         if subreaper:
             proctree.set_subreaper(False)
     scanner.close()
@@ -230,6 +245,7 @@ def run_cell(
         kills=oomkill.compare(before, oomkill.read_counters()),
         signature=scanner.hit,
         leftovers=tree.leftovers,
+        guard_stop=None if watch is None else watch.stop,
     )
 
 
@@ -240,14 +256,17 @@ def _pump(
     scanner: SignatureScanner,
     tail: bytearray,
     deadline: float | None,
+    watch: _GuardWatch | None = None,
 ) -> bool:
     """Read the child's output (scanned for signatures, its tail kept) until it exits and its
-    pipe closes, sampling the tree's memory meanwhile; True on timeout."""
+    pipe closes, sampling the tree's memory (and guarding it) meanwhile; True on timeout."""
     timed_out = False
     pipe_open = True
     drain_until: float | None = None
     # Not at once: a child between fork and exec may still show oomrec's own memory as its RSS.
-    next_sample = time.monotonic() + proctree.SAMPLE_S
+    # The guard cannot wait that long, and need not: Popen returns once the runner has exec'd.
+    next_sample = time.monotonic() + (proctree.SAMPLE_S if watch is None else CHECK_S)
+    next_check = next_sample if watch is not None else math.inf
     with selectors.DefaultSelector() as sel:
         sel.register(out_fd, selectors.EVENT_READ)
         sel.register(watcher.fileno(), selectors.EVENT_READ)
@@ -268,9 +287,15 @@ def _pump(
                     return timed_out
             else:
                 if now >= next_sample:
-                    tree.sample()
+                    cell_bytes = tree.sample()
                     next_sample = now + proctree.SAMPLE_S
-                wait = next_sample - now
+                    if watch is not None:
+                        watch.check(cell_bytes, now)
+                        next_check = now + CHECK_S
+                elif watch is not None and now >= next_check:
+                    watch.check(tree.quick_rss(), now)
+                    next_check = now + CHECK_S
+                wait = min(next_sample, next_check) - now
                 if deadline is not None:
                     if deadline <= now:
                         _kill_group(watcher.pid)
@@ -291,6 +316,40 @@ def _pump(
                 else:
                     sel.unregister(key.fd)
                     watcher.ready()
+
+
+class _GuardWatch:
+    """The memory guard of one running cell: checks its budget, stops its tree on a breach."""
+
+    def __init__(self, limits: GuardLimits, tree: proctree.ProcessTree, watcher: _ExitWatcher):
+        self.limits = limits
+        self.tree = tree
+        self.watcher = watcher
+        self.stop: GuardStop | None = None
+        self._kill_at = math.inf
+        self._available = AvailableMemory() if limits.min_available_bytes is not None else None
+
+    def check(self, cell_bytes: int, now: float) -> None:
+        if self.stop is not None:
+            if now >= self._kill_at:
+                self._kill_at = math.inf
+                _kill_group(self.watcher.pid)
+                self.tree.signal_all(signal.SIGKILL)
+            return
+        available = None if self._available is None else self._available.read()
+        reason = self.limits.breach(cell_bytes, available)
+        # A runner that has already exited finished by itself: its own exit is its verdict.
+        if reason is None or self.watcher.poll():
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.watcher.pid, signal.SIGTERM)
+        self.tree.signal_all(signal.SIGTERM)
+        self.stop = GuardStop(reason, cell_bytes, available, now)
+        self._kill_at = now + GRACE_S
+
+    def close(self) -> None:
+        if self._available is not None:
+            self._available.close()
 
 
 class _ExitWatcher:
@@ -319,6 +378,13 @@ class _ExitWatcher:
     def ready(self) -> None:
         """The descriptor became readable: the child has exited."""
         self.exited = True
+
+    def poll(self) -> bool:
+        """Whether the child has exited, without blocking (the descriptor is left readable)."""
+        if not self.exited:
+            readable, _, _ = select.select([self._fds[0]], [], [], 0)
+            self.exited = bool(readable)
+        return self.exited
 
     def _wait(self) -> None:
         if _HAS_WAITID:

@@ -20,6 +20,10 @@ HEADER = HEADER_15
 TRUE_OOM = "SKIP:oom"
 OOM_BACKSTOP = "SKIP:oom_backstop"
 OOM_RECORD = "SKIP:oom_record"
+# Stopped by the memory guard before it could run out of memory: the operator declared that the
+# cell does not fit, so it feeds the backstop and the record as SKIP:oom does.
+OOM_GUARD = "SKIP:oom_guard"
+RECORDED_TOKENS = (TRUE_OOM, OOM_GUARD)
 FAIL_TIMEOUT = "FAIL:timeout"
 FAIL_BENCH = "FAIL:bench"
 FAIL_NO_OUTPUT = "FAIL:no_output"

@@ -28,10 +28,12 @@ from oomrec.classify import (
     EVIDENCE_FAKE,
     Verdict,
     verdict_from_exit,
+    verdict_from_guard,
     verdict_from_row,
 )
 from oomrec.errors import OomrecError
 from oomrec.records import (
+    KIND_GUARD,
     UNKNOWN_COMMIT,
     Loaded,
     OomRecord,
@@ -46,7 +48,9 @@ from oomrec.schema import (
     FAKE_OOM_PROMPT,
     HEADER,
     OOM_BACKSTOP,
+    OOM_GUARD,
     OOM_RECORD,
+    RECORDED_TOKENS,
     TRUE_OOM,
     skip_row,
 )
@@ -139,12 +143,15 @@ class Planner:
         hardware: str,
         *,
         ignore_record: bool = False,
+        ignore_guard_records: bool = False,
         fake_oom: frozenset[tuple[str, int]] = frozenset(),
         host_mem: int | None = None,
     ) -> None:
         self.ignore_record = ignore_record
         self.fake_oom = fake_oom
         self.oom_min: dict[str, int] = {}
+        # How the smallest of oom_min was known, for the backstop's reason.
+        self.oom_token: dict[str, str] = {}
         # Per model, the records of this hardware (or of none) and memory, smallest length
         # first: those that apply at HEAD, and those a fix in effect at HEAD lifted (for the
         # dry run's why).
@@ -153,6 +160,9 @@ class Planner:
         for item in evidence:
             rec = item.record
             if not applies_on(rec, hardware, host_mem):
+                continue
+            # Guard stops are the operator's budget: lifted alone when the budget changed.
+            if ignore_guard_records and rec.kind == KIND_GUARD:
                 continue
             into = self.records if item.judgement.applies else self.lifted
             into.setdefault(rec.model, []).append(item)
@@ -180,9 +190,10 @@ class Planner:
     def decide(self, cell: Cell) -> Decision:
         oom_at = self.oom_min.get(cell.model)
         if oom_at is not None and cell.length >= oom_at:
+            token = self.oom_token.get(cell.model, TRUE_OOM)
             return Decision(
                 OOM_BACKSTOP,
-                f"{cell.model} was SKIP:oom at {oom_at} <= {cell.length} tokens in this sweep",
+                f"{cell.model} was {token} at {oom_at} <= {cell.length} tokens in this sweep",
             )
         if not self.ignore_record:
             hit = self.record_hit(cell.model, cell.length)
@@ -201,8 +212,11 @@ class Planner:
             )
         return Decision(RUN)
 
-    def note_oom(self, model: str, length: int) -> None:
-        self.oom_min[model] = min(length, self.oom_min.get(model, length))
+    def note_oom(self, model: str, length: int, token: str = TRUE_OOM) -> None:
+        """`model` ran out of memory (`token`: SKIP:oom, or SKIP:oom_guard) at `length`."""
+        if length <= self.oom_min.get(model, length):
+            self.oom_min[model] = length
+            self.oom_token[model] = token
 
 
 def gather_evidence(
@@ -288,7 +302,7 @@ class CellResult:
     # The record line of a true OOM the record already held (the same evidence key).
     already_recorded: str | None = None
     # How a true OOM is known: "kernel counter", "signature", "runner row", "unconfirmed" or
-    # "faked"; None for any other verdict.
+    # "faked"; "memory guard" for a guard stop; None for any other verdict.
     oom_evidence: str | None = None
     # What else the log should say about the cell: leftover processes killed, rows dropped.
     notes: tuple[str, ...] = ()
@@ -493,11 +507,12 @@ class Sweep:
             rows, header = [self._skip_row(cell, TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
         else:
             result, rows, header = self._launch(cell, cell_csv)
-        if result.token == TRUE_OOM:
+        if result.token in RECORDED_TOKENS:
             # The record before the row: it is what keeps later sweeps from launching this
             # cell, so a failed CSV write or a signal between the two must not lose it.
-            self.planner.note_oom(cell.model, cell.length)
-            line, new = self._append_record(cell, result.peak_rss_bytes)
+            self.planner.note_oom(cell.model, cell.length, result.token)
+            kind = KIND_GUARD if result.token == OOM_GUARD else None
+            line, new = self._append_record(cell, result.peak_rss_bytes, kind)
             if new:
                 result.recorded = line
             else:
@@ -529,7 +544,7 @@ class Sweep:
             }
         )
         self.result.killed_cell = cell
-        run = run_cell(argv, self.config.timeout)
+        run = run_cell(argv, self.config.timeout, guard=self.config.guard)
         self.result.killed_cell = None
         written = cellcsv.read_cell_csv(cell_csv, cell.model, cell.length)
         cellcsv.remove(cell_csv)
@@ -540,7 +555,12 @@ class Sweep:
                 f"dropped {n} row{'s' if n > 1 else ''} of other cells from the cell CSV "
                 f"(first: {written.dropped[0][:120]!r})"
             )
-        if written.rows:
+        if run.guard_stop is not None:
+            verdict = verdict_from_guard(run.guard_stop)
+            rows, header = [self._skip_row(cell, verdict.token)], HEADER
+            if written.rows:
+                notes.append("the runner's row was dropped: the guard had stopped it")
+        elif written.rows:
             verdict = verdict_from_row(written.rows[0])
             rows, header = list(written.rows), written.header or HEADER
         else:
@@ -576,9 +596,11 @@ class Sweep:
         if warning:
             self.reporter.log(f"warning: {warning}")
 
-    def _append_record(self, cell: Cell, peak: int | None) -> tuple[str, bool]:
-        """Append the cell's OOM unless the record holds the same evidence; the line, and
-        whether it was new."""
+    def _append_record(
+        self, cell: Cell, peak: int | None, kind: str | None = None
+    ) -> tuple[str, bool]:
+        """Append the cell's OOM (or guard stop: `kind`) unless the record holds the same
+        evidence; the line, and whether it was new."""
         record = OomRecord(
             model=cell.model,
             prompt_target_len=cell.length,
@@ -588,6 +610,7 @@ class Sweep:
             source_csv=source_name(self.config.output, self.config.repo_root),
             hardware=self.config.hardware,
             mem_bytes=self.config.host_mem,
+            kind=kind,
         )
         record_file = self.config.record
         added = record_file.append_new([record], unless_present=evidence_key)

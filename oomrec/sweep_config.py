@@ -11,13 +11,14 @@ import math
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oomrec import demo
 from oomrec.config import Settings, display_path
 from oomrec.errors import OomrecError
+from oomrec.guard import GuardLimits, host_total, parse_limit
 from oomrec.records import RecordFile, bounded_int, check_model_name, shorten
 from oomrec.resume import Mode
 from oomrec.runner import RunnerTemplate
@@ -59,6 +60,7 @@ class SweepConfig:
     max_tokens: int = DEFAULT_MAX_TOKENS
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     ignore_record: bool = False
+    ignore_guard_records: bool = False
     fake_oom: frozenset[tuple[str, int]] = frozenset()
     # Models that count as present without a directory yet (the demo creates them before running).
     provided_models: frozenset[str] = frozenset()
@@ -72,6 +74,8 @@ class SweepConfig:
     # `--resume` / `--resume-keep` and `--rerun-failed`: continue the CSV, not replace it.
     resume: Mode | None = None
     rerun_failed: bool = False
+    # The memory guard's limits (both off by default).
+    guard: GuardLimits = field(default_factory=GuardLimits)
 
 
 def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
@@ -173,9 +177,13 @@ class Options:
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     fake_oom: str | None = None
     ignore_record: bool = False
+    ignore_guard_records: bool = False
     shard: str | None = None
     resume: str | None = None
     rerun_failed: bool = False
+    # As typed: `110G`, `85%`, `off`.
+    max_cell_memory: str | None = None
+    min_available: str | None = None
     # Where `--demo` reads and writes; None without --demo.
     demo: demo.DemoLayout | None = None
 
@@ -273,6 +281,8 @@ def configure(
     else:
         fake = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV)
 
+    guard = _guard_limits(opts, tool, where)
+
     return SweepConfig(
         models=models,
         lengths=lengths,
@@ -289,6 +299,7 @@ def configure(
         max_tokens=opts.max_tokens,
         warmup_tokens=opts.warmup_tokens,
         ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
+        ignore_guard_records=opts.ignore_guard_records,
         fake_oom=fake,
         provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
         repo_root=settings.repo_root,
@@ -297,6 +308,7 @@ def configure(
         all_models=all_models,
         resume=_resume_mode(opts.resume),
         rerun_failed=opts.rerun_failed,
+        guard=guard,
     )
 
 
@@ -310,6 +322,23 @@ def _resume_mode(value: str | None) -> Mode | None:
             f"resume mode {value[:40]!r}: give --resume (re-run rows of another commit or "
             "runner) or --resume-keep (keep them)"
         ) from None
+
+
+def _guard_limits(opts: Options, tool: dict[str, Any], where: str) -> GuardLimits:
+    """Each limit from its flag, else `[tool.oomrec]`, else off."""
+    total = host_total()
+    limits = []
+    for flag, key, value in (
+        ("--max-cell-memory", "max_cell_memory", opts.max_cell_memory),
+        ("--min-available", "min_available", opts.min_available),
+    ):
+        if value is not None:
+            limits.append(parse_limit(value, flag, total))
+        elif key in tool:
+            limits.append(parse_limit(tool[key], f"{where} {key}", total))
+        else:
+            limits.append(None)
+    return GuardLimits(*limits)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -160,3 +160,24 @@ def test_demo_keeps_away_from_the_real_record(
         .read_text()
         .startswith(f"pico-lm-4bit,512,{TODAY},unknown,,")
     )
+
+
+def test_demo_under_a_memory_guard_stops_the_two_biggest_cells(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    output = tmp_path / "oomrec-demo" / "benchmarks" / f"cpu_testhw_longprompt_{TODAY}.csv"
+    result = cli("sweep", "--demo", "--max-cell-memory", "100M")
+    assert result.exit_code == 0, result.stderr
+    # The cells fit in 100 MiB up to ~90 MiB; mid @ 8192 (~110 MiB) and moe @ 2048 (~126 MiB)
+    # are stopped before their decode ends, and the backstop skips what is longer.
+    assert [t for t in tokens(output.read_text().splitlines()) if t[2] != "ok"] == [
+        ("mid-lm-8bit", "8192", "SKIP:oom_guard"),
+        ("mid-lm-8bit", "32768", "SKIP:oom_backstop"),
+        ("moe-lm-bf16", "2048", "SKIP:oom_guard"),
+        ("moe-lm-bf16", "8192", "SKIP:oom_backstop"),
+        ("moe-lm-bf16", "32768", "SKIP:oom_backstop"),
+    ]
+    assert "guard: 2 cells stopped by the memory guard" in result.stdout
+    record = tmp_path / "oomrec-demo" / "benchmarks" / ".oom-record"
+    assert [line.split(",")[8] for line in record.read_text().splitlines()] == ["guard", "guard"]

@@ -19,6 +19,7 @@ from oomrec.records import (
     NotARecord,
     OomRecord,
     RecordFile,
+    evidence_key,
     format_line,
     parse_line,
 )
@@ -69,12 +70,35 @@ _text = st.text(
         # Records hold normalized tags (a hand-written `GB10` reads as `gb10`).
         st.text(alphabet="abcdefgh0123456789-", min_size=1).filter(lambda h: normalize(h) == h),
     ),
+    mem=st.one_of(st.none(), st.integers(min_value=0, max_value=2**63 - 1)),
+    kind=st.one_of(st.none(), st.just("guard"), _text.filter(lambda k: k and k == k.strip())),
 )
 def test_any_record_round_trips(
-    model: str, length: int, commit: str, peak: int | None, source: str, hardware: str | None
+    model: str,
+    length: int,
+    commit: str,
+    peak: int | None,
+    source: str,
+    hardware: str | None,
+    mem: int | None,
+    kind: str | None,
 ) -> None:
-    rec = OomRecord(model, length, "2026-11-29", commit, peak, source, hardware)
-    assert parse_line(format_line(rec)) == rec
+    rec = OomRecord(model, length, "2026-11-29", commit, peak, source, hardware, mem, kind)
+    line = format_line(rec)
+    assert parse_line(line) == rec
+    # The harness reads fields 1-2 of a line with at least six, whatever follows.
+    assert line.split(",")[:2] == [model, str(length)]
+    assert len(line.split(",")) >= 6
+
+
+def test_a_guard_record_is_nine_fields_and_other_evidence_than_an_oom() -> None:
+    oom = OomRecord("m", 512, "2026-11-29", "abc1234", 10, "out.csv")
+    guard = OomRecord("m", 512, "2026-11-29", "abc1234", 10, "out.csv", kind="guard")
+    assert format_line(guard) == "m,512,2026-11-29,abc1234,10,out.csv,,,guard"
+    assert format_line(oom) == "m,512,2026-11-29,abc1234,10,out.csv"
+    assert evidence_key(oom) != evidence_key(guard)
+    assert "kind" not in oom.to_dict()
+    assert guard.to_dict()["kind"] == "guard"
 
 
 @pytest.mark.parametrize(

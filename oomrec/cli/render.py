@@ -38,10 +38,12 @@ def record_table(
 ) -> Table:
     """A table of records; `extra` names columns appended after the standard ones.
 
-    The memory column shows only when some record has a memory size.
+    The memory column shows only when some record has a memory size, the kind column only when
+    some record has a kind (`guard`).
     """
     rows = list(records)
     with_mem = any(rec.mem_bytes is not None for rec in rows)
+    with_kind = any(rec.kind for rec in rows)
     table = Table(title=title, title_justify="left")
     columns = [
         ("model", "left"),
@@ -52,14 +54,17 @@ def record_table(
         ("peak GiB", "right"),
         ("mem GiB", "right"),
         ("source", "left"),
+        ("kind", "left"),
     ]
     for name, justify in columns:
-        if name != "mem GiB" or with_mem:
+        if (name != "mem GiB" or with_mem) and (name != "kind" or with_kind):
             table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for name in extra:
         table.add_column(name)
     for i, rec in enumerate(rows):
         mem = (peak_gib(rec.mem_bytes),) if with_mem else ()
+        # A guard stop is the operator's budget, not an OOM seen; "oom" says the latter.
+        kind = (escape(rec.kind or "oom"),) if with_kind else ()
         table.add_row(
             escape(rec.model),
             str(rec.prompt_target_len),
@@ -69,6 +74,7 @@ def record_table(
             peak_gib(rec.peak_bytes),
             *mem,
             escape(rec.source_csv) or "-",
+            *kind,
             *(extra_values[i] if extra_values else ()),
         )
     return table

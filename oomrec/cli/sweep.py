@@ -30,10 +30,11 @@ from oomrec.cli.render import print_json
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED
 from oomrec.fixes import trailer_key
+from oomrec.guard import AvailableMemory
 from oomrec.hardware import detect, detect_memory
 from oomrec.records import RecordFile, RecordLine, not_applying_because
 from oomrec.resume import DONE
-from oomrec.schema import OOM_BACKSTOP, OOM_RECORD, SUCCESS, TRUE_OOM
+from oomrec.schema import OOM_BACKSTOP, OOM_GUARD, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
     RUN,
     Cell,
@@ -58,7 +59,7 @@ from oomrec.sweep_config import (
 
 MIB = 1024 * 1024
 # Summary columns in this order; any other token follows, alphabetically.
-_TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_BACKSTOP, OOM_RECORD)
+_TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_GUARD, OOM_BACKSTOP, OOM_RECORD)
 
 
 @app.command("sweep")
@@ -145,6 +146,14 @@ def sweep(
             "$MLXCEL_BENCH_IGNORE_OOM_RECORD=1 or $OOMREC_IGNORE_RECORD=1.",
         ),
     ] = False,
+    ignore_guard_records: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-guard-records",
+            help="Launch cells that only memory-guard records (kind guard) would pre-skip, as "
+            "after raising the guard's limits; records of OOMs seen still apply.",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; launch nothing, write nothing.")
     ] = False,
@@ -177,6 +186,25 @@ def sweep(
             metavar="I/N",
             help="Run only the models of shard I of N (by a stable hash of the model name; "
             "every length of a model stays in one shard, so the backstop works).",
+        ),
+    ] = None,
+    max_cell_memory: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cell-memory",
+            metavar="SIZE",
+            help="Memory guard: stop a cell (SIGTERM to its whole process tree, SIGKILL 1 s "
+            "later) as soon as its summed RSS passes SIZE (110G, 512M, 85%% of this host's "
+            "memory, off); it is SKIP:oom_guard and recorded. Default: off.",
+        ),
+    ] = None,
+    min_available: Annotated[
+        str | None,
+        typer.Option(
+            "--min-available",
+            metavar="SIZE",
+            help="Memory guard: stop a cell as soon as the host's available memory falls "
+            "under SIZE (6G, 5%%, off) while it runs. Default: off.",
         ),
     ] = None,
     demo: Annotated[
@@ -218,9 +246,12 @@ def sweep(
         warmup_tokens=warmup_tokens,
         fake_oom=fake_oom,
         ignore_record=ignore_record,
+        ignore_guard_records=ignore_guard_records,
         shard=shard,
         resume="keep" if resume_keep else "rerun" if resume else None,
         rerun_failed=rerun_failed,
+        max_cell_memory=max_cell_memory,
+        min_available=min_available,
         demo=demo_dirs,
     )
     config = configure(
@@ -235,6 +266,7 @@ def sweep(
         evidence,
         hardware,
         ignore_record=config.ignore_record,
+        ignore_guard_records=config.ignore_guard_records,
         fake_oom=config.fake_oom,
         host_mem=config.host_mem,
     )
@@ -242,6 +274,7 @@ def sweep(
     log = sys.stderr if as_json else sys.stdout
     _say(log, *_header(config, plan, planner, "--ignore-record" if ignore_record else None))
     _say(log, *_memory_exclusions(loaded.lines, config))
+    _say(log, *_guard_warnings(config))
 
     if dry_run:
         done = Sweep(config, planner, _LineReporter(log, 0)).resume_verdicts(plan)
@@ -305,6 +338,16 @@ def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list
     return said
 
 
+def _guard_warnings(config: SweepConfig) -> list[str]:
+    if config.guard.min_available_bytes is None:
+        return []
+    available = AvailableMemory()
+    try:
+        return config.guard.warnings(available.read())
+    finally:
+        available.close()
+
+
 def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None) -> list[str]:
     n_models = len(config.models) - len(plan.missing)
     lines = [
@@ -317,11 +360,14 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
         f"apply to {config.hardware} at HEAD"
         + (f", {planner.lifted_records} lifted by fixes" if planner.lifted_records else "")
         + ")",
+        f"  guard:   {config.guard.describe()}",
     ]
     if config.shard is not None:
         i, n = config.shard
         took = ", ".join(config.models) or "none"
         lines.append(f"  shard {i}/{n}: {took} (of {config.all_models} models)")
+    if config.ignore_guard_records and not config.ignore_record:
+        lines.append("  guard records ignored (--ignore-guard-records); OOM records still apply")
     if config.ignore_record:
         why = flag or f"{ignore_record_from_env()}=1"
         lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
@@ -469,6 +515,8 @@ def _summary(
         f"rows: {display_path(result.output)}" if result.output else "rows: none written",
         f"record: {new} new OOM records{also} in {config.record.shown_as}",
     ]
+    if config.guard.on:
+        lines.append(f"guard: {_n(totals[OOM_GUARD], 'cell')} stopped by the memory guard")
     if result.interrupted:
         killed = result.killed_cell
         what = f"{killed.model} @ {killed.length} was killed; " if killed else ""
@@ -493,6 +541,10 @@ def _base_json(config: SweepConfig, plan: Plan) -> dict[str, object]:
         "record": config.record.shown_as,
         "missing_models": list(plan.missing),
         "models_dir_missing": plan.models_dir_missing,
+        "guard": {
+            "max_cell_bytes": config.guard.max_cell_bytes,
+            "min_available_bytes": config.guard.min_available_bytes,
+        },
     }
 
 
@@ -524,6 +576,7 @@ def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[s
         "cells": [r.to_dict() for r in result.results],
         "counts": {model: dict(counts) for model, counts in per_model.items()},
         "totals": dict(sum(per_model.values(), Counter())),
+        "guard_stops": sum(1 for r in result.results if r.token == OOM_GUARD),
         "new_records": [r.recorded for r in result.results if r.recorded],
         "already_recorded": [r.already_recorded for r in result.results if r.already_recorded],
     }

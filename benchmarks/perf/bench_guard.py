@@ -1,0 +1,150 @@
+"""What the memory guard costs and how fast it acts.
+
+- overhead: oomrec's own CPU time (user + sys; children excluded) while a cell of 4 processes,
+  one of them with 20 threads (as a PyTorch runner has), sleeps for --seconds: without a guard
+  (the baseline: the 200 ms peak sampler alone), with --max-cell-memory, and with both limits;
+  as a share of one core, all in the same run;
+- reaction: a runner touches 64 MiB every 50 ms (~25 ms of touching, then a pause) and prints
+  the time and the RSS the guard sums before and after each step; the 300 MiB limit lies inside
+  a step, and the guard stops the runner in it or in the pause after it. Reaction = the guard's
+  SIGTERM - when the limit was passed (the step's start plus what was left to the limit at the
+  touch rate of the steps before); an upper bound from the step's start is printed too;
+  overshoot = the RSS the guard saw - the limit. Once for the runner itself, once for a child
+  it starts.
+
+    python benchmarks/perf/bench_guard.py [--seconds 10] [--runs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from oomrec.guard import GuardLimits
+from oomrec.runner import run_cell
+
+MIB = 1 << 20
+LIMIT = 300 * MIB
+
+IDLE = """
+import subprocess, sys, threading, time
+kids = [subprocess.Popen(['sleep', '{s}']) for _ in range(3)]
+for _ in range(20):
+    threading.Thread(target=time.sleep, args=({s},), daemon=True).start()
+time.sleep({s})
+"""
+
+STEPS = """
+import os, subprocess, sys, time
+if sys.argv[1:] == ["child"]:
+    sys.exit(subprocess.run([sys.executable, __file__, "of", str(os.getpid())]).returncode)
+page = os.sysconf("SC_PAGE_SIZE")
+# What the guard sums: this process, and the runner that started it (a constant).
+statms = ["/proc/self/statm"]
+if sys.argv[1:2] == ["of"]:
+    statms.append(f"/proc/{sys.argv[2]}/statm")
+
+
+def rss():
+    return sum(int(open(path).read().split()[1]) for path in statms) * page
+
+
+held = []
+for _ in range(12):
+    print("S", time.monotonic(), rss(), flush=True)
+    block = bytearray(64 << 20)
+    block[::4096] = b"x" * (len(block) // 4096)
+    held.append(block)
+    print("E", time.monotonic(), rss(), flush=True)
+    time.sleep(0.05)
+"""
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_share(seconds: float, guard: GuardLimits | None) -> float:
+    code = IDLE.format(s=seconds)
+    cpu, start = own_cpu(), time.perf_counter()
+    run_cell([sys.executable, "-c", code], timeout=seconds * 3, guard=guard)
+    return (own_cpu() - cpu) / (time.perf_counter() - start)
+
+
+def reaction(script: Path, child: bool) -> tuple[float, float, float] | None:
+    """(reaction ms from the estimated crossing, ms from the crossing step's start, overshoot
+    MiB), or None when the guard did not act or the output does not show the crossing."""
+    argv = [sys.executable, str(script)] + (["child"] if child else [])
+    run = run_cell(argv, timeout=30, guard=GuardLimits(max_cell_bytes=LIMIT))
+    stop = run.guard_stop
+    # A line cut short by the guard's signal is left out.
+    marks = [line.split() for line in run.output_tail.splitlines()]
+    points = [(kind, float(t), int(rss)) for kind, t, rss in (m for m in marks if len(m) == 3)]
+    starts = [i for i, (kind, _, rss) in enumerate(points) if kind == "S" and rss <= LIMIT]
+    if stop is None or not starts or starts[-1] < 2:
+        return None
+    # The step during which the limit was passed, and the touch rate of the steps before it.
+    _, start, before = points[starts[-1]]
+    done = points[: starts[-1]]
+    rates = [
+        (e_rss - s_rss) / (e_t - s_t)
+        for (_, s_t, s_rss), (_, e_t, e_rss) in zip(done[0::2], done[1::2], strict=True)
+    ]
+    crossed = start + (LIMIT - before) / statistics.median(rates)
+    return (
+        (stop.signalled_at - crossed) * 1000,
+        (stop.signalled_at - start) * 1000,
+        (stop.cell_bytes - LIMIT) / MIB,
+    )
+
+
+def report(name: str, samples: list[tuple[float, float, float]]) -> None:
+    react = [r for r, _, _ in samples]
+    bound = [b for _, b, _ in samples]
+    over = [o for _, _, o in samples]
+    print(
+        f"{name}: reaction median {statistics.median(react):.1f} ms, max {max(react):.1f} ms "
+        f"(from the crossing step's start: max {max(bound):.1f} ms); overshoot median "
+        f"{statistics.median(over):.0f} MiB, max {max(over):.0f} MiB ({len(samples)} runs)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+
+    configs = {
+        "no guard (baseline)": None,
+        "--max-cell-memory": GuardLimits(max_cell_bytes=64 << 30),
+        "--max-cell-memory + --min-available": GuardLimits(64 << 30, 1 << 20),
+    }
+    for name, guard in configs.items():
+        shares = [cpu_share(args.seconds, guard) for _ in range(3)]
+        print(
+            f"overhead, {name}, a 4-process cell for {args.seconds:.0f} s: "
+            + ", ".join(f"{share * 100:.2f}%" for share in shares)
+            + " of a core"
+        )
+    script = Path(tempfile.mkdtemp(prefix="bench-guard-")) / "steps.py"
+    script.write_text(STEPS)
+    for child in (False, True):
+        samples = [r for _ in range(args.runs) if (r := reaction(script, child)) is not None]
+        name = "reaction, a child of the runner allocates" if child else "reaction, the runner"
+        if samples:
+            report(name, samples)
+        else:
+            print(f"{name}: the guard never acted")
+
+
+if __name__ == "__main__":
+    main()
