@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import resource
 import select
 import selectors
@@ -32,6 +33,7 @@ from oomrec.errors import OomrecError
 from oomrec.guard import CHECK_S, GRACE_S, AvailableMemory, GuardLimits, GuardStop
 from oomrec.oomkill import KillEvidence
 from oomrec.proctree import Leftovers
+from oomrec.records import shorten
 from oomrec.signatures import SignatureHit, SignatureScanner
 
 # Each placeholder with a value of its type, to try a template's format specs before any cell.
@@ -46,6 +48,7 @@ _SAMPLE_VALUES: dict[str, object] = {
     "big_cooldown": 0,
 }
 PLACEHOLDERS = tuple(_SAMPLE_VALUES)
+_MAX_WIDTH = 4096
 OUTPUT_TAIL_BYTES = 64 * 1024
 # After the runner exits, how long its output pipe may stay open (held by a process that left
 # its group) before oomrec stops reading.
@@ -121,7 +124,8 @@ class RunnerTemplate:
 
 def _check_placeholders(arg: str, where: str) -> None:
     try:
-        fields = [name for _, name, _, _ in string.Formatter().parse(arg) if name is not None]
+        parsed = [(name, spec) for _, name, spec, _ in string.Formatter().parse(arg) if name]
+        fields = [name for name, _ in parsed]
     except ValueError as exc:
         raise OomrecError(
             f"{where}: bad braces in {arg!r} ({exc}); write {{{{ and }}}} for literal braces"
@@ -132,9 +136,16 @@ def _check_placeholders(arg: str, where: str) -> None:
                 f"{where}: unknown placeholder {{{name}}} in {arg!r}; "
                 f"use {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
             )
+    for name, spec in parsed:
+        # A width or precision of millions of characters would fill memory, not an argument.
+        if any(len(n) > 4 or int(n) > _MAX_WIDTH for n in re.findall(r"\d+", spec or "")):
+            raise OomrecError(
+                f"{where}: the format spec {{{name}:{shorten(spec or '')}}} asks for a width over "
+                f"{_MAX_WIDTH}; use a smaller one"
+            )
     try:
         arg.format_map(_SAMPLE_VALUES)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         raise OomrecError(f"{where}: cannot fill {arg!r} ({exc}); check its format spec") from None
 
 

@@ -555,6 +555,7 @@ def test_json_summary_on_stdout_and_the_log_on_stderr(
         (["--lengths", "1.5"], "--lengths: length '1.5' is not a positive integer"),
         (["--lengths", "-5"], "--lengths: length '-5' is not a positive integer"),
         (["--runner", "./run.py {modle}"], "--runner: unknown placeholder {modle}"),
+        (["--runner", "./run.py {length:99999999999}"], "asks for a width over 4096"),
         (["--runner", "./nope.sh {model}"], "--runner: ./nope.sh does not exist"),
         (["--runner", "./plain.txt {model}"], "--runner: ./plain.txt is not executable"),
         (["--runner", "no-such-program-x"], "--runner: 'no-such-program-x' is not an executable"),
