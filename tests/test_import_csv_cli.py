@@ -65,11 +65,12 @@ def test_dry_run_shows_what_it_would_add_and_writes_nothing(
         "left out: other hardware           0",
         f"qwen3-30b-a3b-4bit ran out of memory at the shortest prompt on gb10 ({CSV}): "
         "every length of it will be skipped",
-        "would add to benchmarks/.oom-record",
+        "would add to benchmarks/.oom-record:",
     ]
-    table = "\n".join(lines[11:])
-    assert f"gemma-4-31b-it-4bit │  32768 │ gb10     │ 2026-07-03 │ {bench[:8]} │" in table
-    assert f"qwen3-30b-a3b-4bit  │      0 │ gb10     │ 2026-07-03 │ {bench[:8]} │" in table
+    assert [line.split("\t")[:5] for line in lines[11:]] == [
+        ["gemma-4-31b-it-4bit", "32768", "gb10", "2026-07-03", bench],
+        ["qwen3-30b-a3b-4bit", "0", "gb10", "2026-07-03", bench],
+    ]
     assert records(repo) == []
     assert not (repo.path / "benchmarks" / ".oom-record.lock").exists()
 
@@ -455,3 +456,16 @@ def _lines(records: list[dict[str, object]]) -> list[str]:
         + f",{r['commit']},,{r['source_csv']},{r['hardware']}"
         for r in records
     ]
+
+
+def test_a_long_import_shows_a_screenful_and_says_how_to_see_all(cli: Cli, repo: Repo) -> None:
+    rows = [row(f"model-{i:02d}", "SKIP:oom", length="32768") for i in range(25)]
+    repo.commit("benchmarks", {CSV: csv_text(H15, *rows)})
+    short = cli("record", "import-csv", "--hardware", "gb10", "--dry-run")
+    assert short.exit_code == 0, short.stderr
+    listed = [line for line in short.stdout.splitlines() if line.startswith("model-")]
+    assert len(listed) == 20
+    assert short.stdout.splitlines()[-1] == "... and 5 more (-v or --json for all)"
+    full = cli("record", "import-csv", "--hardware", "gb10", "--dry-run", "-v")
+    assert len([line for line in full.stdout.splitlines() if line.startswith("model-")]) == 25
+    assert "more (" not in full.stdout

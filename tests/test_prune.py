@@ -116,7 +116,7 @@ def test_a_revert_makes_an_archived_record_apply_again_and_restore_brings_it_bac
     h.repo.git("revert", "--no-edit", h.fix)
     stale = cli("record", "stale", "--exit-code")
     assert stale.exit_code == 1
-    assert "1 archived record apply again" in stale.stdout
+    assert "1 archived record applies again" in stale.stdout
     assert "run: oomrec record restore" in stale.stdout
     restored = cli("record", "restore")
     assert restored.exit_code == 0, restored.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import pytest
 
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
+from tests.tty import run_on_tty
 
 Cli = Callable[..., CliResult]
 TODAY = date.today().isoformat()
@@ -164,25 +166,75 @@ def test_list_filters_by_model_glob_and_hardware(cli: Cli, repo: Repo) -> None:
     assert [r["model"] for r in by_hw] == ["zeta"]
 
 
-def test_list_table_shows_short_commit_and_gib(cli: Cli, repo: Repo) -> None:
+def test_list_table_shows_short_commit_and_gib(repo: Repo) -> None:
     _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
-    result = cli("record", "list", "--no-git") if _has_no_git(cli) else cli("record", "list")
-    assert result.exit_code == 0
-    rows = [line for line in result.stdout.splitlines() if "zeta" in line]
+    status, screen, stderr = run_on_tty("record", "list", "--no-git", cwd=repo.path, columns=120)
+    assert status == 0, stderr
+    rows = [line for line in screen.splitlines() if "zeta" in line]
     assert len(rows) == 1
     cells = [c.strip() for c in rows[0].strip("│ ").split("│")]
     assert cells[:7] == ["zeta", "8192", "gb10", "2026-07-03", "9bef3f23", "2.0", "z.csv"]
-    assert "1b6a5773-dirty" in result.stdout
+    assert "1b6a5773-dirty" in screen
 
 
-def _has_no_git(cli: Cli) -> bool:
-    return "--no-git" in cli("record", "list", "--help").stdout
+def test_list_off_a_terminal_is_one_full_line_per_record(cli: Cli, repo: Repo) -> None:
+    _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
+    result = cli("record", "list", "--no-git")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "alpha\t2048\tm1ultra\t2026-07-05\t1b6a5773-dirty\t-\t-\tx,y.csv",
+        "alpha\t32768\t-\t2026-07-04\tunknown\t-\t-\ta.csv",
+        "zeta\t8192\tgb10\t2026-07-03\t9bef3f2334c4048d8540aa392ef030c97d4dad2c\t2147483648\t-\tz.csv",
+    ]
+    # The count is information, on stderr: stdout holds records alone.
+    assert "benchmarks/.oom-record: 3 records" in result.stderr
+
+
+def test_list_at_80_columns_never_cuts_a_model_or_a_commit(repo: Repo) -> None:
+    model = "gemma-4-31b-it-qat-q4_0-unquantized-4bit-extra-long-name"
+    sha = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
+    _write(
+        repo.path / "benchmarks" / ".oom-record",
+        f"{model},32768,2026-07-03,{sha},1,benchmarks/cuda_gb10_longprompt_2026-07-03.csv,gb10\n"
+        * 3,
+    )
+    for columns in (80, 40):
+        status, screen, stderr = run_on_tty(
+            "record", "list", "--no-git", cwd=repo.path, columns=columns
+        )
+        assert status == 0, stderr
+        assert "…" not in screen
+        assert max(len(line) for line in screen.splitlines() if "│" in line) <= columns
+        # A folded model reads whole again from its cells, top to bottom.
+        cells = [line.split("│")[1].strip() for line in screen.splitlines() if line.startswith("│")]
+        assert "".join(cells) == model * 3
+        assert screen.count(sha[:8]) == 3
+        assert "too narrow for: source" in screen
+
+
+def test_list_through_a_pipe_counts_with_grep(repo: Repo) -> None:
+    lines = [
+        f"model-{i % 7}-with-a-long-name-4bit,{512 * (i + 1)},2026-07-03,unknown,,s.csv"
+        for i in range(50)
+    ]
+    _write(repo.path / "benchmarks" / ".oom-record", "".join(f"{x}\n" for x in lines))
+    shell = f"{sys.executable} -m oomrec record list --no-git | grep -c model-3-with-a-long-name"
+    out = subprocess.run(
+        shell,
+        shell=True,
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert out.stdout.strip() == "7"
 
 
 def test_list_on_an_empty_record(cli: Cli, repo: Repo) -> None:
     result = cli("record", "list")
     assert result.exit_code == 0
-    assert result.stdout == "no OOM records in benchmarks/.oom-record\n"
+    assert result.stdout == ""
+    assert result.stderr == "no OOM records in benchmarks/.oom-record\n"
     assert json.loads(cli("record", "list", "--json").stdout) == []
 
 

@@ -40,8 +40,8 @@ def test_lists_records_that_no_longer_apply_with_the_fix(
     text = cli("record", "stale")
     assert "run: oomrec record prune" in text.stdout
     assert text.stdout.splitlines()[-1] == (
-        "1 record no longer apply, 0 archived records apply again, 1 apply because git cannot "
-        "say (at HEAD)"
+        "1 record no longer applies, 0 archived records apply again, 1 applies because git "
+        "cannot say (at HEAD)"
     )
 
 

@@ -166,7 +166,7 @@ def test_fake_oom_backstops_the_longer_cells_of_that_model_only(
         "[3/6] a @ 8192: SKIP:oom_backstop (a was SKIP:oom at 2048 <= 8192 tokens in this sweep)"
         in result.stdout.splitlines()
     )
-    assert "record: 1 new OOM records in benchmarks/.oom-record" in result.stdout
+    assert "record: 1 new OOM record in benchmarks/.oom-record" in result.stdout
 
 
 def test_fake_oom_from_the_environment_and_a_first_skip_row_gets_the_harness_header(

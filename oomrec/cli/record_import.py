@@ -17,7 +17,8 @@ from oomrec.backfill import (
 from oomrec.bulk import no_cycle_collection
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import print_json, record_table, stdout_console
+from oomrec.cli.output import info
+from oomrec.cli.render import SCREENFUL, Listing, print_json, print_records
 from oomrec.errors import OomrecError
 from oomrec.hardware import detect, option_tag
 from oomrec.records import evidence_key
@@ -46,7 +47,12 @@ def record_import_csv(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="List the skipped files under each reason.")
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="List the skipped files under each reason, and every new record.",
+        ),
     ] = False,
     record: RecordOption = None,
 ) -> None:
@@ -130,10 +136,8 @@ def _warn(lines: Sequence[str], what: str) -> None:
 
 
 def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verbose: bool) -> None:
-    console = stdout_console()
-
     def line(text: str) -> None:
-        console.print(text, highlight=False, markup=False)
+        info(text)
 
     def count(label: str, n: int, indent: int = 0) -> None:
         line(f"{' ' * indent}{label:<{28 - indent}}{n:>8}")
@@ -168,6 +172,9 @@ def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verb
         )
     if report.new:
         verb = "would add to" if dry_run else "added to"
-        console.print(record_table(report.new, title=f"{verb} {record_name}"))
+        print_records(
+            Listing(report.new, title=f"{verb} {record_name}"),
+            limit=None if verbose else SCREENFUL,
+        )
     else:
-        line(f"nothing new; {record_name} is unchanged")
+        info(f"nothing new; {record_name} is unchanged")

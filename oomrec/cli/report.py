@@ -11,7 +11,7 @@ import typer
 
 from oomrec.cli.app import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import stdout_console
+from oomrec.cli.output import console as output_console
 from oomrec.errors import OomrecError
 
 
@@ -95,7 +95,7 @@ def report_command(
         for line in report_text.contradiction_lines(result.contradictions):
             typer.echo(line)
         return
-    console = stdout_console()
+    console = output_console()
     if chosen is not None:
         for table in report_text.grid_tables(result, chosen, console.width):
             console.print(table)

@@ -26,7 +26,7 @@ from rich.table import Table
 from oomrec import demo as demo_mod
 from oomrec.cli.app import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import print_json
+from oomrec.cli.render import plural, print_json
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED
 from oomrec.fixes import trailer_key
@@ -308,13 +308,13 @@ def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list
 def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None) -> list[str]:
     n_models = len(config.models) - len(plan.missing)
     lines = [
-        f"sweep: {n_models} models x {len(config.lengths)} lengths = {len(plan.cells)} cells "
-        f"on {config.hardware}",
+        f"sweep: {plural(n_models, 'model')} x {plural(len(config.lengths), 'length')} = "
+        f"{plural(len(plan.cells), 'cell')} on {config.hardware}",
         f"  runner:  {config.runner.text}",
         f"  models:  {config.models_dir_shown}",
         f"  output:  {display_path(config.output)}",
-        f"  record:  {config.record.shown_as} ({_n(planner.applicable_records, 'record')} "
-        f"apply to {config.hardware} at HEAD"
+        f"  record:  {config.record.shown_as} ({plural(planner.applicable_records, 'record')} "
+        f"{'applies' if planner.applicable_records == 1 else 'apply'} to {config.hardware} at HEAD"
         + (f", {planner.lifted_records} lifted by fixes" if planner.lifted_records else "")
         + ")",
     ]
@@ -336,10 +336,6 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
             for m in plan.missing
         )
     return lines
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
@@ -467,7 +463,7 @@ def _summary(
     also = f", {known} already recorded" if known else ""
     lines = [
         f"rows: {display_path(result.output)}" if result.output else "rows: none written",
-        f"record: {new} new OOM records{also} in {config.record.shown_as}",
+        f"record: {plural(new, 'new OOM record')}{also} in {config.record.shown_as}",
     ]
     if result.interrupted:
         killed = result.killed_cell
