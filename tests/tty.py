@@ -16,11 +16,16 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def run_on_tty(
-    *args: str, cwd: Path, columns: int = 80, env: dict[str, str] | None = None
+    *args: str,
+    cwd: Path,
+    columns: int = 80,
+    env: dict[str, str] | None = None,
+    raw: bool = False,
 ) -> tuple[int, str, str]:
     """Run `python -m oomrec ARGS` with a `columns`-wide pty as stdout: (status, screen, stderr).
 
-    The screen is what the terminal received, colour codes removed, `\\r\\n` as `\\n`.
+    The screen is what the terminal received, `\\r\\n` as `\\n`, colour codes removed unless
+    `raw`.
     """
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
@@ -47,4 +52,4 @@ def run_on_tty(
     stderr = proc.stderr.read().decode() if proc.stderr else ""
     status = proc.wait()
     screen = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
-    return status, _ANSI.sub("", screen), stderr
+    return status, screen if raw else _ANSI.sub("", screen), stderr

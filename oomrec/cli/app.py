@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from oomrec import __version__
+from oomrec.cli import output
 from oomrec.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, OomrecError
 
 
@@ -30,7 +31,9 @@ class OneLineErrors(TyperGroup):
         **extra: Any,
     ) -> Any:
         _escape_unshowable_output()
+        output.reset()
         try:
+            args = _take_global_flags(list(sys.argv[1:] if args is None else args))
             rv = super().main(
                 args=args,
                 # One name in every message, however oomrec was started (-m, tests).
@@ -61,6 +64,38 @@ class OneLineErrors(TyperGroup):
         return code
 
 
+def _take_global_flags(args: list[str]) -> list[str]:
+    """`args` without -q/--quiet and --color WHEN, which work before or after any command.
+
+    Taken out before parsing, so every command has them without declaring them; `--` ends them.
+    """
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg in ("-q", "--quiet"):
+            output.STATE.quiet = True
+        elif arg == "--color" or arg.startswith("--color="):
+            if arg == "--color":
+                i += 1
+                value = args[i] if i < len(args) else ""
+            else:
+                value = arg.partition("=")[2]
+            if value not in output.COLOR_CHOICES:
+                raise OomrecError(
+                    f"--color {value!r} is not one of {', '.join(output.COLOR_CHOICES)}; "
+                    "e.g. --color never"
+                )
+            output.STATE.color = value
+        else:
+            rest.append(arg)
+        i += 1
+    return rest
+
+
 def _escape_unshowable_output() -> None:
     # A record may hold bytes that are not UTF-8 (kept as surrogates) or characters the
     # terminal's encoding lacks (LC_ALL=C, PYTHONIOENCODING=ascii): print them escaped rather
@@ -87,7 +122,7 @@ def _version(value: bool) -> None:
 app = typer.Typer(
     cls=OneLineErrors,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -119,9 +154,29 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+            "--version",
+            "-V",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and exit.",
         ),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print no informational lines; data and errors still (any command, any place).",
+        ),
+    ] = False,
+    color: Annotated[
+        str,
+        typer.Option(
+            "--color",
+            metavar="WHEN",
+            help="auto (on a terminal, unless NO_COLOR is set), always or never (any command).",
+        ),
+    ] = "auto",
 ) -> None:
     """Never launch a benchmark cell that is certain to run out of memory.
 

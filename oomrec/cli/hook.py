@@ -13,6 +13,7 @@ import typer
 
 from oomrec import hooks
 from oomrec.cli.app import hook_app
+from oomrec.cli.output import info
 
 
 @hook_app.command("install")
@@ -27,8 +28,7 @@ def hook_install(
 
     Example: oomrec hook install
     """
-    for line in hooks.install(force=force):
-        typer.echo(line)
+    info(*hooks.install(force=force))
 
 
 @hook_app.command("uninstall")
@@ -37,8 +37,7 @@ def hook_uninstall() -> None:
 
     Example: oomrec hook uninstall
     """
-    for line in hooks.uninstall():
-        typer.echo(line)
+    info(*hooks.uninstall())
 
 
 @hook_app.command("post-merge")

@@ -56,11 +56,12 @@ def console(stream: TextIO | None = None) -> Console:
     )
 
 
-def info(*lines: str, err: bool = False) -> None:
-    """Informational lines (titles, summaries, hints): silenced by --quiet."""
+def info(*lines: str, err: bool = False, stream: TextIO | None = None) -> None:
+    """Informational lines (titles, summaries, hints) on stdout, stderr with `err`, or `stream`:
+    silenced by --quiet."""
     if STATE.quiet:
         return
-    stream = sys.stderr if err else sys.stdout
+    stream = stream or (sys.stderr if err else sys.stdout)
     for line in lines:
         stream.write(line + "\n")
     stream.flush()

@@ -9,6 +9,7 @@ import typer
 
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record
+from oomrec.cli.output import info
 from oomrec.errors import OomrecError
 from oomrec.hardware import detect, detect_memory, option_tag, parse_size
 from oomrec.records import (
@@ -75,9 +76,9 @@ def record_add(
     for notice in record_file.notices:
         typer.echo(f"warning: {notice}", err=True)
     if added:
-        typer.echo(f"added to {record_file.shown_as}: {format_line(new)}")
+        info(f"added to {record_file.shown_as}: {format_line(new)}")
     else:
-        typer.echo(f"already recorded in {record_file.shown_as}: {format_line(new)}")
+        info(f"already recorded in {record_file.shown_as}: {format_line(new)}")
 
 
 def _mem_bytes(given: str | None, this_host: bool) -> int | None:

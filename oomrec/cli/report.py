@@ -12,6 +12,7 @@ import typer
 from oomrec.cli.app import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import console as output_console
+from oomrec.cli.output import info
 from oomrec.errors import OomrecError
 
 
@@ -78,7 +79,7 @@ def report_command(
         from oomrec.report_html import write_html
 
         write_html(result, html)
-        typer.echo(f"wrote {html}", err=True)
+        info(f"wrote {html}", err=True)
     if as_json:
         # One line: json's C encoder only serves dumps without indent, and a large corpus's
         # report holds tens of thousands of cells and timeline points.

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, TextIO
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -24,8 +23,10 @@ from rich.progress import (
 from rich.table import Table
 
 from oomrec import demo as demo_mod
+from oomrec.cli import output
 from oomrec.cli.app import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
+from oomrec.cli.output import info
 from oomrec.cli.render import plural, print_json
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED
@@ -240,8 +241,11 @@ def sweep(
     )
     plan = plan_cells(config)
     log = sys.stderr if as_json else sys.stdout
-    _say(log, *_header(config, plan, planner, "--ignore-record" if ignore_record else None))
-    _say(log, *_memory_exclusions(loaded.lines, config))
+    info(
+        *_header(config, plan, planner, "--ignore-record" if ignore_record else None),
+        *_memory_exclusions(loaded.lines, config),
+        stream=log,
+    )
 
     if dry_run:
         done = Sweep(config, planner, _LineReporter(log, 0)).resume_verdicts(plan)
@@ -255,7 +259,7 @@ def sweep(
     if demo_dirs is not None:
         demo_mod.prepare(demo_dirs)
     try:
-        if log.isatty():
+        if log.isatty() and not output.STATE.quiet:
             with _ProgressReporter(log, len(plan.cells)) as reporter:
                 result = Sweep(config, planner, reporter).run(plan)
         else:
@@ -394,6 +398,8 @@ class _LineReporter:
         pass
 
     def cell_done(self, done: int, result: CellResult) -> None:
+        if output.STATE.quiet:
+            return
         self.log(_cell_line(done, self.total, result))
         if result.recorded:
             self.log(f"  recorded: {result.recorded}")
@@ -414,7 +420,7 @@ class _ProgressReporter(_LineReporter):
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=Console(file=stream),
+            console=output.console(stream),
             transient=True,
         )
         self.task = self.progress.add_task("starting", total=total)
@@ -457,29 +463,38 @@ def _summary(
         for model, counts in per_model.items():
             table.add_row(model, *(str(counts[t]) for t in tokens), str(counts.total()))
         table.add_row("all", *(str(totals[t]) for t in tokens), str(totals.total()), style="bold")
-        Console(file=stream, soft_wrap=not stream.isatty()).print(table)
+        if not output.STATE.quiet:
+            output.console(stream).print(table)
     new = sum(1 for r in result.results if r.recorded)
     known = sum(1 for r in result.results if r.already_recorded)
     also = f", {known} already recorded" if known else ""
-    lines = [
+    info(
         f"rows: {display_path(result.output)}" if result.output else "rows: none written",
         f"record: {plural(new, 'new OOM record')}{also} in {config.record.shown_as}",
-    ]
+        stream=stream,
+    )
     if result.interrupted:
         killed = result.killed_cell
         what = f"{killed.model} @ {killed.length} was killed; " if killed else ""
-        lines.append(f"interrupted: {what}{len(result.results)} of {len(plan.cells)} cells done")
-        lines.append(f"resume with: {_resume_command()}")
+        # Said even with --quiet: the sweep did not finish, and this is how to finish it.
+        _say(
+            stream,
+            f"interrupted: {what}{len(result.results)} of {len(plan.cells)} cells done",
+            f"resume with: {_resume_command()}",
+        )
     elif demo:
         if new:
-            lines.append(
+            info(
                 "next: run `oomrec sweep --demo` again: the OOMs just recorded pre-skip their "
-                "cells (SKIP:oom_record)"
+                "cells (SKIP:oom_record)",
+                stream=stream,
             )
         elif totals[OOM_RECORD]:
-            lines.append("next: `oomrec sweep --demo --ignore-record` re-tests the skipped cells")
-        lines.append(f"the record: oomrec record list --record {config.record.shown_as}")
-    _say(stream, *lines)
+            info(
+                "next: `oomrec sweep --demo --ignore-record` re-tests the skipped cells",
+                stream=stream,
+            )
+        info(f"the record: oomrec record list --record {config.record.shown_as}", stream=stream)
 
 
 def _base_json(config: SweepConfig, plan: Plan) -> dict[str, object]:
