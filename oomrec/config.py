@@ -112,6 +112,18 @@ def record_path(cli_value: Path | None, settings: Settings) -> Path:
     return _record_base(settings) / DEFAULT_RECORD
 
 
+def default_record_path(settings: Settings) -> Path:
+    """Where the record is when nothing names it: the only place whose folder oomrec creates."""
+    return _record_base(settings) / DEFAULT_RECORD
+
+
+def record_source(settings: Settings) -> str:
+    """What named the record when no --record did: `$OOMREC_RECORD` or the pyproject key."""
+    if os.environ.get(RECORD_ENV):
+        return f"${RECORD_ENV}"
+    return f"{settings.source} [tool.oomrec] record"
+
+
 def _record_base(settings: Settings) -> Path:
     return main_worktree_root(settings.repo_root) if settings.repo_root else settings.base
 

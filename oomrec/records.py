@@ -669,8 +669,9 @@ class RecordFile:
             os.close(os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
         except OSError as exc:
             raise OomrecError(
-                f"{lock_path}: cannot lock ({exc.strerror}); the record's folder must be "
-                "writable, or pass --record FILE"
+                f"{lock_path}: cannot create the record's lock file there ({exc.strerror}); "
+                f"the record's folder {lock_path.parent} must take new files: pass --record "
+                "FILE in a writable folder"
             ) from None
         lock = FileLock(str(lock_path), timeout=LOCK_TIMEOUT_S)
         try:

@@ -259,7 +259,7 @@ def test_a_record_that_cannot_be_written_stops_the_sweep_before_any_launch(
                    "--record", "/proc/version")  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1].startswith(
-        "oomrec: error: /proc/version.lock: cannot lock ("
+        "oomrec: error: /proc/version.lock: cannot create the record's lock file there ("
     )
     assert runner.launched() == []
     assert not (repo.path / "benchmarks" / "out.csv").exists()

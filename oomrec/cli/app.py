@@ -44,11 +44,7 @@ class OneLineErrors(TyperGroup):
             )
             code = rv if isinstance(rv, int) else EXIT_OK
         except typer.TyperException as exc:
-            # Typer's usage errors (unknown option, bad value) carry the command's context.
-            ctx = getattr(exc, "ctx", None)
-            where = ctx.command_path if ctx is not None else "oomrec"
-            _error(f"{exc.format_message()} (see '{where} --help')", where)
-            code = EXIT_USAGE
+            code = _usage_error(exc)
         except OomrecError as exc:
             _error(str(exc))
             code = EXIT_USAGE
@@ -62,6 +58,21 @@ class OneLineErrors(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _usage_error(exc: typer.TyperException) -> int:
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        # Bare `oomrec` or a bare group asks what there is: the help on stdout, exit 0 (as pip
+        # and docker do), with no error line. (Typer names this class only privately.)
+        help_text = exc.format_message()
+        if help_text:
+            typer.echo(help_text)
+        return EXIT_OK
+    # Typer's usage errors (unknown option, bad value) carry the command's context.
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "oomrec"
+    _error(f"{exc.format_message()} (see '{where} --help')", where)
+    return EXIT_USAGE
 
 
 def _take_global_flags(args: list[str]) -> list[str]:

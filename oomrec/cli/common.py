@@ -6,16 +6,38 @@ from pathlib import Path
 
 import typer
 
-from oomrec.config import Settings, display_path, load_settings, record_path
+from oomrec.config import (
+    Settings,
+    default_record_path,
+    display_path,
+    load_settings,
+    record_path,
+    record_source,
+)
+from oomrec.errors import OomrecError
 from oomrec.records import Loaded, RecordFile
 
 
 def open_record(cli_value: Path | None) -> tuple[RecordFile, Settings]:
     settings = load_settings()
     path = record_path(cli_value, settings)
+    if cli_value is not None:
+        _check_folder(path, "--record")
+    elif path != default_record_path(settings):
+        _check_folder(path, record_source(settings))
     # A path the user typed is shown as typed; a derived one relative to where they stand.
     shown = str(cli_value) if cli_value is not None else display_path(path)
     return RecordFile(path, shown_as=shown), settings
+
+
+def _check_folder(path: Path, source: str) -> None:
+    """A record path someone chose must be in a folder that exists: a typo must not create
+    folders (only the default location's benchmarks/ folder is created)."""
+    folder = path.parent
+    if folder.is_dir():
+        return
+    what = "is not a folder" if folder.exists() else "does not exist"
+    raise OomrecError(f"{source} {path}: {folder} {what}; create the folder or fix the path")
 
 
 def print_warnings(loaded: Loaded, record_file: RecordFile | None = None) -> None:

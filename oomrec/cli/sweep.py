@@ -29,7 +29,7 @@ from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import info
 from oomrec.cli.render import plural, print_json
 from oomrec.config import display_path, load_settings
-from oomrec.errors import EXIT_INTERRUPTED
+from oomrec.errors import EXIT_INTERRUPTED, OomrecError
 from oomrec.fixes import trailer_key
 from oomrec.hardware import detect, detect_memory
 from oomrec.records import RecordFile, RecordLine, not_applying_because
@@ -180,6 +180,14 @@ def sweep(
             "every length of a model stays in one shard, so the backstop works).",
         ),
     ] = None,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Exit 0 when no cell can run (every model missing, an empty shard); "
+            "by default that is a usage error (exit 2).",
+        ),
+    ] = False,
     demo: Annotated[
         bool,
         typer.Option(
@@ -247,6 +255,7 @@ def sweep(
         stream=log,
     )
 
+    empty = _nothing_to_run(config, plan, allow_empty)
     if dry_run:
         done = Sweep(config, planner, _LineReporter(log, 0)).resume_verdicts(plan)
         decided = preview(plan, planner, done)
@@ -254,7 +263,11 @@ def sweep(
             print_json(_plan_json(config, plan, decided))
         else:
             _say(log, *_plan_lines(decided))
+        if empty:
+            raise empty
         return
+    if empty:
+        raise empty
 
     if demo_dirs is not None:
         demo_mod.prepare(demo_dirs)
@@ -274,6 +287,23 @@ def sweep(
     _summary(log, config, plan, result, demo)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _nothing_to_run(config: SweepConfig, plan: Plan, allow_empty: bool) -> OomrecError | None:
+    """The error for a sweep with no cell to run (a typo in --models, an empty shard): exit 2
+    with the reason, unless --allow-empty. A missing models dir has its own error."""
+    if plan.cells or allow_empty or plan.models_dir_missing:
+        return None
+    if plan.missing:
+        names = ", ".join(plan.missing[:5]) + (", ..." if len(plan.missing) > 5 else "")
+        why = f"every model is missing under {config.models_dir_shown} ({names})"
+    elif config.shard is not None:
+        why = f"shard {config.shard[0]}/{config.shard[1]} holds none of the models"
+    else:
+        why = "the grid is empty"
+    return OomrecError(
+        f"no cell to run: {why}; check --models and --models-dir, or pass --allow-empty"
+    )
 
 
 def _resume_command() -> str:
