@@ -343,3 +343,11 @@ def test_list_rejects_a_hardware_filter_that_names_nothing(cli: Cli, repo: Repo)
     assert result.stderr == (
         "oomrec: error: --hardware 'unknown' names no hardware; give a tag such as gb10\n"
     )
+
+
+def test_repeated_model_globs_list_records_of_any(cli: Cli, repo: Repo) -> None:
+    _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
+    result = cli("record", "list", "--no-git", "--json", "--model", "zeta", "--model", "alp*")
+    assert sorted(r["model"] for r in json.loads(result.stdout)) == ["alpha", "alpha", "zeta"]
+    one = cli("record", "list", "--no-git", "--json", "--model", "zeta")
+    assert [r["model"] for r in json.loads(one.stdout)] == ["zeta"]

@@ -65,14 +65,20 @@ _TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_BACKSTOP, OOM_RECORD)
 @app.command("sweep")
 def sweep(
     models: Annotated[
-        str | None,
-        typer.Option("--models", help='Model directory names, space-separated: "A B C".'),
+        list[str] | None,
+        typer.Option(
+            "--models",
+            metavar="MODELS",
+            help='Model directory names, space-separated: "A B C"; repeatable (all count).',
+        ),
     ] = None,
     lengths: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--lengths",
-            help='Prompt lengths in tokens, space-separated. Default: "512 2048 8192 32768".',
+            metavar="LENGTHS",
+            help="Prompt lengths in tokens, space-separated; repeatable (all count). Default: "
+            '"512 2048 8192 32768".',
         ),
     ] = None,
     runner: Annotated[
@@ -215,8 +221,9 @@ def sweep(
     else:
         record_file, settings = open_record(record)
     opts = Options(
-        models=models,
-        lengths=lengths,
+        # Repeated flags accumulate: `--models a --models b` is `--models "a b"`.
+        models=None if models is None else " ".join(models),
+        lengths=None if lengths is None else " ".join(lengths),
         runner=runner,
         models_dir=models_dir,
         output=output,
