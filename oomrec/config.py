@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from oomrec.errors import OomrecError
+from oomrec.settings import check_tool_keys
 
 DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
 RECORD_ENV = "OOMREC_RECORD"
@@ -88,6 +89,7 @@ def load_settings(start: Path | None = None) -> Settings:
     tool = tools.get("oomrec", {}) if isinstance(tools, dict) else None
     if not isinstance(tool, dict):
         raise OomrecError(f"{pyproject}: [tool.oomrec] must be a table; fix the file")
+    check_tool_keys(tool, str(pyproject))
     return Settings(repo_root=root, tool=tool, source=pyproject)
 
 

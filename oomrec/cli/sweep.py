@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections import Counter
@@ -364,7 +365,8 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
         took = ", ".join(config.models) or "none"
         lines.append(f"  shard {i}/{n}: {took} (of {config.all_models} models)")
     if config.ignore_record:
-        why = flag or f"{ignore_record_from_env()}=1"
+        name = ignore_record_from_env()
+        why = flag or f"{name}={os.environ.get(name or '', '')}"
         lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
     if plan.models_dir_missing:
         lines.append(
