@@ -342,6 +342,9 @@ class RecordFile:
         self.notices: list[str] = []
         # How deep this process is inside `locked()`: append and rewrite inside it re-enter.
         self._held = 0
+        # Called once, before this process first takes the lock (the first write creates the
+        # lock file, maybe the record): a command's chance to keep them out of `git status`.
+        self.before_first_write: Callable[[], None] | None = None
 
     @property
     def real_path(self) -> Path:
@@ -660,6 +663,10 @@ class RecordFile:
             return
         # filelock costs ~0.1 s to import; only writers pay it.
         from filelock import FileLock, Timeout
+
+        first, self.before_first_write = self.before_first_write, None
+        if first is not None:
+            first()
 
         # The real path's lock: a writer through a symlink and one through the target exclude
         # each other.

@@ -61,7 +61,7 @@ def record_add(
         raise OomrecError("--hardware and --any-hardware exclude each other; pick one")
     tag = None if any_hardware else (option_tag(hardware) or detect())
     mem_bytes = _mem_bytes(mem, this_host=tag == detect())
-    record_file, _ = open_record(record)
+    record_file, _ = open_record(record, writing=True)
     new = OomRecord(
         model=model,
         prompt_target_len=prompt_target_len,

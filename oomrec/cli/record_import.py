@@ -67,7 +67,7 @@ def record_import_csv(
     if hardware is not None and all_hardware:
         raise OomrecError("--hardware and --all-hardware exclude each other; pick one")
     tag = None if all_hardware else (option_tag(hardware) or detect())
-    record_file, settings = open_record(record)
+    record_file, settings = open_record(record, writing=True)
     columns = commit_columns(settings)
     loaded = record_file.load()
     print_warnings(loaded)

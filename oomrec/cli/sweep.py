@@ -220,7 +220,7 @@ def sweep(
         path = demo_dirs.record
         record_file, settings = RecordFile(path, shown_as=display_path(path)), load_settings()
     else:
-        record_file, settings = open_record(record)
+        record_file, settings = open_record(record, writing=True)
     opts = Options(
         # Repeated flags accumulate: `--models a --models b` is `--models "a b"`.
         models=None if models is None else " ".join(models),
