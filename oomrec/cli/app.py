@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from oomrec import __version__
 from oomrec.cli import output
@@ -32,6 +32,7 @@ class OneLineErrors(TyperGroup):
     ) -> Any:
         _escape_unshowable_output()
         output.reset()
+        _readable_metavars(self)
         try:
             args = _take_global_flags(list(sys.argv[1:] if args is None else args))
             rv = super().main(
@@ -58,6 +59,32 @@ class OneLineErrors(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _readable_metavars(command: Any) -> None:
+    """Help that names values as a person would (PATH, N, TAG), never Typer's `<bool>`,
+    `<list[Path]>` or `<float range>`: flags and arguments show no type (an argument's name is
+    its metavar), options without a metavar get one from their type or name. Examples stay on
+    one line."""
+    for param in command.params:
+        if isinstance(param, TyperArgument) or getattr(param, "is_flag", False):
+            # An instance attribute: Typer asks this method for the type column.
+            param.display_type_rich = _no_type
+            if isinstance(param, TyperArgument) and param.metavar is None:
+                param.metavar = param.name.upper()
+        elif param.metavar is None:
+            desc = param.type_descriptor
+            bare = param.bare_type()
+            param.metavar = "PATH" if desc.is_path else "N" if bare == "int" else param.name.upper()
+    if command.help:
+        # click rewraps paragraphs; `\b` keeps the example's command line whole to copy.
+        command.help = command.help.replace("\n\nExample: ", "\n\n\b\nExample: ")
+    for sub in getattr(command, "commands", {}).values():
+        _readable_metavars(sub)
+
+
+def _no_type(ctx: Any = None) -> None:
+    return None
 
 
 def _usage_error(exc: typer.TyperException) -> int:
@@ -133,6 +160,7 @@ def _version(value: bool) -> None:
 app = typer.Typer(
     cls=OneLineErrors,
     no_args_is_help=True,
+    rich_markup_mode=None,
     add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -140,6 +168,7 @@ app = typer.Typer(
 record_app = typer.Typer(
     help="Read and maintain the OOM record file.\n\nExample: oomrec record list --json",
     no_args_is_help=True,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(record_app, name="record")
@@ -148,6 +177,7 @@ hook_app = typer.Typer(
     "a rebase or a checkout.\n\n"
     "Example: oomrec hook install",
     no_args_is_help=True,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(hook_app, name="hook")
@@ -155,6 +185,7 @@ remote_app = typer.Typer(
     help="Share OOM records with other machines through a git remote (git notes).\n\n"
     "Example: oomrec remote setup origin",
     no_args_is_help=True,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(remote_app, name="remote")
@@ -203,6 +234,7 @@ RecordOption = Annotated[
     Path | None,
     typer.Option(
         "--record",
+        metavar="PATH",
         help="The record file. Default: $OOMREC_RECORD, else `record` in pyproject's "
         "tool.oomrec table, else benchmarks/.oom-record under the git top level (or the cwd).",
         show_default=False,

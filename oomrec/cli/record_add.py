@@ -24,27 +24,37 @@ from oomrec.records import (
 
 @record_app.command("add")
 def record_add(
-    model: Annotated[str, typer.Argument(help="The model's directory name.")],
-    length: Annotated[str, typer.Argument(help="The prompt length (tokens) that OOMed.")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="The model's directory name.")],
+    length: Annotated[
+        str, typer.Argument(metavar="LENGTH", help="The prompt length (tokens) that OOMed.")
+    ],
     commit: Annotated[
         str | None,
-        typer.Option("--commit", help="The code revision it OOMed on. Default: HEAD."),
+        typer.Option(
+            "--commit", metavar="REV", help="The code revision it OOMed on. Default: HEAD."
+        ),
     ] = None,
     hardware: Annotated[
         str | None,
-        typer.Option("--hardware", help="Hardware tag, e.g. gb10. Default: this host's."),
+        typer.Option(
+            "--hardware", metavar="TAG", help="Hardware tag, e.g. gb10. Default: this host's."
+        ),
     ] = None,
     any_hardware: Annotated[
         bool,
         typer.Option("--any-hardware", help="Record no hardware: the record applies to all."),
     ] = False,
     source: Annotated[
-        str, typer.Option("--source", help="Where the OOM was seen (a CSV path, a note).")
+        str,
+        typer.Option(
+            "--source", metavar="TEXT", help="Where the OOM was seen (a CSV path, a note)."
+        ),
     ] = "manual",
     mem: Annotated[
         str | None,
         typer.Option(
             "--mem",
+            metavar="SIZE",
             help="Memory the accelerator could address, e.g. 96GiB or bytes. Default: this "
             "host's, when the hardware is this host's.",
         ),

@@ -37,7 +37,11 @@ def record_import_csv(
     ] = None,
     hardware: Annotated[
         str | None,
-        typer.Option("--hardware", help="Import rows of this hardware tag. Default: this host's."),
+        typer.Option(
+            "--hardware",
+            metavar="TAG",
+            help="Import rows of this hardware tag. Default: this host's.",
+        ),
     ] = None,
     all_hardware: Annotated[
         bool, typer.Option("--all-hardware", help="Import rows of every hardware, each tagged.")

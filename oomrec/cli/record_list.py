@@ -46,7 +46,8 @@ def record_list(
         ),
     ] = None,
     hardware: Annotated[
-        str | None, typer.Option("--hardware", help="Only records of this hardware tag.")
+        str | None,
+        typer.Option("--hardware", metavar="TAG", help="Only records of this hardware tag."),
     ] = None,
     archived: Annotated[
         bool,

@@ -41,7 +41,8 @@ def record_prune(
         ),
     ] = None,
     hardware: Annotated[
-        str | None, typer.Option("--hardware", help="Only records of this hardware tag.")
+        str | None,
+        typer.Option("--hardware", metavar="TAG", help="Only records of this hardware tag."),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would move; change nothing.")
