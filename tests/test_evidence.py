@@ -296,5 +296,7 @@ def test_record_list_shows_the_memory(cli: Cli, tmp_path: Path) -> None:
     # Off a terminal: the full byte count, one record per line.
     plain = cli("record", "list", "--no-git", "--record", str(path)).stdout.splitlines()
     assert [line.split("\t")[6] for line in plain] == [str(96 * GIB), "-"]
-    as_json = json.loads(cli("record", "list", "--no-git", "--json", "--record", str(path)).stdout)
+    as_json = json.loads(cli("record", "list", "--no-git", "--json", "--record", str(path)).stdout)[
+        "records"
+    ]
     assert [r["mem_bytes"] for r in as_json] == [96 * GIB, None]

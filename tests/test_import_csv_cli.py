@@ -98,11 +98,13 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report == {
+        "schema_version": 1,
         "hardware": "testhw",
         "files_read": 1,
         "files_skipped": {"no model column": ["benchmarks/metal_m1ultra_spec_2026-09-04.csv"]},
         "data_rows": 5,
         "oom_rows": 2,
+        "would_add": 0,
         "added": 0,
         "already_present": 0,
         "other_hardware": 2,
@@ -472,3 +474,21 @@ def test_a_long_import_shows_a_screenful_and_says_how_to_see_all(cli: Cli, repo:
     full = cli("record", "import-csv", "--hardware", "gb10", "--dry-run", "-v")
     assert len([line for line in full.stdout.splitlines() if line.startswith("model-")]) == 25
     assert "more (" not in full.stdout
+
+
+def test_a_dry_run_and_a_real_import_have_one_json_shape(cli: Cli, repo: Repo, bench: str) -> None:
+    dry = json.loads(
+        cli("record", "import-csv", "--hardware", "gb10", "--json", "--dry-run").stdout
+    )
+    real = json.loads(cli("record", "import-csv", "--hardware", "gb10", "--json").stdout)
+    assert list(dry) == list(real)
+    assert (dry["schema_version"], dry["dry_run"], dry["would_add"], dry["added"]) == (
+        1,
+        True,
+        2,
+        0,
+    )
+    assert (real["dry_run"], real["would_add"], real["added"]) == (False, 2, 2)
+    assert len(dry["records"]) == len(real["records"]) == 2
+    again = json.loads(cli("record", "import-csv", "--hardware", "gb10", "--json").stdout)
+    assert (again["would_add"], again["added"], again["already_present"]) == (0, 0, 2)

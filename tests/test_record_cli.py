@@ -114,7 +114,7 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
     # --no-git: the git status key is tested with record maintenance (tests/test_record_stale.py).
     result = cli("record", "list", "--json", "--no-git")
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == [
+    assert json.loads(result.stdout)["records"] == [
         {
             "model": "alpha",
             "prompt_target_len": 2048,
@@ -157,12 +157,14 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
 
 def test_list_filters_by_model_glob_and_hardware(cli: Cli, repo: Repo) -> None:
     _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
-    by_model = json.loads(cli("record", "list", "--json", "--model", "al*").stdout)
+    by_model = json.loads(cli("record", "list", "--json", "--model", "al*").stdout)["records"]
     assert [(r["model"], r["prompt_target_len"]) for r in by_model] == [
         ("alpha", 2048),
         ("alpha", 32768),
     ]
-    by_hw = json.loads(cli("record", "list", "--json", "--hardware", "NVIDIA_GB10_122GB").stdout)
+    by_hw = json.loads(cli("record", "list", "--json", "--hardware", "NVIDIA_GB10_122GB").stdout)[
+        "records"
+    ]
     assert [r["model"] for r in by_hw] == ["zeta"]
 
 
@@ -235,14 +237,14 @@ def test_list_on_an_empty_record(cli: Cli, repo: Repo) -> None:
     assert result.exit_code == 0
     assert result.stdout == ""
     assert result.stderr == "no OOM records in benchmarks/.oom-record\n"
-    assert json.loads(cli("record", "list", "--json").stdout) == []
+    assert json.loads(cli("record", "list", "--json").stdout)["records"] == []
 
 
 def test_record_path_precedence(
     cli: Cli, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def listed() -> list[str]:
-        return [r["model"] for r in json.loads(cli("record", "list", "--json").stdout)]
+        return [r["model"] for r in json.loads(cli("record", "list", "--json").stdout)["records"]]
 
     _write(repo.path / "benchmarks" / ".oom-record", "default,1,2026-01-01,u,,s\n")
     (repo.path / "deep" / "er").mkdir(parents=True)
@@ -259,7 +261,7 @@ def test_record_path_precedence(
 
     flag_file = _write(tmp_path / "flag.rec", "from-flag,1,2026-01-01,u,,s\n")
     result = cli("record", "list", "--json", "--record", str(flag_file))
-    assert [r["model"] for r in json.loads(result.stdout)] == ["from-flag"]
+    assert [r["model"] for r in json.loads(result.stdout)["records"]] == ["from-flag"]
 
 
 def test_broken_pyproject_is_a_one_line_error(cli: Cli, repo: Repo) -> None:
@@ -348,6 +350,10 @@ def test_list_rejects_a_hardware_filter_that_names_nothing(cli: Cli, repo: Repo)
 def test_repeated_model_globs_list_records_of_any(cli: Cli, repo: Repo) -> None:
     _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
     result = cli("record", "list", "--no-git", "--json", "--model", "zeta", "--model", "alp*")
-    assert sorted(r["model"] for r in json.loads(result.stdout)) == ["alpha", "alpha", "zeta"]
+    assert sorted(r["model"] for r in json.loads(result.stdout)["records"]) == [
+        "alpha",
+        "alpha",
+        "zeta",
+    ]
     one = cli("record", "list", "--no-git", "--json", "--model", "zeta")
-    assert [r["model"] for r in json.loads(one.stdout)] == ["zeta"]
+    assert [r["model"] for r in json.loads(one.stdout)["records"]] == ["zeta"]

@@ -84,13 +84,23 @@ def record_import_csv(
             hardware=tag,
             commit_columns=columns,
         )
+        would_add = len(report.new)
         if not dry_run and report.new:
             # Presence is checked again inside the append lock: an import running at the same
             # time may have added some of these since the record was read above.
             report.written(record_file.append_new(report.new, unless_present=evidence_key))
         _print_warnings(report)
         if as_json:
-            print_json({**report.to_dict(), "dry_run": dry_run, "record": record_file.shown_as})
+            # One shape for a dry run and a real one: what is new, and what was written.
+            print_json(
+                {
+                    **report.to_dict(),
+                    "would_add": would_add,
+                    "added": 0 if dry_run else len(report.new),
+                    "dry_run": dry_run,
+                    "record": record_file.shown_as,
+                }
+            )
         else:
             _print_report(report, record_file.shown_as, dry_run=dry_run, verbose=verbose)
 

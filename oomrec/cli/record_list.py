@@ -53,7 +53,9 @@ def record_list(
         bool,
         typer.Option("--archived", help="List the archived records (RECORD.archive) instead."),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON object: the records under `records`.")
+    ] = False,
     no_git: Annotated[
         bool,
         typer.Option("--no-git", help="Skip the status column (which reads git history)."),
@@ -98,7 +100,13 @@ def record_list(
         if statuses is not None:
             for row, status in zip(rows, statuses, strict=True):
                 row["status"] = status
-        print_json(rows)
+        print_json(
+            {
+                "record": record_file.shown_as + (archive.SUFFIX if archived else ""),
+                "archived": archived,
+                "records": rows,
+            }
+        )
         return
     where = record_file.shown_as + (archive.SUFFIX if archived else "")
     if not chosen:

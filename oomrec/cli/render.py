@@ -157,5 +157,11 @@ def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) ->
     return table
 
 
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+# The version of every command's --json shape; raised when a key changes meaning or goes away.
+SCHEMA_VERSION = 1
+
+
+def print_json(data: dict[str, Any]) -> None:
+    """One JSON object on one line (json's C encoder serves only output without indent; pipe it
+    to `jq` to read it), with `schema_version` first."""
+    sys.stdout.write(json.dumps({"schema_version": SCHEMA_VERSION, **data}) + "\n")

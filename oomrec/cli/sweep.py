@@ -549,18 +549,42 @@ def _base_json(config: SweepConfig, plan: Plan) -> dict[str, object]:
 def _plan_json(
     config: SweepConfig, plan: Plan, decided: list[tuple[Cell, Decision]]
 ) -> dict[str, object]:
+    """The dry run in the real run's shape: every key of _result_json and of a cell's, with
+    what is known before launching (`verdict` is `run`, `done` or the skip token)."""
     cells = [
         {
             "model": cell.model,
             "length": cell.length,
             "model_path": cell.model_path,
-            "action": decision.action,
+            "verdict": decision.action,
             "reason": decision.reason,
+            "launched": False,
+            "seconds": None,
+            "peak_rss_bytes": None,
             "record_line": decision.record_line,
+            "recorded": None,
+            "already_recorded": None,
+            "oom_evidence": None,
+            "notes": [],
+            # The name before schema_version 1; kept one release for scripts that read it.
+            "action": decision.action,
         }
         for cell, decision in decided
     ]
-    return {**_base_json(config, plan), "dry_run": True, "cells": cells}
+    counts: dict[str, Counter[str]] = {}
+    for cell, decision in decided:
+        counts.setdefault(cell.model, Counter())[decision.action] += 1
+    return {
+        **_base_json(config, plan),
+        "dry_run": True,
+        "interrupted": False,
+        "killed_cell": None,
+        "cells": cells,
+        "counts": {model: dict(c) for model, c in counts.items()},
+        "totals": dict(sum(counts.values(), Counter())),
+        "new_records": [],
+        "already_recorded": [],
+    }
 
 
 def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[str, object]:
