@@ -61,3 +61,11 @@ def test_color_follows_the_flag_and_no_color(tmp_path: Path) -> None:
 
 def test_shell_completion_is_offered(cli: Cli) -> None:
     assert "--install-completion" in cli("--help").stdout
+
+
+def test_color_without_a_value_is_one_line(cli: Cli) -> None:
+    result = cli("record", "list", "--color")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "oomrec: error: --color needs a value: auto, always or never\n",
+    )

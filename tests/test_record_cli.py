@@ -357,3 +357,15 @@ def test_repeated_model_globs_list_records_of_any(cli: Cli, repo: Repo) -> None:
     ]
     one = cli("record", "list", "--no-git", "--json", "--model", "zeta")
     assert [r["model"] for r in json.loads(one.stdout)["records"]] == ["zeta"]
+
+
+def test_a_terminal_too_narrow_for_a_table_gets_whole_lines_and_markup_stays_text(
+    repo: Repo,
+) -> None:
+    _write(repo.path / "benchmarks" / ".oom-record", "a[bold]x,1,2026-01-01,u,,s\n")
+    status, screen, stderr = run_on_tty("record", "list", "--no-git", cwd=repo.path, columns=100)
+    assert status == 0, stderr
+    assert "a[bold]x" in screen
+    status, screen, stderr = run_on_tty("record", "list", "--no-git", cwd=repo.path, columns=20)
+    assert status == 0, stderr
+    assert "a[bold]x\t1\t-\t2026-01-01\tu\t-\t-\ts" in screen

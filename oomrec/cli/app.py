@@ -119,7 +119,9 @@ def _take_global_flags(args: list[str]) -> list[str]:
         elif arg == "--color" or arg.startswith("--color="):
             if arg == "--color":
                 i += 1
-                value = args[i] if i < len(args) else ""
+                if i == len(args):
+                    raise OomrecError("--color needs a value: auto, always or never")
+                value = args[i]
             else:
                 value = arg.partition("=")[2]
             if value not in output.COLOR_CHOICES:

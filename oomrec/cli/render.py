@@ -24,6 +24,7 @@ GIB = 1024**3
 # Long listings (import, stale, prune, restore) show a screenful; -v or --json shows all.
 SCREENFUL = 20
 TTY_MAX_ROWS = 500
+MIN_TABLE_WIDTH = 40
 # Columns in the order they go when a terminal is too narrow; model, length and commit stay.
 _DROP_ORDER = ("source", "mem GiB", "date", "peak GiB", "hardware")
 
@@ -121,6 +122,11 @@ def _print_table(listing: Listing, count: int, stream: TextIO) -> None:
         if name not in unused:
             narrow.append(name)
             table = _table(listing, records, unused | set(narrow))
+    if out.width < MIN_TABLE_WIDTH:
+        # Too narrow for a table whose model column folds legibly next to the commit: rich
+        # would squeeze the model column to nothing. The plain lines then.
+        out.file.write(plain_lines(listing, count))
+        return
     out.print(table)
     if narrow:
         info(f"(too narrow for: {', '.join(narrow)}; pipe the output or use --json for all fields)")
