@@ -32,7 +32,9 @@ def wall(argv: list[str], runs: int, env: dict[str, str], cwd: Path) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.PIPE, env=env, cwd=cwd)
+        subprocess.run(
+            argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+        )
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 

@@ -120,12 +120,8 @@ def record_list(
         Listing(
             chosen,
             title=title if is_tty() else None,
-            extra=(("from",) if origin else ()) + (("status",) if statuses else ()),
-            extra_values=[
-                ((origin.get(id(rec), "local"),) if origin else ())
-                + ((statuses[i],) if statuses else ())
-                for i, rec in enumerate(chosen)
-            ],
+            extra=((("from", [origin.get(id(rec), "local") for rec in chosen]),) if origin else ())
+            + ((("status", statuses),) if statuses else ()),
         )
     )
 

@@ -87,10 +87,14 @@ def record_prune(
             Listing(
                 [row.record for row in plan.going],
                 title=f"{record_file.shown_as}: {what}",
-                extra=("why",),
-                extra_values=[
-                    (f"no longer applies: {row.fix.describe()}" if row.fix else "",)
-                    for row in plan.going
+                extra=[
+                    (
+                        "why",
+                        [
+                            f"no longer applies: {row.fix.describe()}" if row.fix else ""
+                            for row in plan.going
+                        ],
+                    )
                 ],
             ),
             limit=None if verbose else SCREENFUL,
@@ -148,15 +152,14 @@ def record_restore(
     if not dry_run:
         prune.restore(record_file, back)
     if back:
+        shown = [row for row in back if row.line.record is not None]
         print_records(
             Listing(
-                [row.line.record for row in back if row.line.record is not None],
+                [row.line.record for row in shown if row.line.record is not None],
                 title=f"{record_file.shown_as}: {'would restore' if dry_run else 'restored'}",
-                extra=("archived", "status at HEAD"),
-                extra_values=[
-                    (row.line.archived_at, str(row.judgement))
-                    for row in back
-                    if row.line.record is not None
+                extra=[
+                    ("archived", [row.line.archived_at for row in shown]),
+                    ("status at HEAD", [str(row.judgement) for row in shown]),
                 ],
             ),
             limit=None if verbose else SCREENFUL,

@@ -114,8 +114,10 @@ def record_stale(
                     Listing(
                         [rec for _, rec, _ in rows],
                         title=title,
-                        extra=("line", "status"),
-                        extra_values=[(str(ln), str(j)) for ln, _, j in rows],
+                        extra=[
+                            ("line", [str(ln) for ln, _, _ in rows]),
+                            ("status", [str(j) for _, _, j in rows]),
+                        ],
                     ),
                     limit=None if verbose else SCREENFUL,
                 )
