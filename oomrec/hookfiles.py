@@ -124,7 +124,8 @@ def uninstall(directory: Path) -> Outcome:
             out.lines.append(f"left as is: {shown} (not installed by oomrec)")
         elif os.path.lexists(legacy):
             os.replace(legacy, path)
-            out.lines.append(f"removed: {shown}; {display_path(legacy)} put back")
+            done = "removed" if current is not None else "not installed"
+            out.lines.append(f"{done}: {shown}; {display_path(legacy)} put back")
         else:
             path.unlink()
             out.lines.append(f"removed: {shown}")

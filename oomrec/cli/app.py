@@ -205,6 +205,8 @@ def _root(
             help="Print the version and exit.",
         ),
     ] = False,
+    # --quiet and --color are declared for --help only: _take_global_flags takes them out of
+    # the arguments before parsing, so they never reach this function.
     quiet: Annotated[
         bool,
         typer.Option(
