@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from oomrec.errors import OomrecError
+from oomrec.settings import check_tool_keys
 
 DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
 RECORD_ENV = "OOMREC_RECORD"
@@ -88,6 +89,7 @@ def load_settings(start: Path | None = None) -> Settings:
     tool = tools.get("oomrec", {}) if isinstance(tools, dict) else None
     if not isinstance(tool, dict):
         raise OomrecError(f"{pyproject}: [tool.oomrec] must be a table; fix the file")
+    check_tool_keys(tool, str(pyproject))
     return Settings(repo_root=root, tool=tool, source=pyproject)
 
 
@@ -110,6 +112,18 @@ def record_path(cli_value: Path | None, settings: Settings) -> Path:
             )
         return _record_base(settings) / configured
     return _record_base(settings) / DEFAULT_RECORD
+
+
+def default_record_path(settings: Settings) -> Path:
+    """Where the record is when nothing names it: the only place whose folder oomrec creates."""
+    return _record_base(settings) / DEFAULT_RECORD
+
+
+def record_source(settings: Settings) -> str:
+    """What named the record when no --record did: `$OOMREC_RECORD` or the pyproject key."""
+    if os.environ.get(RECORD_ENV):
+        return f"${RECORD_ENV}"
+    return f"{settings.source} [tool.oomrec] record"
 
 
 def _record_base(settings: Settings) -> Path:

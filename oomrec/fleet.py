@@ -22,7 +22,7 @@ from oomrec.errors import OomrecError
 
 CLUSTERS = ("auto", "local", "slurm")
 # Sweep options a fleet sets itself: one per task.
-_OWNED = ("--shard", "--output", "--json", "--demo")
+_OWNED = ("--shard", "--output", "--json", "--demo", "--allow-empty")
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,11 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
         _step(result, "pull", [*oomrec, "record", "pull", task.remote], task.repo)
     shard = f"{task.shard}/{task.shards}"
     done = _step(
-        result, "sweep", [*oomrec, "sweep", *task.sweep_args, "--shard", shard, "--json"], task.repo
+        result,
+        "sweep",
+        # A shard may hold no model of a short list: not an error for the fleet.
+        [*oomrec, "sweep", *task.sweep_args, "--shard", shard, "--allow-empty", "--json"],
+        task.repo,
     )
     try:
         summary = json.loads(done.stdout)

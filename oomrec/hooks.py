@@ -1,4 +1,4 @@
-"""The git hooks: the shims `oomrec hook install` writes, and the check they run.
+"""The check the git hooks run (the hook files themselves: oomrec/hookfiles.py).
 
 After a merge, a pull, a rebase, an amend, a branch switch, or a commit that carries or quotes
 a fix trailer (a squash merge, a conflicted merge or pick finished by `git commit`), the hook
@@ -11,7 +11,6 @@ judging machinery only when such a commit is there. Nothing here imports them at
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -19,26 +18,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from oomrec import fixes
-from oomrec.config import display_path, load_settings, record_path
+from oomrec.config import load_settings, record_path
 from oomrec.errors import OomrecError
 
 EVENTS = ("post-merge", "post-rewrite", "post-checkout", "post-commit")
-# How uninstall (and install, when updating) knows a hook file is oomrec's own.
-MARKER = "# oomrec-hook: written by `oomrec hook install`; `oomrec hook uninstall` removes it"
 _NULL_SHA = re.compile(r"0+")
-
-
-def shim(event: str) -> str:
-    """The POSIX sh hook that runs `oomrec hook <event>`: silent and exit 0 without oomrec."""
-    return (
-        "#!/bin/sh\n"
-        f"{MARKER}\n"
-        "# Says when OOM records stop applying (or apply again) at the new HEAD. It never edits\n"
-        "# the record, never fails the git operation, and stays silent without oomrec.\n"
-        "command -v oomrec >/dev/null 2>&1 || exit 0\n"
-        f'oomrec hook {event} "$@" || true\n'
-        "exit 0\n"
-    )
 
 
 def run(event: str, args: Sequence[str], stdin: Iterable[str]) -> int:
@@ -201,86 +185,3 @@ def _compare(path: Path, key: str, old: str | None, new: str) -> list[str]:
 
 def _n(count: int, noun: str) -> str:
     return f"1 {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def install(force: bool = False) -> list[str]:
-    """Write both hooks into the repository's hooks directory (as git resolves it, honouring
-    core.hooksPath); returns one line per hook saying what happened.
-
-    A hook that is not oomrec's is never overwritten without `force`: nothing is written then.
-    """
-    directory = _hooks_dir()
-    actions: list[tuple[str, Path, str]] = []
-    foreign: list[str] = []
-    for event in EVENTS:
-        path = directory / event
-        current = _read_hook(path)
-        if current is None:
-            actions.append((event, path, "installed"))
-        elif current == shim(event):
-            actions.append((event, path, "already installed"))
-        elif MARKER in current:
-            actions.append((event, path, "updated"))
-        elif force:
-            actions.append((event, path, "replaced (--force)"))
-        else:
-            foreign.append(event)
-    if foreign:
-        shown = " and ".join(display_path(directory / event) for event in foreign)
-        chain = "; ".join(f'oomrec hook {event} "$@" || true' for event in foreign)
-        raise OomrecError(
-            f"{shown}: not oomrec's hook, left as is; to keep it, chain oomrec by adding the "
-            f"line(s) `{chain}` to it (post-rewrite needs the hook's stdin), or pass --force "
-            "to replace it"
-        )
-    directory.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for event, path, action in actions:
-        if action != "already installed":
-            # Unlink first: replacing a symlinked hook must not write through to its target.
-            path.unlink(missing_ok=True)
-            path.write_text(shim(event), encoding="utf-8")
-            path.chmod(0o755)
-        lines.append(f"{action}: {display_path(path)}")
-    return lines
-
-
-def uninstall() -> list[str]:
-    """Remove the hooks oomrec installed (by their marker line); leave every other hook."""
-    directory = _hooks_dir()
-    lines = []
-    for event in EVENTS:
-        path = directory / event
-        current = _read_hook(path)
-        if current is None:
-            lines.append(f"not installed: {display_path(path)}")
-        elif MARKER in current:
-            path.unlink()
-            lines.append(f"removed: {display_path(path)}")
-        else:
-            lines.append(f"left as is: {display_path(path)} (not installed by oomrec)")
-    return lines
-
-
-def _hooks_dir() -> Path:
-    from oomrec import gitutil
-
-    repo = gitutil.open_repo()
-    if repo is None:
-        raise OomrecError(
-            f"{Path.cwd()}: not inside a git repository; run this in the repository whose "
-            "merges should be checked"
-        )
-    return gitutil.hooks_dir(repo)
-
-
-def _read_hook(path: Path) -> str | None:
-    if not os.path.lexists(path):
-        return None
-    if path.is_dir():
-        raise OomrecError(f"{display_path(path)}: is a directory, not a hook; remove it first")
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        # A dangling symlink: a hook that cannot run, so not oomrec's either.
-        return ""

@@ -363,6 +363,9 @@ class RecordFile:
         self.notices: list[str] = []
         # How deep this process is inside `locked()`: append and rewrite inside it re-enter.
         self._held = 0
+        # Called once, before this process first takes the lock (the first write creates the
+        # lock file, maybe the record): a command's chance to keep them out of `git status`.
+        self.before_first_write: Callable[[], None] | None = None
 
     @property
     def real_path(self) -> Path:
@@ -683,6 +686,10 @@ class RecordFile:
         # filelock costs ~0.1 s to import; only writers pay it.
         from filelock import FileLock, Timeout
 
+        first, self.before_first_write = self.before_first_write, None
+        if first is not None:
+            first()
+
         # The real path's lock: a writer through a symlink and one through the target exclude
         # each other.
         lock_path = self.lock_path
@@ -691,8 +698,9 @@ class RecordFile:
             os.close(os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
         except OSError as exc:
             raise OomrecError(
-                f"{lock_path}: cannot lock ({exc.strerror}); the record's folder must be "
-                "writable, or pass --record FILE"
+                f"{lock_path}: cannot create the record's lock file there ({exc.strerror}); "
+                f"the record's folder {lock_path.parent} must take new files: pass --record "
+                "FILE in a writable folder"
             ) from None
         lock = FileLock(str(lock_path), timeout=LOCK_TIMEOUT_S)
         try:

@@ -124,7 +124,9 @@ class RunnerTemplate:
 
 def _check_placeholders(arg: str, where: str) -> None:
     try:
-        parsed = [(name, spec) for _, name, spec, _ in string.Formatter().parse(arg) if name]
+        parsed = [
+            (name, spec) for _, name, spec, _ in string.Formatter().parse(arg) if name is not None
+        ]
         fields = [name for name, _ in parsed]
     except ValueError as exc:
         raise OomrecError(

@@ -22,6 +22,7 @@ from oomrec.guard import GuardLimits, host_total, parse_limit
 from oomrec.records import RecordFile, bounded_int, check_model_name, shorten
 from oomrec.resume import Mode
 from oomrec.runner import RunnerTemplate
+from oomrec.settings import env_flag
 
 DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
 DEFAULT_TIMEOUT_S = 1800.0
@@ -156,8 +157,9 @@ def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
 
 
 def ignore_record_from_env() -> str | None:
-    """The environment variable that disables the record pre-skip, if one is set to 1."""
-    return next((name for name in IGNORE_RECORD_ENVS if os.environ.get(name) == "1"), None)
+    """The environment variable that disables the record pre-skip, if one is set true (1, true,
+    yes, on)."""
+    return env_flag(IGNORE_RECORD_ENVS)
 
 
 @dataclass(frozen=True)

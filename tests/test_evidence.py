@@ -25,6 +25,7 @@ from oomrec.records import (
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.test_sweep import Runner, record_text, sweep
+from tests.tty import run_on_tty
 
 Cli = Callable[..., CliResult]
 
@@ -202,7 +203,7 @@ def test_a_retest_of_a_recorded_oom_is_not_recorded_twice(
     args = ("--models", "a", "--lengths", "512", "--fake-oom", "a:512", "--ignore-record")
     first = sweep(cli, runner, *args)
     assert first.exit_code == 0, first.stderr
-    assert "record: 1 new OOM records in benchmarks/.oom-record" in first.stdout
+    assert "record: 1 new OOM record in benchmarks/.oom-record" in first.stdout
     again = sweep(cli, runner, *args, "--json")
     assert again.exit_code == 0, again.stderr
     summary = json.loads(again.stdout)
@@ -263,7 +264,7 @@ def test_a_record_that_cannot_be_written_stops_the_sweep_before_any_launch(
                    "--record", "/proc/version")  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1].startswith(
-        "oomrec: error: /proc/version.lock: cannot lock ("
+        "oomrec: error: /proc/version.lock: cannot create the record's lock file there ("
     )
     assert runner.launched() == []
     assert not (repo.path / "benchmarks" / "out.csv").exists()
@@ -285,17 +286,22 @@ def test_a_read_only_record_stops_the_sweep_before_any_launch(
 def test_record_list_shows_the_memory(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "rec"
     path.write_text(f"m,512,2026-01-01,unknown,,s,gb10,{96 * GIB}\nn,1,2026-01-01,unknown,,s\n")
-    table = cli("record", "list", "--no-git", "--record", str(path))
-    assert table.exit_code == 0, table.stderr
-    assert "mem GiB" in table.stdout
+    status, screen, stderr = run_on_tty(
+        "record", "list", "--no-git", "--record", str(path), cwd=tmp_path, columns=120
+    )
+    assert status == 0, stderr
+    assert "mem GiB" in screen
     # The header's rules are heavy (┃), the rows' light (│).
-    rows = [
-        [c.strip() for c in line.replace("┃", "│").split("│")] for line in table.stdout.splitlines()
-    ]
+    rows = [[c.strip() for c in line.replace("┃", "│").split("│")] for line in screen.splitlines()]
     header = next(r for r in rows if "mem GiB" in r)
     m = next(r for r in rows if r[1:2] == ["m"])
     n = next(r for r in rows if r[1:2] == ["n"])
     at = header.index("mem GiB")
     assert (m[at], n[at]) == ("96.0", "-")
-    as_json = json.loads(cli("record", "list", "--no-git", "--json", "--record", str(path)).stdout)
+    # Off a terminal: the full byte count, one record per line.
+    plain = cli("record", "list", "--no-git", "--record", str(path)).stdout.splitlines()
+    assert [line.split("\t")[6] for line in plain] == [str(96 * GIB), "-"]
+    as_json = json.loads(cli("record", "list", "--no-git", "--json", "--record", str(path)).stdout)[
+        "records"
+    ]
     assert [r["mem_bytes"] for r in as_json] == [96 * GIB, None]

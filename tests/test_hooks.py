@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.hooks import EVENTS, MARKER, shim
+from oomrec.hookfiles import MARKER, shim, this_oomrec
+from oomrec.hooks import EVENTS
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import line, write
@@ -138,18 +139,37 @@ def test_amending_in_the_trailer_flags_it(cli: Cli, repo: Repo) -> None:
     assert oomrec_lines(done) == [flag(repo.head(), 1)]
 
 
-def test_without_oomrec_on_path_the_hook_is_silent(cli: Cli, repo: Repo) -> None:
+def bare_path() -> str:
+    path = os.path.dirname(shutil.which("git") or "/usr/bin/git") + os.pathsep + "/bin"
+    assert shutil.which("oomrec", path=path) is None
+    return path
+
+
+def test_the_hook_calls_the_oomrec_that_installed_it_when_path_has_none(
+    cli: Cli, repo: Repo
+) -> None:
+    # git run from an IDE or another shell: oomrec is not on PATH, the remembered one runs.
     with_records(repo, repo.head())
     cli("hook", "install")
+    fix = fix_branch(repo, "fix", "OOM-Fix: *")
+    done = run_git(repo.path, "merge", "--no-edit", "fix", path=bare_path())
+    assert oomrec_lines(done) == [flag(fix, 3)]
+
+
+def test_without_any_oomrec_the_hook_is_silent(cli: Cli, repo: Repo) -> None:
+    with_records(repo, repo.head())
+    cli("hook", "install")
+    hooks = repo.path / ".git" / "hooks"
+    for event in EVENTS:
+        # The oomrec that installed it is gone (uninstalled, a deleted venv).
+        (hooks / event).write_text(shim(event, "/nonexistent/bin/oomrec"))
     fix_branch(repo, "fix", "OOM-Fix: *")
-    bare_path = os.path.dirname(shutil.which("git") or "/usr/bin/git") + os.pathsep + "/bin"
-    assert shutil.which("oomrec", path=bare_path) is None
-    done = run_git(repo.path, "merge", "--no-edit", "fix", path=bare_path)
+    done = run_git(repo.path, "merge", "--no-edit", "fix", path=bare_path())
     assert oomrec_lines(done) == []
     direct = subprocess.run(
-        [str(repo.path / ".git" / "hooks" / "post-merge"), "0"],
+        [str(hooks / "post-merge"), "0"],
         cwd=repo.path,
-        env={**os.environ, "PATH": bare_path},
+        env={**os.environ, "PATH": bare_path()},
         capture_output=True,
         text=True,
         check=False,
@@ -203,32 +223,91 @@ def test_install_honours_core_hooks_path(cli: Cli, repo: Repo) -> None:
     result = cli("hook", "install")
     assert result.stdout == "".join(f"installed: tools/githooks/{e}\n" for e in EVENTS)
     for event in EVENTS:
-        assert (repo.path / "tools" / "githooks" / event).read_text() == shim(event)
+        written = (repo.path / "tools" / "githooks" / event).read_text()
+        assert written == shim(event, this_oomrec())
         assert not (repo.path / ".git" / "hooks" / event).exists()
     assert cli("hook", "install").stdout == "".join(
         f"already installed: tools/githooks/{e}\n" for e in EVENTS
     )
 
 
-def test_install_never_clobbers_a_foreign_hook_without_force(cli: Cli, repo: Repo) -> None:
+def test_install_keeps_a_foreign_hook_as_legacy_runs_it_first_and_uninstall_puts_it_back(
+    cli: Cli, repo: Repo
+) -> None:
+    with_records(repo, repo.head())
     hooks = repo.path / ".git" / "hooks"
-    foreign = "#!/bin/sh\necho 'my own post-merge'\n"
+    foreign = '#!/bin/sh\necho "my own post-merge $*"\n'
     (hooks / "post-merge").write_text(foreign)
+    (hooks / "post-merge").chmod(0o755)
+    result = cli("hook", "install")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        "installed: .git/hooks/post-merge; your hook moved to .git/hooks/post-merge.legacy, "
+        "runs first"
+    )
+    assert (hooks / "post-merge.legacy").read_text() == foreign
+    fix = fix_branch(repo, "fix", "OOM-Fix: gemma-4-*")
+    done = run_git(repo.path, "merge", "--no-edit", "fix")
+    assert oomrec_lines(done) == [flag(fix, 2)]
+    both = done.stdout + done.stderr
+    assert "my own post-merge 0" in both
+    assert both.index("my own post-merge") < both.index("oomrec: at the new HEAD")
+    assert cli("hook", "install").stdout.splitlines()[0] == (
+        "already installed: .git/hooks/post-merge; runs .git/hooks/post-merge.legacy first"
+    )
+
+    result = cli("hook", "uninstall")
+    assert result.stdout.splitlines() == [
+        "removed: .git/hooks/post-merge; .git/hooks/post-merge.legacy put back",
+        "removed: .git/hooks/post-rewrite",
+        "removed: .git/hooks/post-checkout",
+        "removed: .git/hooks/post-commit",
+    ]
+    assert (hooks / "post-merge").read_text() == foreign
+    assert not (hooks / "post-merge.legacy").exists()
+
+
+def test_each_hook_is_handled_on_its_own(cli: Cli, repo: Repo) -> None:
+    hooks = repo.path / ".git" / "hooks"
+    (hooks / "post-merge").write_text("#!/bin/sh\necho one\n")
+    (hooks / "post-merge.legacy").write_text("#!/bin/sh\necho two\n")
     result = cli("hook", "install")
     assert result.exit_code == 2
     assert result.stderr == (
-        "oomrec: error: .git/hooks/post-merge: not oomrec's hook, left as is; to keep it, chain "
-        'oomrec by adding the line(s) `oomrec hook post-merge "$@" || true` to it (post-rewrite '
-        "needs the hook's stdin), or pass --force to replace it\n"
+        "oomrec: error: .git/hooks/post-merge: not oomrec's hook and .git/hooks/post-merge.legacy "
+        "exists too; merge them into one (or remove one), then install again\n"
     )
-    assert (hooks / "post-merge").read_text() == foreign
-    assert not (hooks / "post-rewrite").exists()
+    assert result.stdout == INSTALLED.split("\n", 1)[1]
+    assert (hooks / "post-merge").read_text() == "#!/bin/sh\necho one\n"
+    assert (hooks / "post-merge.legacy").read_text() == "#!/bin/sh\necho two\n"
+    assert MARKER in (hooks / "post-rewrite").read_text()
 
-    result = cli("hook", "install", "--force")
-    assert (
-        result.stdout == "replaced (--force): .git/hooks/post-merge\n" + INSTALLED.split("\n", 1)[1]
+
+def test_post_rewrite_input_and_arguments_reach_both_hooks_and_the_legacy_status_is_kept(
+    repo: Repo, tmp_path: Path
+) -> None:
+    hooks = repo.path / ".git" / "hooks"
+    seen = tmp_path / "seen"
+    fake = tmp_path / "fake-oomrec"
+    # Stand-ins that record what they were given: the legacy hook, and the oomrec it calls.
+    for path, name in ((hooks / "post-rewrite.legacy", "legacy"), (fake, "oomrec")):
+        path.write_text(f'#!/bin/sh\n{{ echo "{name} $*"; cat; }} >> {seen}\nexit 3\n')
+        path.chmod(0o755)
+    (hooks / "post-rewrite").write_text(shim("post-rewrite", str(fake)))
+    (hooks / "post-rewrite").chmod(0o755)
+    old = repo.head()
+    run_git(repo.path, "commit", "-q", "--amend", "--allow-empty", "-m", "reworded")
+    pair = f"{old} {repo.head()}"
+    assert seen.read_text().splitlines() == [
+        "legacy amend",
+        pair,
+        "oomrec hook post-rewrite amend",
+        pair,
+    ]
+    done = subprocess.run(
+        [str(hooks / "post-rewrite"), "rebase"], input="a b\n", capture_output=True, text=True
     )
-    assert (hooks / "post-merge").read_text() == shim("post-merge")
+    assert done.returncode == 3
 
 
 def test_install_updates_an_older_oomrec_hook(cli: Cli, repo: Repo) -> None:
@@ -238,7 +317,7 @@ def test_install_updates_an_older_oomrec_hook(cli: Cli, repo: Repo) -> None:
     assert result.stdout == INSTALLED.replace(
         "installed: .git/hooks/post-rewrite", "updated: .git/hooks/post-rewrite"
     )
-    assert old.read_text() == shim("post-rewrite")
+    assert old.read_text() == shim("post-rewrite", this_oomrec())
 
 
 def test_uninstall_removes_only_oomrecs_hooks(cli: Cli, repo: Repo) -> None:

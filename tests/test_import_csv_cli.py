@@ -68,11 +68,12 @@ def test_dry_run_shows_what_it_would_add_and_writes_nothing(
         "left out: other hardware           0",
         f"qwen3-30b-a3b-4bit ran out of memory at the shortest prompt on gb10 ({CSV}): "
         "every length of it will be skipped",
-        "would add to benchmarks/.oom-record",
+        "would add to benchmarks/.oom-record:",
     ]
-    table = "\n".join(lines[11:])
-    assert f"gemma-4-31b-it-4bit │  32768 │ gb10     │ 2026-07-03 │ {bench[:8]} │" in table
-    assert f"qwen3-30b-a3b-4bit  │      0 │ gb10     │ 2026-07-03 │ {bench[:8]} │" in table
+    assert [line.split("\t")[:5] for line in lines[11:]] == [
+        ["gemma-4-31b-it-4bit", "32768", "gb10", "2026-07-03", bench],
+        ["qwen3-30b-a3b-4bit", "0", "gb10", "2026-07-03", bench],
+    ]
     assert records(repo) == []
     assert not (repo.path / "benchmarks" / ".oom-record.lock").exists()
 
@@ -100,11 +101,13 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report == {
+        "schema_version": 1,
         "hardware": "testhw",
         "files_read": 1,
         "files_skipped": {"no model column": ["benchmarks/metal_m1ultra_spec_2026-09-04.csv"]},
         "data_rows": 5,
         "oom_rows": 2,
+        "would_add": 0,
         "added": 0,
         "already_present": 0,
         "other_hardware": 2,
@@ -364,7 +367,10 @@ def test_a_repository_without_commits_gives_unknown_commits(
     result = cli("record", "import-csv", "--all-hardware", "--json")
     assert result.exit_code == 0
     assert [r["commit"] for r in json.loads(result.stdout)["records"]] == ["unknown"]
-    assert result.stderr.startswith(f"warning: {CSV}: git has no commit adding it;")
+    # A fresh repository ignores nothing: the first write also keeps the record out of git.
+    notice, warning = result.stderr.splitlines()
+    assert notice.startswith("oomrec: added /benchmarks/.oom-record and /benchmarks/.oom-record.*")
+    assert warning.startswith(f"warning: {CSV}: git has no commit adding it;")
 
 
 def test_polars_path_forced_by_the_environment_gives_the_same_report(
@@ -478,3 +484,34 @@ def test_a_record_of_unknown_memory_covers_the_same_oom_found_with_its_memory(
     report = json.loads(done.stdout)
     assert (report["added"], report["already_present"]) == (0, 1)
     assert records(repo) == [f"m,512,2026-07-03,1b6a5773,,{CSV},gb10"]
+
+
+def test_a_long_import_shows_a_screenful_and_says_how_to_see_all(cli: Cli, repo: Repo) -> None:
+    rows = [row(f"model-{i:02d}", "SKIP:oom", length="32768") for i in range(25)]
+    repo.commit("benchmarks", {CSV: csv_text(H15, *rows)})
+    short = cli("record", "import-csv", "--hardware", "gb10", "--dry-run")
+    assert short.exit_code == 0, short.stderr
+    listed = [line for line in short.stdout.splitlines() if line.startswith("model-")]
+    assert len(listed) == 20
+    assert short.stdout.splitlines()[-1] == "... and 5 more (-v or --json for all)"
+    full = cli("record", "import-csv", "--hardware", "gb10", "--dry-run", "-v")
+    assert len([line for line in full.stdout.splitlines() if line.startswith("model-")]) == 25
+    assert "more (" not in full.stdout
+
+
+def test_a_dry_run_and_a_real_import_have_one_json_shape(cli: Cli, repo: Repo, bench: str) -> None:
+    dry = json.loads(
+        cli("record", "import-csv", "--hardware", "gb10", "--json", "--dry-run").stdout
+    )
+    real = json.loads(cli("record", "import-csv", "--hardware", "gb10", "--json").stdout)
+    assert list(dry) == list(real)
+    assert (dry["schema_version"], dry["dry_run"], dry["would_add"], dry["added"]) == (
+        1,
+        True,
+        2,
+        0,
+    )
+    assert (real["dry_run"], real["would_add"], real["added"]) == (False, 2, 2)
+    assert len(dry["records"]) == len(real["records"]) == 2
+    again = json.loads(cli("record", "import-csv", "--hardware", "gb10", "--json").stdout)
+    assert (again["would_add"], again["added"], again["already_present"]) == (0, 0, 2)

@@ -151,7 +151,7 @@ def test_hostile_rows_and_names_are_reported_and_the_rest_imported_once(
         check=True,
         timeout=HANG_GUARD_S,
     )
-    assert len(json.loads(listed.stdout)) == len(added)
+    assert len(json.loads(listed.stdout)["records"]) == len(added)
 
 
 def test_the_text_report_counts_skipped_rows_by_reason_and_caps_warnings(

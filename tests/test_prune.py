@@ -45,7 +45,9 @@ def test_prune_archives_what_no_longer_applies_and_keeps_the_rest(
     assert [a.split(" ", 2)[1:] for a in archived] == [[h.fix, lines[0]], [h.fix, lines[3]]]
     # Listed as archived, with the judgement at HEAD.
     listed = cli("record", "list", "--archived", "--json")
-    assert [(r["prompt_target_len"], r["status"]) for r in json.loads(listed.stdout)] == [
+    assert [
+        (r["prompt_target_len"], r["status"]) for r in json.loads(listed.stdout)["records"]
+    ] == [
         (1024, f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)"),
         (8192, f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)"),
     ]
@@ -116,7 +118,7 @@ def test_a_revert_makes_an_archived_record_apply_again_and_restore_brings_it_bac
     h.repo.git("revert", "--no-edit", h.fix)
     stale = cli("record", "stale", "--exit-code")
     assert stale.exit_code == 1
-    assert "1 archived record apply again" in stale.stdout
+    assert "1 archived record applies again" in stale.stdout
     assert "run: oomrec record restore" in stale.stdout
     restored = cli("record", "restore")
     assert restored.exit_code == 0, restored.stderr
@@ -202,7 +204,7 @@ def test_a_linked_worktree_shares_the_main_worktrees_record(
     h.repo.git("worktree", "add", "-q", str(other), "side")
     monkeypatch.chdir(other)
     result = cli("record", "list", "--json")
-    assert [r["commit"] for r in json.loads(result.stdout)] == [h.side]
+    assert [r["commit"] for r in json.loads(result.stdout)["records"]] == [h.side]
     assert cli("record", "add", "qwen3-8b", "512").exit_code == 0
     assert "qwen3-8b,512" in record.read_text()
     assert not (other / "benchmarks" / ".oom-record").exists()
@@ -218,12 +220,12 @@ def test_a_killed_move_leaves_the_line_in_both_never_in_neither(
     write(record, [text])
     archive_of(record).write_text(f"2026-11-30T00:00:00Z {h.fix} {text}\n")
     listed = cli("record", "list", "--archived", "--json")
-    assert json.loads(listed.stdout) == []
+    assert json.loads(listed.stdout)["records"] == []
     assert cli("record", "prune").exit_code == 0
     assert record.read_text() == ""
     assert archive_of(record).read_text().count(text) == 2
     # Still one record as far as the sweep and list are concerned.
-    assert len(json.loads(cli("record", "list", "--archived", "--json").stdout)) == 1
+    assert len(json.loads(cli("record", "list", "--archived", "--json").stdout)["records"]) == 1
 
 
 def test_a_concurrent_appender_loses_nothing(history: History, record: Path) -> None:

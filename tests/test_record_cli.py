@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import pytest
 
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
+from tests.tty import run_on_tty
 
 Cli = Callable[..., CliResult]
 TODAY = date.today().isoformat()
@@ -112,7 +114,7 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
     # --no-git: the git status key is tested with record maintenance (tests/test_record_stale.py).
     result = cli("record", "list", "--json", "--no-git")
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == [
+    assert json.loads(result.stdout)["records"] == [
         {
             "model": "alpha",
             "prompt_target_len": 2048,
@@ -155,42 +157,94 @@ def test_list_json_is_sorted_and_typed(cli: Cli, repo: Repo) -> None:
 
 def test_list_filters_by_model_glob_and_hardware(cli: Cli, repo: Repo) -> None:
     _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
-    by_model = json.loads(cli("record", "list", "--json", "--model", "al*").stdout)
+    by_model = json.loads(cli("record", "list", "--json", "--model", "al*").stdout)["records"]
     assert [(r["model"], r["prompt_target_len"]) for r in by_model] == [
         ("alpha", 2048),
         ("alpha", 32768),
     ]
-    by_hw = json.loads(cli("record", "list", "--json", "--hardware", "NVIDIA_GB10_122GB").stdout)
+    by_hw = json.loads(cli("record", "list", "--json", "--hardware", "NVIDIA_GB10_122GB").stdout)[
+        "records"
+    ]
     assert [r["model"] for r in by_hw] == ["zeta"]
 
 
-def test_list_table_shows_short_commit_and_gib(cli: Cli, repo: Repo) -> None:
+def test_list_table_shows_short_commit_and_gib(repo: Repo) -> None:
     _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
-    result = cli("record", "list", "--no-git") if _has_no_git(cli) else cli("record", "list")
-    assert result.exit_code == 0
-    rows = [line for line in result.stdout.splitlines() if "zeta" in line]
+    status, screen, stderr = run_on_tty("record", "list", "--no-git", cwd=repo.path, columns=120)
+    assert status == 0, stderr
+    rows = [line for line in screen.splitlines() if "zeta" in line]
     assert len(rows) == 1
     cells = [c.strip() for c in rows[0].strip("│ ").split("│")]
     assert cells[:7] == ["zeta", "8192", "gb10", "2026-07-03", "9bef3f23", "2.0", "z.csv"]
-    assert "1b6a5773-dirty" in result.stdout
+    assert "1b6a5773-dirty" in screen
 
 
-def _has_no_git(cli: Cli) -> bool:
-    return "--no-git" in cli("record", "list", "--help").stdout
+def test_list_off_a_terminal_is_one_full_line_per_record(cli: Cli, repo: Repo) -> None:
+    _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
+    result = cli("record", "list", "--no-git")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "alpha\t2048\tm1ultra\t2026-07-05\t1b6a5773-dirty\t-\t-\tx,y.csv",
+        "alpha\t32768\t-\t2026-07-04\tunknown\t-\t-\ta.csv",
+        "zeta\t8192\tgb10\t2026-07-03\t9bef3f2334c4048d8540aa392ef030c97d4dad2c\t2147483648\t-\tz.csv",
+    ]
+    # The count is information, on stderr: stdout holds records alone.
+    assert "benchmarks/.oom-record: 3 records" in result.stderr
+
+
+def test_list_at_80_columns_never_cuts_a_model_or_a_commit(repo: Repo) -> None:
+    model = "gemma-4-31b-it-qat-q4_0-unquantized-4bit-extra-long-name"
+    sha = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
+    _write(
+        repo.path / "benchmarks" / ".oom-record",
+        f"{model},32768,2026-07-03,{sha},1,benchmarks/cuda_gb10_longprompt_2026-07-03.csv,gb10\n"
+        * 3,
+    )
+    for columns in (80, 40):
+        status, screen, stderr = run_on_tty(
+            "record", "list", "--no-git", cwd=repo.path, columns=columns
+        )
+        assert status == 0, stderr
+        assert "…" not in screen
+        assert max(len(line) for line in screen.splitlines() if "│" in line) <= columns
+        # A folded model reads whole again from its cells, top to bottom.
+        cells = [line.split("│")[1].strip() for line in screen.splitlines() if line.startswith("│")]
+        assert "".join(cells) == model * 3
+        assert screen.count(sha[:8]) == 3
+        assert "too narrow for: source" in screen
+
+
+def test_list_through_a_pipe_counts_with_grep(repo: Repo) -> None:
+    lines = [
+        f"model-{i % 7}-with-a-long-name-4bit,{512 * (i + 1)},2026-07-03,unknown,,s.csv"
+        for i in range(50)
+    ]
+    _write(repo.path / "benchmarks" / ".oom-record", "".join(f"{x}\n" for x in lines))
+    shell = f"{sys.executable} -m oomrec record list --no-git | grep -c model-3-with-a-long-name"
+    out = subprocess.run(
+        shell,
+        shell=True,
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert out.stdout.strip() == "7"
 
 
 def test_list_on_an_empty_record(cli: Cli, repo: Repo) -> None:
     result = cli("record", "list")
     assert result.exit_code == 0
-    assert result.stdout == "no OOM records in benchmarks/.oom-record\n"
-    assert json.loads(cli("record", "list", "--json").stdout) == []
+    assert result.stdout == ""
+    assert result.stderr == "no OOM records in benchmarks/.oom-record\n"
+    assert json.loads(cli("record", "list", "--json").stdout)["records"] == []
 
 
 def test_record_path_precedence(
     cli: Cli, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def listed() -> list[str]:
-        return [r["model"] for r in json.loads(cli("record", "list", "--json").stdout)]
+        return [r["model"] for r in json.loads(cli("record", "list", "--json").stdout)["records"]]
 
     _write(repo.path / "benchmarks" / ".oom-record", "default,1,2026-01-01,u,,s\n")
     (repo.path / "deep" / "er").mkdir(parents=True)
@@ -207,7 +261,7 @@ def test_record_path_precedence(
 
     flag_file = _write(tmp_path / "flag.rec", "from-flag,1,2026-01-01,u,,s\n")
     result = cli("record", "list", "--json", "--record", str(flag_file))
-    assert [r["model"] for r in json.loads(result.stdout)] == ["from-flag"]
+    assert [r["model"] for r in json.loads(result.stdout)["records"]] == ["from-flag"]
 
 
 def test_broken_pyproject_is_a_one_line_error(cli: Cli, repo: Repo) -> None:
@@ -291,3 +345,27 @@ def test_list_rejects_a_hardware_filter_that_names_nothing(cli: Cli, repo: Repo)
     assert result.stderr == (
         "oomrec: error: --hardware 'unknown' names no hardware; give a tag such as gb10\n"
     )
+
+
+def test_repeated_model_globs_list_records_of_any(cli: Cli, repo: Repo) -> None:
+    _write(repo.path / "benchmarks" / ".oom-record", RECORDS)
+    result = cli("record", "list", "--no-git", "--json", "--model", "zeta", "--model", "alp*")
+    assert sorted(r["model"] for r in json.loads(result.stdout)["records"]) == [
+        "alpha",
+        "alpha",
+        "zeta",
+    ]
+    one = cli("record", "list", "--no-git", "--json", "--model", "zeta")
+    assert [r["model"] for r in json.loads(one.stdout)["records"]] == ["zeta"]
+
+
+def test_a_terminal_too_narrow_for_a_table_gets_whole_lines_and_markup_stays_text(
+    repo: Repo,
+) -> None:
+    _write(repo.path / "benchmarks" / ".oom-record", "a[bold]x,1,2026-01-01,u,,s\n")
+    status, screen, stderr = run_on_tty("record", "list", "--no-git", cwd=repo.path, columns=100)
+    assert status == 0, stderr
+    assert "a[bold]x" in screen
+    status, screen, stderr = run_on_tty("record", "list", "--no-git", cwd=repo.path, columns=20)
+    assert status == 0, stderr
+    assert "a[bold]x\t1\t-\t2026-01-01\tu\t-\t-\ts" in screen

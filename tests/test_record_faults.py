@@ -241,7 +241,7 @@ def test_huge_numbers_are_one_warning_never_a_traceback(tmp_path: Path, cli: Cli
     assert all(len(w) < 300 for w in warnings)
     assert "length '99999999999999999999'... (5000 characters) is out of range" in warnings[0]
     assert "read as unknown, the record applies" in warnings[1]
-    records = json.loads(result.stdout)
+    records = json.loads(result.stdout)["records"]
     assert [(r["model"], r["peak_bytes"], r["mem_bytes"]) for r in records] == [
         ("b", None, None),
         ("c", None, None),

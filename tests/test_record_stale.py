@@ -40,8 +40,8 @@ def test_lists_records_that_no_longer_apply_with_the_fix(
     text = cli("record", "stale")
     assert "run: oomrec record prune" in text.stdout
     assert text.stdout.splitlines()[-1] == (
-        "1 record no longer apply, 0 archived records apply again, 1 apply because git cannot "
-        "say (at HEAD)"
+        "1 record no longer applies, 0 archived records apply again, 1 applies because git "
+        "cannot say (at HEAD)"
     )
 
 
@@ -141,7 +141,7 @@ def test_list_shows_each_records_status(cli: Cli, history: History, record: Path
             line("qwen3-8b", 4, h.pre),
         ],
     )
-    statuses = [r["status"] for r in json.loads(cli("record", "list", "--json").stdout)]
+    statuses = [r["status"] for r in json.loads(cli("record", "list", "--json").stdout)["records"]]
     assert statuses == [
         f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)",
         "applies",
@@ -156,7 +156,9 @@ def test_list_without_git_has_no_status(
 ) -> None:
     write(record, [line("gemma-4-31b", 1, history.pre)])
     assert "status" not in cli("record", "list", "--no-git").stdout
-    assert "status" not in json.loads(cli("record", "list", "--json", "--no-git").stdout)[0]
+    assert (
+        "status" not in json.loads(cli("record", "list", "--json", "--no-git").stdout)["records"][0]
+    )
     monkeypatch.chdir(tmp_path)
-    outside = json.loads(cli("record", "list", "--json", "--record", str(record)).stdout)
+    outside = json.loads(cli("record", "list", "--json", "--record", str(record)).stdout)["records"]
     assert "status" not in outside[0]

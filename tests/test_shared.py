@@ -89,7 +89,7 @@ def test_an_oom_pushed_by_a_pre_skips_on_b_after_pull_and_not_on_c(fleet: Fleet,
     assert fleet.plan("C") == ["run", "run"]
     # Where it came from, in list.
     fleet.on("B")
-    listed = json.loads(cli("record", "list", "--json").stdout)
+    listed = json.loads(cli("record", "list", "--json").stdout)["records"]
     assert [(r["prompt_target_len"], r["from"]) for r in listed] == [(8192, "notes:gb10-a")]
     # Pushing again with nothing new is a no-op.
     fleet.on("A")
@@ -146,7 +146,7 @@ def test_two_clones_with_one_host_id_lose_nothing(fleet: Fleet, cli: Cli) -> Non
     fleet.on("B")
     cli("remote", "setup")
     cli("record", "pull")
-    listed = json.loads(cli("record", "list", "--json").stdout)
+    listed = json.loads(cli("record", "list", "--json").stdout)["records"]
     assert sorted(r["prompt_target_len"] for r in listed) == [8192, 16384]
 
 

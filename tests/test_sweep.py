@@ -166,7 +166,7 @@ def test_fake_oom_backstops_the_longer_cells_of_that_model_only(
         "[3/6] a @ 8192: SKIP:oom_backstop (a was SKIP:oom at 2048 <= 8192 tokens in this sweep)"
         in result.stdout.splitlines()
     )
-    assert "record: 1 new OOM records in benchmarks/.oom-record" in result.stdout
+    assert "record: 1 new OOM record in benchmarks/.oom-record" in result.stdout
 
 
 def test_fake_oom_from_the_environment_and_a_first_skip_row_gets_the_harness_header(
@@ -578,7 +578,8 @@ def test_usage_errors_are_one_line_and_exit_2(
     run = repo.path / "run.py"
     run.write_text("#!/bin/sh\n")
     run.chmod(0o755)
-    base = ["--models", "a", "--runner", "./run.py {model}"]
+    # Repeated --models accumulate, so the case's own --models replaces the base's.
+    base = ["--runner", "./run.py {model}"] + ([] if "--models" in args else ["--models", "a"])
     result = cli("sweep", *base, *args)
     assert result.exit_code == 2
     assert len(result.stderr.splitlines()) == 1
@@ -733,3 +734,13 @@ def test_cooldowns_without_runner_placeholders_are_slept_by_oomrec(
     # After each big cell: cooldown + big cooldown; after a small one: the cooldown alone.
     assert gaps[0] >= 1.6 and gaps[1] >= 1.6
     assert 0.1 <= gaps[2] < 1.5
+
+
+def test_repeated_models_and_lengths_accumulate(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a", "b", "c")
+    result = sweep(cli, runner, "--models", "a", "--models", "b c", "--lengths", "512",
+                   "--lengths", "2048")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert runner.launched() == ["a:512", "a:2048", "b:512", "b:2048", "c:512", "c:2048"]

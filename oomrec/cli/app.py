@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from oomrec import __version__
+from oomrec.cli import output
 from oomrec.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, OomrecError
 
 
@@ -30,7 +31,10 @@ class OneLineErrors(TyperGroup):
         **extra: Any,
     ) -> Any:
         _escape_unshowable_output()
+        output.reset()
+        _readable_metavars(self)
         try:
+            args = _take_global_flags(list(sys.argv[1:] if args is None else args))
             rv = super().main(
                 args=args,
                 # One name in every message, however oomrec was started (-m, tests).
@@ -41,11 +45,7 @@ class OneLineErrors(TyperGroup):
             )
             code = rv if isinstance(rv, int) else EXIT_OK
         except typer.TyperException as exc:
-            # Typer's usage errors (unknown option, bad value) carry the command's context.
-            ctx = getattr(exc, "ctx", None)
-            where = ctx.command_path if ctx is not None else "oomrec"
-            _error(f"{exc.format_message()} (see '{where} --help')", where)
-            code = EXIT_USAGE
+            code = _usage_error(exc)
         except OomrecError as exc:
             _error(str(exc))
             code = EXIT_USAGE
@@ -59,6 +59,81 @@ class OneLineErrors(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _readable_metavars(command: Any) -> None:
+    """Help that names values as a person would (PATH, N, TAG), never Typer's `<bool>`,
+    `<list[Path]>` or `<float range>`: flags and arguments show no type (an argument's name is
+    its metavar), options without a metavar get one from their type or name. Examples stay on
+    one line."""
+    for param in command.params:
+        if isinstance(param, TyperArgument) or getattr(param, "is_flag", False):
+            # An instance attribute: Typer asks this method for the type column.
+            param.display_type_rich = _no_type
+            if isinstance(param, TyperArgument) and param.metavar is None:
+                param.metavar = param.name.upper()
+        elif param.metavar is None:
+            desc = param.type_descriptor
+            bare = param.bare_type()
+            param.metavar = "PATH" if desc.is_path else "N" if bare == "int" else param.name.upper()
+    if command.help:
+        # click rewraps paragraphs; `\b` keeps the example's command line whole to copy.
+        command.help = command.help.replace("\n\nExample: ", "\n\n\b\nExample: ")
+    for sub in getattr(command, "commands", {}).values():
+        _readable_metavars(sub)
+
+
+def _no_type(ctx: Any = None) -> None:
+    return None
+
+
+def _usage_error(exc: typer.TyperException) -> int:
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        # Bare `oomrec` or a bare group asks what there is: the help on stdout, exit 0 (as pip
+        # and docker do), with no error line. (Typer names this class only privately.)
+        help_text = exc.format_message()
+        if help_text:
+            typer.echo(help_text)
+        return EXIT_OK
+    # Typer's usage errors (unknown option, bad value) carry the command's context.
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "oomrec"
+    _error(f"{exc.format_message()} (see '{where} --help')", where)
+    return EXIT_USAGE
+
+
+def _take_global_flags(args: list[str]) -> list[str]:
+    """`args` without -q/--quiet and --color WHEN, which work before or after any command.
+
+    Taken out before parsing, so every command has them without declaring them; `--` ends them.
+    """
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg in ("-q", "--quiet"):
+            output.STATE.quiet = True
+        elif arg == "--color" or arg.startswith("--color="):
+            if arg == "--color":
+                i += 1
+                if i == len(args):
+                    raise OomrecError("--color needs a value: auto, always or never")
+                value = args[i]
+            else:
+                value = arg.partition("=")[2]
+            if value not in output.COLOR_CHOICES:
+                raise OomrecError(
+                    f"--color {value!r} is not one of {', '.join(output.COLOR_CHOICES)}; "
+                    "e.g. --color never"
+                )
+            output.STATE.color = value
+        else:
+            rest.append(arg)
+        i += 1
+    return rest
 
 
 def _escape_unshowable_output() -> None:
@@ -87,13 +162,15 @@ def _version(value: bool) -> None:
 app = typer.Typer(
     cls=OneLineErrors,
     no_args_is_help=True,
-    add_completion=False,
+    rich_markup_mode=None,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 record_app = typer.Typer(
     help="Read and maintain the OOM record file.\n\nExample: oomrec record list --json",
     no_args_is_help=True,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(record_app, name="record")
@@ -102,6 +179,7 @@ hook_app = typer.Typer(
     "a rebase or a checkout.\n\n"
     "Example: oomrec hook install",
     no_args_is_help=True,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(hook_app, name="hook")
@@ -109,6 +187,7 @@ remote_app = typer.Typer(
     help="Share OOM records with other machines through a git remote (git notes).\n\n"
     "Example: oomrec remote setup origin",
     no_args_is_help=True,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(remote_app, name="remote")
@@ -126,9 +205,31 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+            "--version",
+            "-V",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and exit.",
         ),
     ] = False,
+    # --quiet and --color are declared for --help only: _take_global_flags takes them out of
+    # the arguments before parsing, so they never reach this function.
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print no informational lines; data and errors still (any command, any place).",
+        ),
+    ] = False,
+    color: Annotated[
+        str,
+        typer.Option(
+            "--color",
+            metavar="WHEN",
+            help="auto (on a terminal, unless NO_COLOR is set), always or never (any command).",
+        ),
+    ] = "auto",
 ) -> None:
     """Never launch a benchmark cell that is certain to run out of memory.
 
@@ -144,6 +245,7 @@ RecordOption = Annotated[
     Path | None,
     typer.Option(
         "--record",
+        metavar="PATH",
         help="The record file. Default: $OOMREC_RECORD, else `record` in pyproject's "
         "tool.oomrec table, else benchmarks/.oom-record under the git top level (or the cwd).",
         show_default=False,

@@ -11,34 +11,39 @@ from typing import Annotated
 
 import typer
 
-from oomrec import hooks
+from oomrec import hookfiles, hooks
 from oomrec.cli.app import hook_app
+from oomrec.cli.output import info
+from oomrec.errors import OomrecError
 
 
 @hook_app.command("install")
-def hook_install(
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace hooks of the same name that are not oomrec's.")
-    ] = False,
-) -> None:
+def hook_install() -> None:
     """Install the post-merge, post-rewrite, post-checkout and post-commit hooks here.
 
-    The hooks directory is git's (`git rev-parse --git-path hooks`, so core.hooksPath counts).
+    The hooks directory is git's (`git rev-parse --git-path hooks`, so core.hooksPath counts). A
+    hook already there that is not oomrec's is moved to HOOK.legacy and runs first, with the same
+    arguments and input. The hooks call this oomrec (its absolute path), else oomrec on PATH.
 
     Example: oomrec hook install
     """
-    for line in hooks.install(force=force):
-        typer.echo(line)
+    _report(hookfiles.install(hookfiles.hooks_dir(), hookfiles.this_oomrec()))
 
 
 @hook_app.command("uninstall")
 def hook_uninstall() -> None:
-    """Remove the hooks oomrec installed; other hooks stay.
+    """Remove the hooks oomrec installed and put back the ones it had moved to HOOK.legacy.
 
     Example: oomrec hook uninstall
     """
-    for line in hooks.uninstall():
-        typer.echo(line)
+    _report(hookfiles.uninstall(hookfiles.hooks_dir()))
+
+
+def _report(outcome: hookfiles.Outcome) -> None:
+    info(*outcome.lines)
+    if outcome.problems:
+        # Every other hook was handled; these need the user.
+        raise OomrecError("; ".join(outcome.problems))
 
 
 @hook_app.command("post-merge")

@@ -9,6 +9,7 @@ import typer
 
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record
+from oomrec.cli.output import info
 from oomrec.errors import OomrecError
 from oomrec.hardware import detect, detect_memory, option_tag, parse_size
 from oomrec.records import (
@@ -23,27 +24,37 @@ from oomrec.records import (
 
 @record_app.command("add")
 def record_add(
-    model: Annotated[str, typer.Argument(help="The model's directory name.")],
-    length: Annotated[str, typer.Argument(help="The prompt length (tokens) that OOMed.")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="The model's directory name.")],
+    length: Annotated[
+        str, typer.Argument(metavar="LENGTH", help="The prompt length (tokens) that OOMed.")
+    ],
     commit: Annotated[
         str | None,
-        typer.Option("--commit", help="The code revision it OOMed on. Default: HEAD."),
+        typer.Option(
+            "--commit", metavar="REV", help="The code revision it OOMed on. Default: HEAD."
+        ),
     ] = None,
     hardware: Annotated[
         str | None,
-        typer.Option("--hardware", help="Hardware tag, e.g. gb10. Default: this host's."),
+        typer.Option(
+            "--hardware", metavar="TAG", help="Hardware tag, e.g. gb10. Default: this host's."
+        ),
     ] = None,
     any_hardware: Annotated[
         bool,
         typer.Option("--any-hardware", help="Record no hardware: the record applies to all."),
     ] = False,
     source: Annotated[
-        str, typer.Option("--source", help="Where the OOM was seen (a CSV path, a note).")
+        str,
+        typer.Option(
+            "--source", metavar="TEXT", help="Where the OOM was seen (a CSV path, a note)."
+        ),
     ] = "manual",
     mem: Annotated[
         str | None,
         typer.Option(
             "--mem",
+            metavar="SIZE",
             help="Memory the accelerator could address, e.g. 96GiB or bytes. Default: this "
             "host's, when the hardware is this host's.",
         ),
@@ -60,7 +71,7 @@ def record_add(
         raise OomrecError("--hardware and --any-hardware exclude each other; pick one")
     tag = None if any_hardware else (option_tag(hardware) or detect())
     mem_bytes = _mem_bytes(mem, this_host=tag == detect())
-    record_file, _ = open_record(record)
+    record_file, _ = open_record(record, writing=True)
     new = OomRecord(
         model=model,
         prompt_target_len=prompt_target_len,
@@ -75,9 +86,9 @@ def record_add(
     for notice in record_file.notices:
         typer.echo(f"warning: {notice}", err=True)
     if added:
-        typer.echo(f"added to {record_file.shown_as}: {format_line(new)}")
+        info(f"added to {record_file.shown_as}: {format_line(new)}")
     else:
-        typer.echo(f"already recorded in {record_file.shown_as}: {format_line(new)}")
+        info(f"already recorded in {record_file.shown_as}: {format_line(new)}")
 
 
 def _mem_bytes(given: str | None, this_host: bool) -> int | None:

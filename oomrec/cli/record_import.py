@@ -17,7 +17,8 @@ from oomrec.backfill import (
 from oomrec.bulk import no_cycle_collection
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import print_json, record_table, stdout_console
+from oomrec.cli.output import info
+from oomrec.cli.render import SCREENFUL, Listing, print_json, print_records
 from oomrec.errors import OomrecError
 from oomrec.hardware import detect, option_tag
 from oomrec.records import evidence_key
@@ -36,7 +37,11 @@ def record_import_csv(
     ] = None,
     hardware: Annotated[
         str | None,
-        typer.Option("--hardware", help="Import rows of this hardware tag. Default: this host's."),
+        typer.Option(
+            "--hardware",
+            metavar="TAG",
+            help="Import rows of this hardware tag. Default: this host's.",
+        ),
     ] = None,
     all_hardware: Annotated[
         bool, typer.Option("--all-hardware", help="Import rows of every hardware, each tagged.")
@@ -46,7 +51,12 @@ def record_import_csv(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="List the skipped files under each reason.")
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="List the skipped files under each reason, and every new record.",
+        ),
     ] = False,
     record: RecordOption = None,
 ) -> None:
@@ -61,7 +71,7 @@ def record_import_csv(
     if hardware is not None and all_hardware:
         raise OomrecError("--hardware and --all-hardware exclude each other; pick one")
     tag = None if all_hardware else (option_tag(hardware) or detect())
-    record_file, settings = open_record(record)
+    record_file, settings = open_record(record, writing=True)
     columns = commit_columns(settings)
     loaded = record_file.load()
     print_warnings(loaded)
@@ -74,13 +84,23 @@ def record_import_csv(
             hardware=tag,
             commit_columns=columns,
         )
+        would_add = len(report.new)
         if not dry_run and report.new:
             # Presence is checked again inside the append lock: an import running at the same
             # time may have added some of these since the record was read above.
             report.written(record_file.append_new(report.new, unless_present=evidence_key))
         _print_warnings(report)
         if as_json:
-            print_json({**report.to_dict(), "dry_run": dry_run, "record": record_file.shown_as})
+            # One shape for a dry run and a real one: what is new, and what was written.
+            print_json(
+                {
+                    **report.to_dict(),
+                    "would_add": would_add,
+                    "added": 0 if dry_run else len(report.new),
+                    "dry_run": dry_run,
+                    "record": record_file.shown_as,
+                }
+            )
         else:
             _print_report(report, record_file.shown_as, dry_run=dry_run, verbose=verbose)
 
@@ -130,10 +150,8 @@ def _warn(lines: Sequence[str], what: str) -> None:
 
 
 def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verbose: bool) -> None:
-    console = stdout_console()
-
     def line(text: str) -> None:
-        console.print(text, highlight=False, markup=False)
+        info(text)
 
     def count(label: str, n: int, indent: int = 0) -> None:
         line(f"{' ' * indent}{label:<{28 - indent}}{n:>8}")
@@ -168,6 +186,9 @@ def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verb
         )
     if report.new:
         verb = "would add to" if dry_run else "added to"
-        console.print(record_table(report.new, title=f"{verb} {record_name}"))
+        print_records(
+            Listing(report.new, title=f"{verb} {record_name}"),
+            limit=None if verbose else SCREENFUL,
+        )
     else:
-        line(f"nothing new; {record_name} is unchanged")
+        info(f"nothing new; {record_name} is unchanged")

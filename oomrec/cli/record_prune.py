@@ -6,12 +6,11 @@ import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import MAX_TABLE_ROWS, more_rows, record_table, stdout_console
+from oomrec.cli.output import info
+from oomrec.cli.render import SCREENFUL, Listing, plural, print_records
 from oomrec.fixes import trailer_key
 from oomrec.hardware import option_tag
 from oomrec.stale import Status
@@ -42,7 +41,8 @@ def record_prune(
         ),
     ] = None,
     hardware: Annotated[
-        str | None, typer.Option("--hardware", help="Only records of this hardware tag.")
+        str | None,
+        typer.Option("--hardware", metavar="TAG", help="Only records of this hardware tag."),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would move; change nothing.")
@@ -53,6 +53,9 @@ def record_prune(
             "--print-removed",
             help="Print the archived lines verbatim on stdout (the report goes to stderr).",
         ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
     ] = False,
     record: RecordOption = None,
 ) -> None:
@@ -76,36 +79,38 @@ def record_prune(
         if dry_run
         else [line.text for line in prune.apply(record_file, plan)]
     )
-    report = Console(file=sys.stderr, soft_wrap=True) if print_removed else stdout_console()
-    rows = plan.going[:MAX_TABLE_ROWS]
-    if rows:
+    # With --print-removed stdout carries the archived lines alone; the report goes to stderr.
+    report = sys.stderr if print_removed else sys.stdout
+    if plan.going:
         what = "would archive" if dry_run else "archived"
-        report.print(
-            record_table(
-                [row.record for row in rows],
+        print_records(
+            Listing(
+                [row.record for row in plan.going],
                 title=f"{record_file.shown_as}: {what}",
-                extra=("why",),
-                extra_values=[
-                    (escape(f"no longer applies: {row.fix.describe()}" if row.fix else ""),)
-                    for row in rows
+                extra=[
+                    (
+                        "why",
+                        [
+                            f"no longer applies: {row.fix.describe()}" if row.fix else ""
+                            for row in plan.going
+                        ],
+                    )
                 ],
             ),
-            highlight=False,
+            limit=None if verbose else SCREENFUL,
+            stream=report,
         )
-        more = more_rows(len(plan.going), "--print-removed")
-        if more:
-            report.print(more, highlight=False, markup=False)
     applies = len(plan.staying)
     unknown = plan.count(Status.UNKNOWN)
     scope = f" by fix {plan.since.short}" if plan.since else ""
     verb = "dry run: would archive" if dry_run else "archived"
     summary = (
-        f"{verb} {_n(len(moved), 'record')} lifted{scope}; kept {applies} that apply at HEAD "
-        f"({unknown} because git cannot prove otherwise)"
+        f"{verb} {plural(len(moved), 'record')} lifted{scope}; kept {applies} that "
+        f"{_apply(applies)} at HEAD ({unknown} because git cannot prove otherwise)"
     )
     if moved and not dry_run:
         summary += f"; undo with: oomrec record restore --fix {_fix_arg(plan)}"
-    report.print(summary, highlight=False, markup=False)
+    info(summary, err=print_removed)
     if print_removed:
         sys.stdout.write("".join(f"{text}\n" for text in moved))
 
@@ -127,6 +132,9 @@ def record_restore(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would move back; change nothing.")
     ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
+    ] = False,
     record: RecordOption = None,
 ) -> None:
     """Move archived records back into the record.
@@ -143,24 +151,23 @@ def record_restore(
     back, stay = prune.restore_plan(record_file, key, fix, everything)
     if not dry_run:
         prune.restore(record_file, back)
-    console = stdout_console()
-    shown = back[:MAX_TABLE_ROWS]
-    if shown:
-        console.print(
-            record_table(
+    if back:
+        shown = [row for row in back if row.line.record is not None]
+        print_records(
+            Listing(
                 [row.line.record for row in shown if row.line.record is not None],
                 title=f"{record_file.shown_as}: {'would restore' if dry_run else 'restored'}",
-                extra=("archived", "status at HEAD"),
-                extra_values=[(row.line.archived_at, escape(str(row.judgement))) for row in shown],
+                extra=[
+                    ("archived", [row.line.archived_at for row in shown]),
+                    ("status at HEAD", [str(row.judgement) for row in shown]),
+                ],
             ),
-            highlight=False,
+            limit=None if verbose else SCREENFUL,
         )
-        more = more_rows(len(back), "--dry-run")
-        if more:
-            console.print(more, highlight=False, markup=False)
     verb = "dry run: would restore" if dry_run else "restored"
-    typer.echo(f"{verb} {_n(len(back), 'record')}; {len(stay)} stay archived")
+    stays = "stays" if len(stay) == 1 else "stay"
+    info(f"{verb} {plural(len(back), 'record')}; {len(stay)} {stays} archived")
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+def _apply(count: int) -> str:
+    return "applies" if count == 1 else "apply"

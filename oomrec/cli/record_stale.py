@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from oomrec import archive
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import MAX_TABLE_ROWS, more_rows, print_json, record_table, stdout_console
+from oomrec.cli.output import info
+from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records
 from oomrec.errors import EXIT_FOUND, OomrecError
 from oomrec.fixes import trailer_key
 from oomrec.records import OomRecord
@@ -38,6 +38,9 @@ def record_stale(
             "--exit-code",
             help="Exit 1 when a record no longer applies or an archived one applies again.",
         ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
     ] = False,
     record: RecordOption = None,
 ) -> None:
@@ -115,40 +118,38 @@ def record_stale(
             }
         )
     else:
-        console = stdout_console()
         for title, rows in (
             (f"{record_file.shown_as}: no longer apply at HEAD", gone),
             (f"{record_file.shown_as}{archive.SUFFIX}: archived, apply again at HEAD", back),
             ("apply because git cannot prove otherwise", unknown),
         ):
-            if not rows:
-                continue
-            console.print(
-                record_table(
-                    [rec for _, rec, _ in rows[:MAX_TABLE_ROWS]],
-                    title=title,
-                    extra=("line", "status"),
-                    extra_values=[(str(ln), escape(str(j))) for ln, _, j in rows[:MAX_TABLE_ROWS]],
-                ),
-                highlight=False,
-            )
-            more = more_rows(len(rows), "--json")
-            if more:
-                console.print(more, highlight=False, markup=False)
+            if rows:
+                print_records(
+                    Listing(
+                        [rec for _, rec, _ in rows],
+                        title=title,
+                        extra=[
+                            ("line", [str(ln) for ln, _, _ in rows]),
+                            ("status", [str(j) for _, _, j in rows]),
+                        ],
+                    ),
+                    limit=None if verbose else SCREENFUL,
+                )
         for line in contradiction_lines(contradicted):
             typer.echo(line)
         if gone:
-            typer.echo("run: oomrec record prune   (archives them; the sweep skips them already)")
+            info("run: oomrec record prune   (archives them; the sweep skips them already)")
         if back:
-            typer.echo("run: oomrec record restore (the sweep pre-skips their cells already)")
-        for host, rec, j in others[:MAX_TABLE_ROWS]:
-            typer.echo(
+            info("run: oomrec record restore (the sweep pre-skips their cells already)")
+        for host, rec, j in others[:SCREENFUL]:
+            info(
                 f"shared by {host}: {rec.model} @ {rec.prompt_target_len} {j} (judged when read; "
                 "prune never touches another host's records)"
             )
-        typer.echo(
-            f"{_n(len(gone), 'record')} no longer apply, {_n(len(back), 'archived record')} "
-            f"apply again, {len(unknown)} apply because git cannot say (at HEAD)"
+        info(
+            f"{plural(len(gone), 'record')} no longer {_apply(len(gone))}, "
+            f"{plural(len(back), 'archived record')} {_apply(len(back))} again, "
+            f"{len(unknown)} {_apply(len(unknown))} because git cannot say (at HEAD)"
         )
     if exit_code and (gone or back):
         raise typer.Exit(EXIT_FOUND)
@@ -177,5 +178,5 @@ def _entry(lineno: int, rec: OomRecord, j: Judgement) -> dict[str, object]:
     }
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+def _apply(count: int) -> str:
+    return "applies" if count == 1 else "apply"

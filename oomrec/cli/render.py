@@ -1,21 +1,32 @@
-"""How records look on a terminal: one table layout for every command that shows records."""
+"""How records look: one layout for every command that shows records.
+
+On a terminal, a rich table fitted to its width: the model name and the commit are never cut
+(the model folds onto more lines; less important columns are dropped first). Anywhere else
+(a pipe, a file), one record per line, tab-separated, full values, so grep, cut and awk work.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
 
-from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
+from oomrec.cli.output import console, info, is_tty
 from oomrec.records import OomRecord
 
 GIB = 1024**3
-# Rich needs seconds for a few thousand table rows (more than linearly), and nobody reads them.
-MAX_TABLE_ROWS = 100
+# Long listings (import, stale, prune, restore) show a screenful; -v or --json shows all.
+SCREENFUL = 20
+TTY_MAX_ROWS = 500
+MIN_TABLE_WIDTH = 40
+# Columns in the order they go when a terminal is too narrow; model, length and commit stay.
+_DROP_ORDER = ("source", "mem GiB", "date", "peak GiB", "hardware")
 
 
 def short_commit(commit: str) -> str:
@@ -30,66 +41,139 @@ def peak_gib(peak_bytes: int | None) -> str:
     return "-" if peak_bytes is None else f"{peak_bytes / GIB:.1f}"
 
 
-def record_table(
-    records: Iterable[OomRecord],
-    title: str | None = None,
-    extra: Sequence[str] = (),
-    extra_values: Sequence[Sequence[str]] = (),
-) -> Table:
-    """A table of records; `extra` names columns appended after the standard ones.
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 record`, `2 records`, `0 records`."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
 
-    The memory column shows only when some record has a memory size, the kind column only when
-    some record has a kind (`guard`).
+
+@dataclass(frozen=True)
+class Listing:
+    """Records to show, with optional extra columns after the record's own: (name, one value
+    per record), column by column (no tuple per row: 100,000 records must stay fast)."""
+
+    records: Sequence[OomRecord]
+    title: str | None = None
+    extra: Sequence[tuple[str, Sequence[str]]] = ()
+
+
+def print_records(
+    listing: Listing,
+    *,
+    limit: int | None = None,
+    more_hint: str = "-v or --json for all",
+    stream: TextIO | None = None,
+) -> None:
+    """Show `listing` on `stream` (stdout): a table on a terminal, plain lines elsewhere.
+
+    With `limit`, only the first `limit` records, then `... and N more (<more_hint>)`.
     """
-    rows = list(records)
-    with_mem = any(rec.mem_bytes is not None for rec in rows)
-    with_kind = any(rec.kind for rec in rows)
-    table = Table(title=title, title_justify="left")
-    columns = [
-        ("model", "left"),
-        ("length", "right"),
-        ("hardware", "left"),
-        ("date", "left"),
-        ("commit", "left"),
-        ("peak GiB", "right"),
-        ("mem GiB", "right"),
-        ("source", "left"),
-        ("kind", "left"),
+    stream = stream or sys.stdout
+    total = len(listing.records)
+    tty = is_tty(stream)
+    if limit is None and tty:
+        # Rich needs seconds for a few thousand rows, and nobody reads them on a screen.
+        limit, more_hint = TTY_MAX_ROWS, "pipe it or use --json for all"
+    shown = total if limit is None else min(limit, total)
+    if tty:
+        _print_table(listing, shown, stream)
+    else:
+        if listing.title:
+            info(f"{listing.title}:", err=stream is sys.stderr)
+        stream.write(plain_lines(listing, shown))
+        stream.flush()
+    if shown < total:
+        info(f"... and {total - shown} more ({more_hint})", err=stream is sys.stderr)
+
+
+def plain_lines(listing: Listing, count: int | None = None) -> str:
+    """The first `count` records as tab-separated lines: full values, `-` for unknown."""
+    records = listing.records if count is None else listing.records[:count]
+    # One f-string per record: 100,000 records go to a pipe in well under a second.
+    out = [
+        f"{r.model}\t{r.prompt_target_len}\t{r.hardware or '-'}\t{r.date or '-'}\t"
+        f"{r.commit or '-'}\t{'-' if r.peak_bytes is None else r.peak_bytes}\t"
+        f"{'-' if r.mem_bytes is None else r.mem_bytes}\t{_one_field(r.source_csv)}"
+        for r in records
     ]
-    for name, justify in columns:
-        if (name != "mem GiB" or with_mem) and (name != "kind" or with_kind):
-            table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for name in extra:
-        table.add_column(name)
-    for i, rec in enumerate(rows):
-        mem = (peak_gib(rec.mem_bytes),) if with_mem else ()
+    if any(r.kind for r in records):
+        # A guard stop is the operator's budget, not an OOM seen: said only when some line has it.
+        out = [f"{line}\t{r.kind or 'oom'}" for line, r in zip(out, records, strict=True)]
+    for _, values in listing.extra:
+        out = [f"{line}\t{_one_field(value)}" for line, value in zip(out, values, strict=False)]
+    return "".join(line + "\n" for line in out)
+
+
+def _one_field(value: str) -> str:
+    # A tab or line break inside a value would split the record's line or its columns.
+    if "\t" in value or "\n" in value or "\r" in value:
+        value = value.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value or "-"
+
+
+def _print_table(listing: Listing, count: int, stream: TextIO) -> None:
+    out = console(stream)
+    records = listing.records[:count]
+    unused = set() if any(rec.mem_bytes is not None for rec in records) else {"mem GiB"}
+    if not any(rec.kind for rec in records):
+        unused.add("kind")
+    narrow: list[str] = []
+    table = _table(listing, records, unused)
+    # Measured unbounded: Measurement.get clamps to the console's width.
+    unbounded = out.options.update_width(1 << 20)
+    for name in _DROP_ORDER:
+        if Measurement.get(out, unbounded, table).maximum <= out.width:
+            break
+        if name not in unused:
+            narrow.append(name)
+            table = _table(listing, records, unused | set(narrow))
+    if out.width < MIN_TABLE_WIDTH:
+        # Too narrow for a table whose model column folds legibly next to the commit: rich
+        # would squeeze the model column to nothing. The plain lines then.
+        out.file.write(plain_lines(listing, count))
+        return
+    out.print(table)
+    if narrow:
+        info(f"(too narrow for: {', '.join(narrow)}; pipe the output or use --json for all fields)")
+
+
+def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) -> Table:
+    table = Table(title=listing.title, title_justify="left")
+    columns: list[tuple[str, Any]] = [
+        ("model", lambda r: escape(r.model)),
+        ("length", lambda r: str(r.prompt_target_len)),
+        ("hardware", lambda r: r.hardware or "-"),
+        ("date", lambda r: r.date or "-"),
+        ("commit", lambda r: short_commit(r.commit)),
+        ("peak GiB", lambda r: peak_gib(r.peak_bytes)),
+        ("mem GiB", lambda r: peak_gib(r.mem_bytes)),
+        ("source", lambda r: escape(r.source_csv) or "-"),
         # A guard stop is the operator's budget, not an OOM seen; "oom" says the latter.
-        kind = (escape(rec.kind or "oom"),) if with_kind else ()
-        table.add_row(
-            escape(rec.model),
-            str(rec.prompt_target_len),
-            rec.hardware or "-",
-            rec.date or "-",
-            short_commit(rec.commit),
-            peak_gib(rec.peak_bytes),
-            *mem,
-            escape(rec.source_csv) or "-",
-            *kind,
-            *(extra_values[i] if extra_values else ()),
-        )
+        ("kind", lambda r: escape(r.kind or "oom")),
+    ]
+    kept = [(name, cell) for name, cell in columns if name not in dropped]
+    for name, _ in kept:
+        if name == "model":
+            # Folds onto more lines rather than being cut: a model name is what people grep for.
+            table.add_column(name, overflow="fold", min_width=12, ratio=None)
+        elif name == "commit":
+            table.add_column(name, no_wrap=True, min_width=8)
+        elif name in ("length", "peak GiB", "mem GiB"):
+            table.add_column(name, justify="right", no_wrap=True)
+        else:
+            table.add_column(name, overflow="fold")
+    for name, _ in listing.extra:
+        table.add_column(name, overflow="fold")
+    for i, rec in enumerate(records):
+        extra = [escape(values[i]) for _, values in listing.extra]
+        table.add_row(*(cell(rec) for _, cell in kept), *extra)
     return table
 
 
-def more_rows(total: int, where: str) -> str | None:
-    """The line under a table cut at MAX_TABLE_ROWS: how many rows it left out, where they are."""
-    hidden = total - MAX_TABLE_ROWS
-    return f"... and {hidden} more ({where} lists them all)" if hidden > 0 else None
+# The version of every command's --json shape; raised when a key changes meaning or goes away.
+SCHEMA_VERSION = 1
 
 
-def stdout_console() -> Console:
-    # Data goes to stdout; soft_wrap keeps long cells whole when piped.
-    return Console(file=sys.stdout, soft_wrap=not sys.stdout.isatty())
-
-
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+def print_json(data: dict[str, Any]) -> None:
+    """One JSON object on one line (json's C encoder serves only output without indent; pipe it
+    to `jq` to read it), with `schema_version` first."""
+    sys.stdout.write(json.dumps({"schema_version": SCHEMA_VERSION, **data}) + "\n")

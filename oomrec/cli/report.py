@@ -11,7 +11,8 @@ import typer
 
 from oomrec.cli.app import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import stdout_console
+from oomrec.cli.output import console as output_console
+from oomrec.cli.output import info
 from oomrec.errors import OomrecError
 
 
@@ -78,7 +79,7 @@ def report_command(
         from oomrec.report_html import write_html
 
         write_html(result, html)
-        typer.echo(f"wrote {html}", err=True)
+        info(f"wrote {html}", err=True)
     if as_json:
         # One line: json's C encoder only serves dumps without indent, and a large corpus's
         # report holds tens of thousands of cells and timeline points.
@@ -95,7 +96,7 @@ def report_command(
         for line in report_text.contradiction_lines(result.contradictions):
             typer.echo(line)
         return
-    console = stdout_console()
+    console = output_console()
     if chosen is not None:
         for table in report_text.grid_tables(result, chosen, console.width):
             console.print(table)

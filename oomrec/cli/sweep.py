@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections import Counter
@@ -11,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, TextIO
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -24,11 +24,13 @@ from rich.progress import (
 from rich.table import Table
 
 from oomrec import demo as demo_mod
+from oomrec.cli import output
 from oomrec.cli.app import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
-from oomrec.cli.render import print_json
+from oomrec.cli.output import info
+from oomrec.cli.render import plural, print_json
 from oomrec.config import display_path, load_settings
-from oomrec.errors import EXIT_INTERRUPTED
+from oomrec.errors import EXIT_INTERRUPTED, OomrecError
 from oomrec.fixes import trailer_key
 from oomrec.guard import AvailableMemory
 from oomrec.hardware import detect, detect_memory
@@ -65,14 +67,20 @@ _TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_GUARD, OOM_BACKSTOP, OOM_RECORD)
 @app.command("sweep")
 def sweep(
     models: Annotated[
-        str | None,
-        typer.Option("--models", help='Model directory names, space-separated: "A B C".'),
+        list[str] | None,
+        typer.Option(
+            "--models",
+            metavar="MODELS",
+            help='Model directory names, space-separated: "A B C"; repeatable (all count).',
+        ),
     ] = None,
     lengths: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--lengths",
-            help='Prompt lengths in tokens, space-separated. Default: "512 2048 8192 32768".',
+            metavar="LENGTHS",
+            help="Prompt lengths in tokens, space-separated; repeatable (all count). Default: "
+            '"512 2048 8192 32768".',
         ),
     ] = None,
     runner: Annotated[
@@ -207,6 +215,14 @@ def sweep(
             "under SIZE (6G, 5%%, off) while it runs. Default: off.",
         ),
     ] = None,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Exit 0 when no cell can run (every model missing, an empty shard); "
+            "by default that is a usage error (exit 2).",
+        ),
+    ] = False,
     demo: Annotated[
         bool,
         typer.Option(
@@ -232,10 +248,11 @@ def sweep(
         path = demo_dirs.record
         record_file, settings = RecordFile(path, shown_as=display_path(path)), load_settings()
     else:
-        record_file, settings = open_record(record)
+        record_file, settings = open_record(record, writing=True)
     opts = Options(
-        models=models,
-        lengths=lengths,
+        # Repeated flags accumulate: `--models a --models b` is `--models "a b"`.
+        models=None if models is None else " ".join(models),
+        lengths=None if lengths is None else " ".join(lengths),
         runner=runner,
         models_dir=models_dir,
         output=output,
@@ -272,10 +289,14 @@ def sweep(
     )
     plan = plan_cells(config)
     log = sys.stderr if as_json else sys.stdout
-    _say(log, *_header(config, plan, planner, "--ignore-record" if ignore_record else None))
-    _say(log, *_memory_exclusions(loaded.lines, config))
-    _say(log, *_guard_warnings(config))
+    info(
+        *_header(config, plan, planner, "--ignore-record" if ignore_record else None),
+        *_memory_exclusions(loaded.lines, config),
+        *_guard_warnings(config),
+        stream=log,
+    )
 
+    empty = _nothing_to_run(config, plan, allow_empty)
     if dry_run:
         done = Sweep(config, planner, _LineReporter(log, 0)).resume_verdicts(plan)
         decided = preview(plan, planner, done)
@@ -283,12 +304,16 @@ def sweep(
             print_json(_plan_json(config, plan, decided))
         else:
             _say(log, *_plan_lines(decided))
+        if empty:
+            raise empty
         return
+    if empty:
+        raise empty
 
     if demo_dirs is not None:
         demo_mod.prepare(demo_dirs)
     try:
-        if log.isatty():
+        if log.isatty() and not output.STATE.quiet:
             with _ProgressReporter(log, len(plan.cells)) as reporter:
                 result = Sweep(config, planner, reporter).run(plan)
         else:
@@ -303,6 +328,23 @@ def sweep(
     _summary(log, config, plan, result, demo)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _nothing_to_run(config: SweepConfig, plan: Plan, allow_empty: bool) -> OomrecError | None:
+    """The error for a sweep with no cell to run (a typo in --models, an empty shard): exit 2
+    with the reason, unless --allow-empty. A missing models dir has its own error."""
+    if plan.cells or allow_empty or plan.models_dir_missing:
+        return None
+    if plan.missing:
+        names = ", ".join(plan.missing[:5]) + (", ..." if len(plan.missing) > 5 else "")
+        why = f"every model is missing under {config.models_dir_shown} ({names})"
+    elif config.shard is not None:
+        why = f"shard {config.shard[0]}/{config.shard[1]} holds none of the models"
+    else:
+        why = "the grid is empty"
+    return OomrecError(
+        f"no cell to run: {why}; check --models and --models-dir, or pass --allow-empty"
+    )
 
 
 def _resume_command() -> str:
@@ -351,13 +393,13 @@ def _guard_warnings(config: SweepConfig) -> list[str]:
 def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None) -> list[str]:
     n_models = len(config.models) - len(plan.missing)
     lines = [
-        f"sweep: {n_models} models x {len(config.lengths)} lengths = {len(plan.cells)} cells "
-        f"on {config.hardware}",
+        f"sweep: {plural(n_models, 'model')} x {plural(len(config.lengths), 'length')} = "
+        f"{plural(len(plan.cells), 'cell')} on {config.hardware}",
         f"  runner:  {config.runner.text}",
         f"  models:  {config.models_dir_shown}",
         f"  output:  {display_path(config.output)}",
-        f"  record:  {config.record.shown_as} ({_n(planner.applicable_records, 'record')} "
-        f"apply to {config.hardware} at HEAD"
+        f"  record:  {config.record.shown_as} ({plural(planner.applicable_records, 'record')} "
+        f"{'applies' if planner.applicable_records == 1 else 'apply'} to {config.hardware} at HEAD"
         + (f", {planner.lifted_records} lifted by fixes" if planner.lifted_records else "")
         + ")",
         f"  guard:   {config.guard.describe()}",
@@ -369,7 +411,8 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
     if config.ignore_guard_records and not config.ignore_record:
         lines.append("  guard records ignored (--ignore-guard-records); OOM records still apply")
     if config.ignore_record:
-        why = flag or f"{ignore_record_from_env()}=1"
+        name = ignore_record_from_env()
+        why = flag or f"{name}={os.environ.get(name or '', '')}"
         lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
     if plan.models_dir_missing:
         lines.append(
@@ -382,10 +425,6 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
             for m in plan.missing
         )
     return lines
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
@@ -444,6 +483,8 @@ class _LineReporter:
         pass
 
     def cell_done(self, done: int, result: CellResult) -> None:
+        if output.STATE.quiet:
+            return
         self.log(_cell_line(done, self.total, result))
         if result.recorded:
             self.log(f"  recorded: {result.recorded}")
@@ -464,7 +505,7 @@ class _ProgressReporter(_LineReporter):
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=Console(file=stream),
+            console=output.console(stream),
             transient=True,
         )
         self.task = self.progress.add_task("starting", total=total)
@@ -507,31 +548,42 @@ def _summary(
         for model, counts in per_model.items():
             table.add_row(model, *(str(counts[t]) for t in tokens), str(counts.total()))
         table.add_row("all", *(str(totals[t]) for t in tokens), str(totals.total()), style="bold")
-        Console(file=stream, soft_wrap=not stream.isatty()).print(table)
+        if not output.STATE.quiet:
+            output.console(stream).print(table)
     new = sum(1 for r in result.results if r.recorded)
     known = sum(1 for r in result.results if r.already_recorded)
     also = f", {known} already recorded" if known else ""
-    lines = [
+    info(
         f"rows: {display_path(result.output)}" if result.output else "rows: none written",
-        f"record: {new} new OOM records{also} in {config.record.shown_as}",
-    ]
+        f"record: {plural(new, 'new OOM record')}{also} in {config.record.shown_as}",
+        stream=stream,
+    )
     if config.guard.on:
-        lines.append(f"guard: {_n(totals[OOM_GUARD], 'cell')} stopped by the memory guard")
+        info(
+            f"guard: {plural(totals[OOM_GUARD], 'cell')} stopped by the memory guard", stream=stream
+        )
     if result.interrupted:
         killed = result.killed_cell
         what = f"{killed.model} @ {killed.length} was killed; " if killed else ""
-        lines.append(f"interrupted: {what}{len(result.results)} of {len(plan.cells)} cells done")
-        lines.append(f"resume with: {_resume_command()}")
+        # Said even with --quiet: the sweep did not finish, and this is how to finish it.
+        _say(
+            stream,
+            f"interrupted: {what}{len(result.results)} of {len(plan.cells)} cells done",
+            f"resume with: {_resume_command()}",
+        )
     elif demo:
         if new:
-            lines.append(
+            info(
                 "next: run `oomrec sweep --demo` again: the OOMs just recorded pre-skip their "
-                "cells (SKIP:oom_record)"
+                "cells (SKIP:oom_record)",
+                stream=stream,
             )
         elif totals[OOM_RECORD]:
-            lines.append("next: `oomrec sweep --demo --ignore-record` re-tests the skipped cells")
-        lines.append(f"the record: oomrec record list --record {config.record.shown_as}")
-    _say(stream, *lines)
+            info(
+                "next: `oomrec sweep --demo --ignore-record` re-tests the skipped cells",
+                stream=stream,
+            )
+        info(f"the record: oomrec record list --record {config.record.shown_as}", stream=stream)
 
 
 def _base_json(config: SweepConfig, plan: Plan) -> dict[str, object]:
@@ -551,18 +603,43 @@ def _base_json(config: SweepConfig, plan: Plan) -> dict[str, object]:
 def _plan_json(
     config: SweepConfig, plan: Plan, decided: list[tuple[Cell, Decision]]
 ) -> dict[str, object]:
+    """The dry run in the real run's shape: every key of _result_json and of a cell's, with
+    what is known before launching (`verdict` is `run`, `done` or the skip token)."""
     cells = [
         {
             "model": cell.model,
             "length": cell.length,
             "model_path": cell.model_path,
-            "action": decision.action,
+            "verdict": decision.action,
             "reason": decision.reason,
+            "launched": False,
+            "seconds": None,
+            "peak_rss_bytes": None,
             "record_line": decision.record_line,
+            "recorded": None,
+            "already_recorded": None,
+            "oom_evidence": None,
+            "notes": [],
+            # The name before schema_version 1; kept one release for scripts that read it.
+            "action": decision.action,
         }
         for cell, decision in decided
     ]
-    return {**_base_json(config, plan), "dry_run": True, "cells": cells}
+    counts: dict[str, Counter[str]] = {}
+    for cell, decision in decided:
+        counts.setdefault(cell.model, Counter())[decision.action] += 1
+    return {
+        **_base_json(config, plan),
+        "dry_run": True,
+        "interrupted": False,
+        "killed_cell": None,
+        "cells": cells,
+        "counts": {model: dict(c) for model, c in counts.items()},
+        "totals": dict(sum(counts.values(), Counter())),
+        "guard_stops": 0,
+        "new_records": [],
+        "already_recorded": [],
+    }
 
 
 def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[str, object]:

@@ -1,0 +1,86 @@
+"""oomrec as a guest in a user's repository: its record is machine-local data, so on the first
+write of a record into a git worktree where it is not ignored, its patterns go to the
+repository's `info/exclude` (never the tracked `.gitignore`), and oomrec says so once.
+
+Plain git subprocesses: this runs before a write in commands that must not pay GitPython.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+_HEADER = "# oomrec: the OOM record is machine-local data (added on oomrec's first write)"
+# Characters that mean something in a gitignore pattern, escaped to match themselves.
+_SPECIAL = "\\*?[!#"
+
+
+def exclude_record(record: Path) -> str | None:
+    """Make git ignore `record` and the files beside it (lock, archive, torn line, temp files)
+    when it is about to be created inside a worktree that does not ignore it yet.
+
+    Returns the line to tell the user (what was added, or why it could not be), else None.
+    """
+    if os.path.lexists(record):
+        return None
+    where = _existing_parent(record.absolute().parent)
+    found = _git(
+        where, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"
+    )
+    if found is None:
+        return None
+    top_text, common_text = found.splitlines()[:2]
+    top = Path(top_text)
+    try:
+        relative = record.absolute().resolve().relative_to(top.resolve())
+    except ValueError:
+        return None  # outside the worktree: git does not see it
+    if _git(top, "check-ignore", "-q", "--no-index", relative.as_posix()) is not None:
+        return None  # already ignored (.gitignore, info/exclude, core.excludesFile)
+    pattern = "/" + _escape(relative.as_posix())
+    exclude = where / common_text if not Path(common_text).is_absolute() else Path(common_text)
+    exclude = exclude / "info" / "exclude"
+    try:
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        lead = "" if not existing or existing.endswith("\n") else "\n"
+        with exclude.open("a", encoding="utf-8") as out:
+            out.write(f"{lead}{_HEADER}\n{pattern}\n{pattern}.*\n")
+    except OSError as exc:
+        return (
+            f"warning: {relative} will show in `git status`: cannot add it to {exclude} "
+            f"({exc.strerror}); ignore it yourself"
+        )
+    return (
+        f"oomrec: added {pattern} and {pattern}.* to {exclude} so the record (machine-local "
+        "data) stays out of `git status`; .gitignore is untouched"
+    )
+
+
+def _existing_parent(folder: Path) -> Path:
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def _escape(path: str) -> str:
+    escaped = "".join("\\" + c if c in _SPECIAL else c for c in path)
+    # A trailing space is dropped by git unless escaped.
+    return escaped[:-1] + "\\ " if escaped.endswith(" ") else escaped
+
+
+def _git(where: Path, *args: str) -> str | None:
+    """git's stdout, or None when it fails (not a repository, no git, exit 1)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(where), *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            check=False,
+        )
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None

@@ -1,0 +1,97 @@
+"""Bad paths, bare commands and empty sweeps: one line, exit 2, the real cause (or help, exit 0)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+
+Cli = Callable[..., CliResult]
+
+
+def one_error_line(result: CliResult) -> str:
+    assert result.exit_code == 2, result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    # `oomrec: error: ...`, or `oomrec record: error: ...` for a usage error of that group.
+    assert lines[0].startswith("oomrec") and ": error: " in lines[0]
+    return lines[0]
+
+
+def test_a_directory_as_the_record_is_one_line(cli: Cli, repo: Repo) -> None:
+    assert one_error_line(cli("record", "list", "--record", "/")) == (
+        "oomrec: error: /: is a directory, not a regular file; point --record at a file"
+    )
+
+
+def test_a_record_whose_lock_cannot_be_created_names_the_lock_file(cli: Cli, repo: Repo) -> None:
+    # /proc/version is readable but nothing can be created beside it, even by root: the cause is
+    # the lock file that cannot be created, said at once, not a lock held by someone else.
+    line = one_error_line(cli("record", "add", "m", "1", "--record", "/proc/version"))
+    assert "cannot create the record's lock file" in line
+    assert "still locked" not in line
+
+
+@pytest.mark.parametrize("command", [("record", "list"), ("record", "add", "m", "1")])
+def test_an_explicit_record_in_a_missing_folder_is_an_error(
+    cli: Cli, repo: Repo, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    path = tmp_path / "no" / "such" / "dir" / "x"
+    line = one_error_line(cli(*command, "--record", str(path)))
+    assert line == (
+        f"oomrec: error: --record {path}: {path.parent} does not exist; create the folder or fix "
+        "the path"
+    )
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_file_as_the_records_folder_is_an_error(cli: Cli, repo: Repo) -> None:
+    (repo.path / "afile").write_text("")
+    line = one_error_line(cli("record", "add", "m", "1", "--record", "afile/x"))
+    assert "afile is not a folder" in line
+
+
+def test_the_environment_variable_names_itself(
+    cli: Cli, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OOMREC_RECORD", str(tmp_path / "nope" / "rec"))
+    assert "$OOMREC_RECORD" in one_error_line(cli("record", "add", "m", "1"))
+    assert not (tmp_path / "nope").exists()
+
+
+def test_the_default_records_folder_is_created(cli: Cli, repo: Repo) -> None:
+    assert cli("record", "add", "m", "1").exit_code == 0
+    assert (repo.path / "benchmarks" / ".oom-record").is_file()
+
+
+@pytest.mark.parametrize("args", [[], ["record"], ["hook"], ["remote"]])
+def test_bare_commands_print_help_and_exit_0(tmp_path: Path, args: list[str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "oomrec", *args], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0
+    assert "Usage: oomrec" in result.stdout
+    assert result.stderr == ""
+
+
+def test_an_unknown_subcommand_is_still_a_usage_error(cli: Cli) -> None:
+    assert "No such command 'bogus'" in one_error_line(cli("record", "bogus"))
+
+
+def test_a_sweep_with_every_model_missing_is_exit_2_unless_allowed(cli: Cli, repo: Repo) -> None:
+    (repo.path / "models").mkdir()
+    args = ("sweep", "--models", "ghost spectre", "--lengths", "512", "--runner", "true")
+    assert one_error_line(cli(*args)) == (
+        "oomrec: error: no cell to run: every model is missing under ./models (ghost, spectre); "
+        "check --models and --models-dir, or pass --allow-empty"
+    )
+    assert one_error_line(cli(*args, "--dry-run")).startswith("oomrec: error: no cell to run")
+    allowed = cli(*args, "--allow-empty")
+    assert allowed.exit_code == 0, allowed.stderr
+    assert "[miss] ghost (not found under ./models, skipping)" in allowed.stdout
