@@ -178,7 +178,8 @@ def _compare(path: Path, key: str, old: str | None, new: str) -> list[str]:
         fix = stopped[0].fixes[0]
         parts.append(f"{_n(len(stopped), 'OOM record')} stopped applying ({fix.describe()})")
     if again:
-        parts.append(f"{_n(len(again), 'record')} apply again (a fix left HEAD's history)")
+        verb = "applies" if len(again) == 1 else "apply"
+        parts.append(f"{_n(len(again), 'record')} {verb} again (a fix left HEAD's history)")
     command = "oomrec record stale; then oomrec record prune" if stopped else "oomrec record stale"
     return [f"oomrec: at the new HEAD {', '.join(parts)}; the sweep already knows; see: {command}"]
 

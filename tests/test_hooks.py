@@ -445,3 +445,17 @@ def test_a_shallow_clone_says_fixes_may_be_below_the_cut(
         "oomrec: no OOM fix found, but this clone is shallow: fixes below the cut are not seen "
         "(git fetch --unshallow, or --deepen N)"
     ]
+
+
+def test_one_record_that_applies_again_is_said_in_the_singular(cli: Cli, repo: Repo) -> None:
+    old = repo.head()
+    fix = repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n")
+    record = repo.path / "benchmarks" / ".oom-record"
+    record.parent.mkdir(exist_ok=True)
+    write(record, [line("gemma-4-31b", 32768, old)])
+    cli("hook", "install")
+    done = run_git(repo.path, "revert", "--no-edit", fix)
+    assert oomrec_lines(done) == [
+        "oomrec: at the new HEAD 1 record applies again (a fix left HEAD's history); the sweep "
+        "already knows; see: oomrec record stale"
+    ]
