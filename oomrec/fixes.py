@@ -12,7 +12,6 @@ alone would cost most of its 200 ms budget) and parses it with the same code as 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -60,29 +59,6 @@ def git_config_args() -> list[str]:
     for item in GIT_CONFIG:
         args += ["-c", item]
     return args
-
-
-@dataclass(frozen=True, slots=True)
-class FixCommit:
-    """A commit whose trailer says which models' memory use it fixed."""
-
-    sha: str
-    subject: str
-    globs: tuple[str, ...]
-    trailer: str = DEFAULT_TRAILER
-
-    @property
-    def short(self) -> str:
-        return self.sha[:SHORT_SHA]
-
-    @property
-    def label(self) -> str:
-        """The trailer as written: `OOM-Fix: gemma-4-*, qwen3-*`."""
-        return f"{self.trailer}: {', '.join(self.globs)}"
-
-    def glob_for(self, model: str) -> str | None:
-        """The first of the fix's globs that matches `model`, or None when none does."""
-        return first_match(self.globs, model)
 
 
 def first_match(globs: Sequence[str], model: str) -> str | None:
@@ -176,16 +152,7 @@ def parse_log(text: str, key: str) -> list[Event]:
     return found
 
 
-def fix_commits(events: Sequence[Event], key: str = DEFAULT_TRAILER) -> list[FixCommit]:
-    """The events that carry the fix trailer, as fix commits."""
-    return [FixCommit(e.sha, e.subject, e.globs, key) for e in events if e.globs]
-
-
 def parse_globs(values: Sequence[str]) -> tuple[str, ...]:
     """The model globs of one or more trailer values (`gemma-4-*, qwen3-*`), in order, once each."""
     globs = (glob.strip() for value in values for glob in value.split(","))
     return tuple(dict.fromkeys(glob for glob in globs if glob))
-
-
-def quote_command(parts: Sequence[str]) -> str:
-    return " ".join(shlex.quote(p) for p in parts)

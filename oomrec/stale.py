@@ -28,6 +28,7 @@ in Python, carrying per commit a bit set of the events in its history.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from oomrec.errors import OomrecError
-from oomrec.fixes import ID_SUFFIX, SHORT_SHA, Event, first_match
+from oomrec.fixes import SHORT_SHA, Event, first_match
 from oomrec.records import UNKNOWN_COMMIT, OomRecord
 
 if TYPE_CHECKING:
@@ -188,11 +189,11 @@ class History:
             old = self.events.get(sha)
             subject = old.subject if old else _subject(repo, sha)
             self.events[sha] = Event(sha, subject, globs, (), (), old.reverts if old else ())
-        self._build(tips)
+        self._build()
 
     # -- building -----------------------------------------------------------------------
 
-    def _build(self, tips: Collection[str]) -> None:
+    def _build(self) -> None:
         from oomrec import gitutil
 
         events = self.events
@@ -318,11 +319,6 @@ class History:
     def sha_at(self, rev: str = "HEAD") -> str:
         return self._at[rev]
 
-    def in_effect(self, sha: str) -> list[Fix]:
-        """The fixes in effect at commit `sha` (which must be one of the walked tips)."""
-        mask = self._masks.get(sha, 0)
-        return [self._fix(root, mask) for root in self._effective_roots(mask)]
-
     def _effective_roots(self, mask: int) -> list[str]:
         return [root for root, cls in self._classes.items() if cls.in_effect(mask)]
 
@@ -435,8 +431,6 @@ class _PrefixIndex:
         text = text.lower()
         if text in self._full:
             return text
-        from bisect import bisect_left
-
         i = bisect_left(self._sorted, text)
         hits = []
         while i < len(self._sorted) and self._sorted[i].startswith(text) and len(hits) < 2:
@@ -460,10 +454,6 @@ def _masks(graph: list[list[str]], bits: dict[str, int]) -> dict[str, int]:
 
 def _subject(repo: git.Repo, sha: str) -> str:
     return repo.git.log("-1", "--format=%s", "--no-show-signature", sha)
-
-
-def id_key(key: str) -> str:
-    return f"{key}{ID_SUFFIX}"
 
 
 def open_history(
