@@ -26,6 +26,7 @@ from oomrec.hardware import normalize
 from oomrec.records import UNKNOWN_COMMIT, OomRecord
 
 if TYPE_CHECKING:
+    from oomrec.archive import ArchivedLine
     from oomrec.config import Settings
     from oomrec.records import Loaded, RecordFile
     from oomrec.stale import History, Judgement
@@ -730,17 +731,22 @@ def _oom_order(j: Judged) -> tuple[int, str]:
 
 
 def gather(
-    paths: Sequence[Path], record_file: RecordFile, loaded: Loaded, settings: Settings
+    paths: Sequence[Path],
+    record_file: RecordFile,
+    loaded: Loaded,
+    settings: Settings,
+    parked: Sequence[ArchivedLine] | None = None,
 ) -> Report:
-    """The report over the CSVs under `paths` and the record (live and archived), every OOM
-    judged at HEAD by the one rule, with the fix commits in HEAD's history as markers."""
+    """The report over the CSVs under `paths` and the record (live and archived: `parked`,
+    read here when None), every OOM judged at HEAD by the one rule, with the fix commits in
+    HEAD's history as markers."""
     from oomrec.backfill import commit_columns
     from oomrec.fixes import trailer_key
     from oomrec.stale import judge_all, open_history
 
     key = trailer_key(settings)
     scan = scan_csvs(paths, settings.base, commit_columns(settings))
-    kept = record_lines(record_file, loaded)
+    kept = record_lines(record_file, loaded, parked)
     histories: list[History | None] = []
 
     def judge(records: list[OomRecord]) -> Sequence[Judgement]:
@@ -787,8 +793,11 @@ def record_contradictions(
     return contradictions(kept, scan_csvs(paths, settings.base, commit_columns(settings)))
 
 
-def record_lines(record_file: RecordFile, loaded: Loaded) -> list[Evidence]:
-    """The record's lines and its archive's as evidence, each named `path:line`."""
+def record_lines(
+    record_file: RecordFile, loaded: Loaded, parked: Sequence[ArchivedLine] | None = None
+) -> list[Evidence]:
+    """The record's lines and its archive's (`parked`, read here when None) as evidence, each
+    named `path:line`."""
     from oomrec import archive
 
     store = archive.archive_file(record_file)
@@ -799,7 +808,7 @@ def record_lines(record_file: RecordFile, loaded: Loaded) -> list[Evidence]:
     ]
     kept += [
         (a.record, f"{store.shown_as}:{a.lineno}", "archive")
-        for a in archive.load(record_file, loaded)
+        for a in (archive.load(record_file, loaded) if parked is None else parked)
         if a.record is not None
     ]
     return record_evidence(kept)

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple, Protocol
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from oomrec import cellcsv, resume
 from oomrec.bulk import no_cycle_collection
@@ -61,6 +61,9 @@ from oomrec.sweep_config import (
     check_before_launch,
     model_basename,
 )
+
+if TYPE_CHECKING:
+    from oomrec.archive import ArchivedLine
 
 RUN = "run"
 
@@ -220,16 +223,27 @@ class Planner:
 
 
 def gather_evidence(
-    record_file: RecordFile, loaded: Loaded, key: str, hardware: str, judge: bool = True
+    record_file: RecordFile,
+    loaded: Loaded,
+    key: str,
+    hardware: str,
+    judge: bool = True,
+    parked: Sequence[ArchivedLine] | None = None,
 ) -> list[Evidence]:
-    """Every record line of the record, its archive and (when `judge`) the other hosts'
-    shared notes, judged at HEAD (when `judge`); a line in two of them is read once."""
+    """Every record line of the record, its archive (`parked`, read here when None) and (when
+    `judge`) the other hosts' shared notes, judged at HEAD (when `judge`); a line in two of
+    them is read once."""
     with no_cycle_collection():
-        return _gather(record_file, loaded, key, hardware, judge)
+        return _gather(record_file, loaded, key, hardware, judge, parked)
 
 
 def _gather(
-    record_file: RecordFile, loaded: Loaded, key: str, hardware: str, judge: bool
+    record_file: RecordFile,
+    loaded: Loaded,
+    key: str,
+    hardware: str,
+    judge: bool,
+    parked: Sequence[ArchivedLine] | None,
 ) -> list[Evidence]:
     from oomrec import archive
 
@@ -242,7 +256,7 @@ def _gather(
     shown = archive.archive_file(record_file).shown_as
     items += [
         (shown, line.lineno, line.original, line.record)
-        for line in archive.load(record_file, loaded)
+        for line in (archive.load(record_file, loaded) if parked is None else parked)
         if line.record is not None
     ]
     if judge:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -18,6 +19,9 @@ from oomrec.config import (
 from oomrec.errors import OomrecError
 from oomrec.guest import exclude_record
 from oomrec.records import Loaded, RecordFile
+
+if TYPE_CHECKING:
+    from oomrec.archive import ArchivedLine
 
 
 def open_record(cli_value: Path | None, writing: bool = False) -> tuple[RecordFile, Settings]:
@@ -53,12 +57,16 @@ def _check_folder(path: Path, source: str) -> None:
     raise OomrecError(f"{source} {path}: {folder} {what}; create the folder or fix the path")
 
 
-def print_warnings(loaded: Loaded, record_file: RecordFile | None = None) -> None:
-    """The record's warnings, and with `record_file` those of its archive too."""
+def print_warnings(loaded: Loaded, record_file: RecordFile | None = None) -> list[ArchivedLine]:
+    """The record's warnings, and with `record_file` those of its archive too; returns the
+    archived records read for them, so the command need not read the archive again."""
     for warning in loaded.warnings:
         typer.echo(str(warning), err=True)
-    if record_file is not None:
-        from oomrec import archive
+    if record_file is None:
+        return []
+    from oomrec import archive
 
-        for text in archive.read(record_file, loaded)[1]:
-            typer.echo(text, err=True)
+    parked, warnings = archive.read(record_file, loaded)
+    for text in warnings:
+        typer.echo(text, err=True)
+    return parked

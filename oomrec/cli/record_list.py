@@ -73,9 +73,9 @@ def record_list(
     """
     record_file, settings = open_record(record)
     loaded = record_file.load()
-    print_warnings(loaded, record_file)
+    parked = print_warnings(loaded, record_file)
     if archived:
-        lines = archive.load(record_file, loaded)
+        lines = parked
         pool = [line.record for line in lines if line.record is not None]
         stamps = {id(line.record): line.archived_at for line in lines}
     else:

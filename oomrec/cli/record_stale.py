@@ -63,9 +63,8 @@ def record_stale(
     if gitutil.open_repo() is None:
         raise OomrecError("record stale reads git history: run it inside the repository")
     loaded = record_file.load()
-    print_warnings(loaded, record_file)
+    parked = print_warnings(loaded, record_file)
     live = [line for line in loaded.lines if line.record is not None]
-    parked = archive.load(record_file, loaded)
     records: list[OomRecord] = [line.record for line in live if line.record is not None]
     records += [line.record for line in parked if line.record is not None]
     from oomrec import notes

@@ -63,9 +63,9 @@ def report_command(
 
     record_file, settings = open_record(record)
     loaded = record_file.load()
-    print_warnings(loaded, record_file)
+    parked = print_warnings(loaded, record_file)
     with no_cycle_collection():
-        result = gather(paths or default_paths(settings), record_file, loaded, settings)
+        result = gather(paths or default_paths(settings), record_file, loaded, settings, parked)
     chosen = None
     if machine is not None:
         chosen = result.machine(machine.strip())

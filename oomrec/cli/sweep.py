@@ -275,9 +275,14 @@ def sweep(
         opts, settings, record_file, hardware=hardware, day=day, host_mem=detect_memory()
     )
     loaded = record_file.load()
-    print_warnings(loaded, record_file)
+    parked = print_warnings(loaded, record_file)
     evidence = gather_evidence(
-        record_file, loaded, trailer_key(settings), hardware, judge=not config.ignore_record
+        record_file,
+        loaded,
+        trailer_key(settings),
+        hardware,
+        judge=not config.ignore_record,
+        parked=parked,
     )
     planner = Planner(
         evidence,
