@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from oomrec import archive, gitutil
 from oomrec.errors import OomrecError
 from oomrec.fixes import SHORT_SHA
-from oomrec.records import OomRecord, RecordFile, RecordLine
+from oomrec.records import Loaded, OomRecord, RecordFile, RecordLine
 from oomrec.stale import Fix, History, Judgement, Status, open_history
 
 
@@ -59,15 +59,18 @@ def plan(
     since: str | None = None,
     models: Sequence[str] = (),
     hardware: str | None = None,
+    loaded: Loaded | None = None,
 ) -> PrunePlan:
     """Which records go to the archive: those that no longer apply at HEAD (with `since`, only
-    those the fix `since` and its copies take out of play)."""
+    those the fix `since` and its copies take out of play). `loaded`: the record as the caller
+    read it (read here when None)."""
     repo = gitutil.open_repo()
     if repo is None or gitutil.head_sha(repo) is None:
         raise OomrecError(
             "record prune needs git history: run it inside the repository that holds the fixes"
         )
-    loaded = record_file.load()
+    if loaded is None:
+        loaded = record_file.load()
     chosen = select(loaded.lines, models, hardware)
     commits = [rec.commit for _, rec in chosen]
     fix_sha = gitutil.resolve_commit(repo, since) if since is not None else None

@@ -72,8 +72,9 @@ def record_prune(
     tag = option_tag(hardware)
     record_file, settings = open_record(record)
     key = trailer_key(settings)
-    print_warnings(record_file.load())
-    plan = prune.plan(record_file, key, since, model or (), tag)
+    loaded = record_file.load()
+    print_warnings(loaded)
+    plan = prune.plan(record_file, key, since, model or (), tag, loaded)
     moved = (
         [row.line.text for row in plan.going]
         if dry_run
