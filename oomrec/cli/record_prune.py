@@ -10,7 +10,7 @@ import typer
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import info
-from oomrec.cli.render import SCREENFUL, Listing, plural, print_records
+from oomrec.cli.render import SCREENFUL, Listing, plural, print_records, verb
 from oomrec.fixes import trailer_key
 from oomrec.hardware import option_tag
 from oomrec.stale import Status
@@ -104,10 +104,11 @@ def record_prune(
     applies = len(plan.staying)
     unknown = plan.count(Status.UNKNOWN)
     scope = f" by fix {plan.since.short}" if plan.since else ""
-    verb = "dry run: would archive" if dry_run else "archived"
+    done = "dry run: would archive" if dry_run else "archived"
     summary = (
-        f"{verb} {plural(len(moved), 'record')} lifted{scope}; kept {applies} that "
-        f"{_apply(applies)} at HEAD ({unknown} because git cannot prove otherwise)"
+        f"{done} {plural(len(moved), 'record')} lifted{scope}; kept {applies} that "
+        f"{verb(applies, 'applies', 'apply')} at HEAD ({unknown} because git cannot prove "
+        "otherwise)"
     )
     if moved and not dry_run:
         summary += f"; undo with: oomrec record restore --fix {_fix_arg(plan)}"
@@ -165,10 +166,6 @@ def record_restore(
             ),
             limit=None if verbose else SCREENFUL,
         )
-    verb = "dry run: would restore" if dry_run else "restored"
-    stays = "stays" if len(stay) == 1 else "stay"
-    info(f"{verb} {plural(len(back), 'record')}; {len(stay)} {stays} archived")
-
-
-def _apply(count: int) -> str:
-    return "applies" if count == 1 else "apply"
+    done = "dry run: would restore" if dry_run else "restored"
+    stays = verb(len(stay), "stays", "stay")
+    info(f"{done} {plural(len(back), 'record')}; {len(stay)} {stays} archived")

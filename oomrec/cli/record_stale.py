@@ -11,7 +11,7 @@ from oomrec import archive
 from oomrec.cli.app import RecordOption, record_app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import info
-from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records
+from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb
 from oomrec.errors import EXIT_FOUND, OomrecError
 from oomrec.fixes import trailer_key
 from oomrec.records import OomRecord
@@ -146,9 +146,10 @@ def record_stale(
                 "prune never touches another host's records)"
             )
         info(
-            f"{plural(len(gone), 'record')} no longer {_apply(len(gone))}, "
-            f"{plural(len(back), 'archived record')} {_apply(len(back))} again, "
-            f"{len(unknown)} {_apply(len(unknown))} because git cannot say (at HEAD)"
+            f"{plural(len(gone), 'record')} no longer {verb(len(gone), 'applies', 'apply')}, "
+            f"{plural(len(back), 'archived record')} {verb(len(back), 'applies', 'apply')} again, "
+            f"{len(unknown)} {verb(len(unknown), 'applies', 'apply')} because git cannot say "
+            "(at HEAD)"
         )
     if exit_code and (gone or back):
         raise typer.Exit(EXIT_FOUND)
@@ -175,7 +176,3 @@ def _entry(lineno: int, rec: OomRecord, j: Judgement) -> dict[str, object]:
         "globs": list(fix.globs) if fix else [],
         "reason": j.reason or None,
     }
-
-
-def _apply(count: int) -> str:
-    return "applies" if count == 1 else "apply"

@@ -46,6 +46,11 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count} {noun if count == 1 else nouns or noun + 's'}"
 
 
+def verb(count: int, one: str, many: str) -> str:
+    """The verb that agrees with `count`: `applies` for 1, `apply` otherwise."""
+    return one if count == 1 else many
+
+
 @dataclass(frozen=True)
 class Listing:
     """Records to show, with optional extra columns after the record's own: (name, one value

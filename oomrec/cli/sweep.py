@@ -28,7 +28,7 @@ from oomrec.cli import output
 from oomrec.cli.app import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import info
-from oomrec.cli.render import plural, print_json
+from oomrec.cli.render import plural, print_json, verb
 from oomrec.config import display_path, load_settings
 from oomrec.errors import EXIT_INTERRUPTED, OomrecError
 from oomrec.fixes import trailer_key
@@ -404,7 +404,7 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
         f"  models:  {config.models_dir_shown}",
         f"  output:  {display_path(config.output)}",
         f"  record:  {config.record.shown_as} ({plural(planner.applicable_records, 'record')} "
-        f"{'applies' if planner.applicable_records == 1 else 'apply'} to {config.hardware} at HEAD"
+        f"{verb(planner.applicable_records, 'applies', 'apply')} to {config.hardware} at HEAD"
         + (f", {planner.lifted_records} lifted by fixes" if planner.lifted_records else "")
         + ")",
         f"  guard:   {config.guard.describe()}",
