@@ -1,10 +1,14 @@
-"""Small helpers several test modules share: record lines, process liveness."""
+"""Small helpers several test modules share: record lines, process liveness, a dry-run sweep."""
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def line(model: str, length: int, commit: str, hardware: str = "gb10") -> str:
@@ -37,3 +41,23 @@ def gone(pid: int) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def dry_run_verdicts(cli: Callable[..., Any], where: Path) -> tuple[dict[str, Any], list[str]]:
+    """A dry-run sweep of gemma-4-31b at 4096 and 8192 tokens in `where` (the cwd): its JSON
+    plan, and each cell's verdict in order."""
+    (where / "models" / "gemma-4-31b").mkdir(parents=True, exist_ok=True)
+    result = cli(
+        "sweep",
+        "--models",
+        "gemma-4-31b",
+        "--lengths",
+        "4096 8192",
+        "--runner",
+        f"{sys.executable} -c pass",
+        "--dry-run",
+        "--json",
+    )
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    return plan, [cell["verdict"] for cell in plan["cells"]]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.conftest import CliResult
 from tests.gitrepo import History, Repo
-from tests.helpers import line, write
+from tests.helpers import dry_run_verdicts, line, write
 
 Cli = Callable[..., CliResult]
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,34 +140,13 @@ def test_restore_by_fix_and_all(cli: Cli, history: History, record: Path) -> Non
     assert sorted(record.read_text().splitlines()) == sorted(lines)
 
 
-def sweep_dry_run(cli: Cli, repo: Repo) -> dict[str, object]:
-    (repo.path / "models" / "gemma-4-31b").mkdir(parents=True, exist_ok=True)
-    result = cli(
-        "sweep",
-        "--models",
-        "gemma-4-31b",
-        "--lengths",
-        "4096 8192",
-        "--runner",
-        f"{sys.executable} -c pass",
-        "--dry-run",
-        "--json",
-    )
-    assert result.exit_code == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-def actions(plan: dict[str, object]) -> list[str]:
-    return [cell["action"] for cell in plan["cells"]]  # type: ignore[index,union-attr]
-
-
 def test_the_sweep_judges_records_at_head_without_any_prune(
     cli: Cli, history: History, record: Path
 ) -> None:
     h = history
     write(record, [line("gemma-4-31b", 8192, h.pre, hardware="testhw")])
-    plan = sweep_dry_run(cli, h.repo)
-    assert actions(plan) == ["run", "run"]
+    plan, verdicts = dry_run_verdicts(cli, h.repo.path)
+    assert verdicts == ["run", "run"]
     lifted = plan["cells"][1]  # type: ignore[index]
     assert lifted["reason"] == (
         f"recorded OOM at 8192 no longer applies: fix {h.fix[:7]} (Chunk the prefill)"
@@ -175,9 +154,9 @@ def test_the_sweep_judges_records_at_head_without_any_prune(
     assert lifted["record_line"].startswith("benchmarks/.oom-record:1: ")
     # The fix reverted: the record applies again.
     h.repo.git("revert", "--no-edit", h.fix)
-    assert actions(sweep_dry_run(cli, h.repo)) == ["run", "SKIP:oom_record"]
+    assert dry_run_verdicts(cli, h.repo.path)[1] == ["run", "SKIP:oom_record"]
     h.repo.git("revert", "--no-edit", "HEAD")
-    assert actions(sweep_dry_run(cli, h.repo)) == ["run", "run"]
+    assert dry_run_verdicts(cli, h.repo.path)[1] == ["run", "run"]
 
 
 def test_an_archived_record_pre_skips_again_on_a_branch_without_the_fix(
@@ -188,8 +167,8 @@ def test_an_archived_record_pre_skips_again_on_a_branch_without_the_fix(
     assert cli("record", "prune").exit_code == 0
     assert record.read_text() == ""
     h.repo.git("checkout", "-q", "side")
-    plan = sweep_dry_run(cli, h.repo)
-    assert actions(plan) == ["run", "SKIP:oom_record"]
+    plan, verdicts = dry_run_verdicts(cli, h.repo.path)
+    assert verdicts == ["run", "SKIP:oom_record"]
     assert plan["cells"][1]["record_line"].startswith(  # type: ignore[index]
         "benchmarks/.oom-record.archive:1: "
     )

@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import CliResult
 from tests.gitrepo import git
+from tests.helpers import dry_run_verdicts
 
 Cli = Callable[..., CliResult]
 GIB = 1024**3
@@ -53,20 +54,7 @@ class Fleet:
         return path
 
     def plan(self, name: str) -> list[str]:
-        self.on(name)
-        result = self.cli(
-            "sweep",
-            "--models",
-            "gemma-4-31b",
-            "--lengths",
-            "4096 8192",
-            "--runner",
-            f"{sys.executable} -c pass",
-            "--dry-run",
-            "--json",
-        )
-        assert result.exit_code == 0, result.stderr
-        return [cell["action"] for cell in json.loads(result.stdout)["cells"]]
+        return dry_run_verdicts(self.cli, self.on(name))[1]
 
 
 @pytest.fixture
