@@ -18,6 +18,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from oomrec.cli.output import console, info, is_tty
+from oomrec.commands import SCHEMA_VERSION
 from oomrec.records import OomRecord
 
 GIB = 1024**3
@@ -172,10 +173,6 @@ def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) ->
         extra = [escape(values[i]) for _, values in listing.extra]
         table.add_row(*(cell(rec) for _, cell in kept), *extra)
     return table
-
-
-# The version of every command's --json shape; raised when a key changes meaning or goes away.
-SCHEMA_VERSION = 1
 
 
 def print_json(data: dict[str, Any]) -> None:
