@@ -10,10 +10,15 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oomrec.errors import OomrecError
 from oomrec.settings import check_tool_keys
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from oomrec.records import RecordFile
 
 DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
 RECORD_ENV = "OOMREC_RECORD"
@@ -140,3 +145,47 @@ def display_path(path: Path) -> str:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def open_record(
+    given: Path | None,
+    settings: Settings,
+    *,
+    writing: bool = False,
+    notify: Callable[[str], None] | None = None,
+) -> RecordFile:
+    """The record file a command works on: `given` (an explicit path) or the configured one.
+
+    A path someone chose must be in a folder that exists (a typo must not create folders; only
+    the default location's folder is created). With `writing`, the first write into a git
+    worktree adds the record to the repository's info/exclude, and `notify` hears of it.
+    """
+    from oomrec.records import RecordFile
+
+    path = record_path(given, settings)
+    if given is not None:
+        _check_folder(path, "--record")
+    elif path != default_record_path(settings):
+        _check_folder(path, record_source(settings))
+    # A path the user typed is shown as typed; a derived one relative to where they stand.
+    shown = str(given) if given is not None else display_path(path)
+    record_file = RecordFile(path, shown_as=shown)
+    if writing:
+        record_file.before_first_write = lambda: _exclude_from_git(path, notify)
+    return record_file
+
+
+def _exclude_from_git(path: Path, notify: Callable[[str], None] | None) -> None:
+    from oomrec.guest import exclude_record
+
+    said = exclude_record(path)
+    if said is not None and notify is not None:
+        notify(said)
+
+
+def _check_folder(path: Path, source: str) -> None:
+    folder = path.parent
+    if folder.is_dir():
+        return
+    what = "is not a folder" if folder.exists() else "does not exist"
+    raise OomrecError(f"{source} {path}: {folder} {what}; create the folder or fix the path")

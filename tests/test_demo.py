@@ -103,8 +103,8 @@ def test_demo_runs_records_then_pre_skips_and_ignore_record_retests(
         ("mid-lm-8bit", "32768", TODAY, "unknown", source, "testhw"),
         ("moe-lm-bf16", "8192", TODAY, "unknown", source, "testhw"),
     ]
-    assert "output has 'MemoryError' (Python host allocation, oom)" in first.stdout
-    assert "next: run `oomrec sweep --demo` again" in first.stdout
+    assert "output has 'MemoryError' (Python host allocation, oom)" in first.stderr
+    assert "next: run `oomrec sweep --demo` again" in first.stderr
 
     second = cli("sweep", "--demo")
     assert second.exit_code == 0, second.stderr
@@ -115,7 +115,7 @@ def test_demo_runs_records_then_pre_skips_and_ignore_record_retests(
     ]
     assert (
         "SKIP:oom_record (recorded OOM at 8192 <= 32768: oomrec-demo/benchmarks/.oom-record:2: "
-        in second.stdout
+        in second.stderr
     )
     assert len(record.read_text().splitlines()) == 2
 
@@ -126,7 +126,7 @@ def test_demo_runs_records_then_pre_skips_and_ignore_record_retests(
         ("moe-lm-bf16", "32768", "SKIP:oom_backstop"),
     ]
     # The re-test saw the same OOM on the same host and code: the same evidence, not a new line.
-    assert "record: 0 new OOM records, 1 already recorded in " in third.stdout
+    assert "record: 0 new OOM records, 1 already recorded in " in third.stderr
     assert len(record.read_text().splitlines()) == 2
 
 
@@ -136,7 +136,7 @@ def test_demo_dry_run_writes_nothing(
     monkeypatch.chdir(tmp_path)
     result = cli("sweep", "--demo", "--dry-run", "--lengths", "512")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines()[-4:] == [
+    assert result.stderr.splitlines()[-4:] == [
         "  pico-lm-4bit @ 512: run",
         "  mid-lm-8bit @ 512: run",
         "  moe-lm-bf16 @ 512: run",
@@ -178,6 +178,6 @@ def test_demo_under_a_memory_guard_stops_the_two_biggest_cells(
         ("moe-lm-bf16", "8192", "SKIP:oom_backstop"),
         ("moe-lm-bf16", "32768", "SKIP:oom_backstop"),
     ]
-    assert "guard: 2 cells stopped by the memory guard" in result.stdout
+    assert "guard: 2 cells stopped by the memory guard" in result.stderr
     record = tmp_path / "oomrec-demo" / "benchmarks" / ".oom-record"
     assert [line.split(",")[8] for line in record.read_text().splitlines()] == ["guard", "guard"]

@@ -160,7 +160,7 @@ def test_a_record_from_a_smaller_host_does_not_pre_skip_a_bigger_one(
     said = sweep(cli, runner, "--models", "a", "--lengths", "512", "--dry-run")
     assert (
         "  not applied: benchmarks/.oom-record:1 (recorded on 96 GiB, this host has 512 GiB)"
-        in said.stdout.splitlines()
+        in said.stderr.splitlines()
     )
 
 
@@ -203,7 +203,7 @@ def test_a_retest_of_a_recorded_oom_is_not_recorded_twice(
     args = ("--models", "a", "--lengths", "512", "--fake-oom", "a:512", "--ignore-record")
     first = sweep(cli, runner, *args)
     assert first.exit_code == 0, first.stderr
-    assert "record: 1 new OOM record in benchmarks/.oom-record" in first.stdout
+    assert "record: 1 new OOM record in benchmarks/.oom-record" in first.stderr
     again = sweep(cli, runner, *args, "--json")
     assert again.exit_code == 0, again.stderr
     summary = json.loads(again.stdout)
@@ -247,7 +247,9 @@ def test_a_sweep_never_writes_its_csv_over_the_record(
     result = cli("sweep", "--runner", runner.template, "--models", "a", "--lengths", "512",
                  "--output", name)  # fmt: skip
     assert result.exit_code == 2
-    assert result.stderr == (
+    assert result.stdout == ""
+    # The sweep's header goes first; the error is the last line, and nothing ran.
+    assert result.stderr.splitlines(keepends=True)[-1] == (
         f"oomrec: error: --output {name} is the OOM record benchmarks/.oom-record or a file "
         "beside it; writing the sweep's CSV there would wipe it; pass another --output\n"
     )

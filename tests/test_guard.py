@@ -216,7 +216,7 @@ def test_limits_from_pyproject_show_in_the_dry_run_and_off_overrides_them(
     )
     shown = cli("sweep", "--dry-run", "--lengths", "512")
     assert shown.exit_code == 0, shown.stderr
-    assert "  guard:   max cell memory 512 MiB, min available " in shown.stdout
+    assert "  guard:   max cell memory 512 MiB, min available " in shown.stderr
     off = cli("sweep", "--dry-run", "--lengths", "512", "--json", "--max-cell-memory", "off")
     guard = json.loads(off.stdout)["guard"]
     assert guard["max_cell_bytes"] is None

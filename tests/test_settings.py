@@ -74,8 +74,8 @@ def test_boolean_environment_variables_take_every_spelling(
     monkeypatch.setenv("OOMREC_IGNORE_RECORD", value)
     result = cli("sweep", "--models", "a", "--lengths", "512", "--runner", "true", "--dry-run")
     assert result.exit_code == 0, result.stderr
-    assert ("  a @ 512: run" in result.stdout) is ignored
-    assert (f"record pre-skip disabled by OOMREC_IGNORE_RECORD={value}" in result.stdout) is ignored
+    assert ("  a @ 512: run" in result.stderr) is ignored
+    assert (f"record pre-skip disabled by OOMREC_IGNORE_RECORD={value}" in result.stderr) is ignored
 
 
 def test_a_boolean_that_is_not_one_is_an_error(

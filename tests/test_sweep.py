@@ -164,9 +164,9 @@ def test_fake_oom_backstops_the_longer_cells_of_that_model_only(
     assert record_text(repo) == f"a,2048,{TODAY},{repo.head()},,benchmarks/out.csv,testhw\n"
     assert (
         "[3/6] a @ 8192: SKIP:oom_backstop (a was SKIP:oom at 2048 <= 8192 tokens in this sweep)"
-        in result.stdout.splitlines()
+        in result.stderr.splitlines()
     )
-    assert "record: 1 new OOM record in benchmarks/.oom-record" in result.stdout
+    assert "record: 1 new OOM record in benchmarks/.oom-record" in result.stderr
 
 
 def test_fake_oom_from_the_environment_and_a_first_skip_row_gets_the_harness_header(
@@ -234,10 +234,10 @@ def test_a_runner_that_runs_out_of_memory_is_a_true_oom(
     # The scripted runner ends before the first memory sample and stays below this process's
     # own peak RSS (which a fork+exec child inherits in ru_maxrss), so its peak is unknown.
     assert peak == ""
-    assert "[2/3] a @ 2048: SKIP:oom (" in result.stdout
-    assert "; peak unknown; exit 1, output has " in result.stdout
-    assert "; OOM evidence: signature)" in result.stdout
-    assert f"  recorded: a,2048,{TODAY}," in result.stdout
+    assert "[2/3] a @ 2048: SKIP:oom (" in result.stderr
+    assert "; peak unknown; exit 1, output has " in result.stderr
+    assert "; OOM evidence: signature)" in result.stderr
+    assert f"  recorded: a,2048,{TODAY}," in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -269,7 +269,7 @@ def test_other_outcomes_feed_neither_layer(
     assert rows[0].endswith(f",512,{token}")
     assert rows[1] == ok_row("a", 2048)
     assert record_text(repo) is None
-    assert f"[1/2] a @ 512: {token} (" in result.stdout
+    assert f"[1/2] a @ 512: {token} (" in result.stderr
 
 
 def test_a_failure_log_line_says_what_the_runner_said_last(
@@ -278,7 +278,7 @@ def test_a_failure_log_line_says_what_the_runner_said_last(
     models("a")
     runner.behave({"a": "exit:3:error: weights file is corrupt"})
     result = sweep(cli, runner, "--models", "a", "--lengths", "512")
-    [line] = [line for line in result.stdout.splitlines() if line.startswith("[1/1] ")]
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("[1/1] ")]
     assert line.startswith("[1/1] a @ 512: FAIL:bench (")
     assert line.endswith(
         "; exit 3, no out-of-memory message in its output; "
@@ -312,8 +312,8 @@ def test_the_record_pre_skips_its_model_at_and_above_its_length_on_this_hardware
     assert (
         "[3/6] a @ 8192: SKIP:oom_record (recorded OOM at 2048 <= 8192: benchmarks/.oom-record:1: "
         "a,2048,2026-07-03,9bef3f2,,benchmarks/old.csv,testhw)"
-    ) in result.stdout.splitlines()
-    assert "record:  benchmarks/.oom-record (2 records apply to testhw at HEAD)" in result.stdout
+    ) in result.stderr.splitlines()
+    assert "record:  benchmarks/.oom-record (2 records apply to testhw at HEAD)" in result.stderr
     assert record.read_text() == text
 
 
@@ -344,7 +344,7 @@ def test_ignoring_the_record_launches_recorded_cells_and_still_records(
     result = sweep(cli, runner, "--models", "a", "--lengths", "512 2048", *([flag] if flag else []))
     assert result.exit_code == 0, result.stderr
     assert runner.launched() == ["a:512", "a:2048"]
-    assert f"record pre-skip disabled by {flag or env + '=1'}" in result.stdout
+    assert f"record pre-skip disabled by {flag or env + '=1'}" in result.stderr
     lines = record.read_text().splitlines()
     assert len(lines) == 2
     assert lines[1].startswith(f"a,2048,{TODAY},{repo.head()},")
@@ -357,7 +357,7 @@ def test_a_missing_model_dir_prints_miss_and_writes_no_rows(
     result = sweep(cli, runner, "--models", "ghost a", "--lengths", "512",
                    "--fake-oom", "ghost:512")  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    assert "[miss] ghost (not found under ./models, skipping)" in result.stdout.splitlines()
+    assert "[miss] ghost (not found under ./models, skipping)" in result.stderr.splitlines()
     assert csv_lines(repo) == [HEADER_15, ok_row("a", 512)]
     assert record_text(repo) is None
 
@@ -367,17 +367,17 @@ def test_a_missing_models_dir_is_said_once_and_stops_the_sweep(
 ) -> None:
     result = sweep(cli, runner, "--models", "a b c", "--lengths", "512", "--fake-oom", "a:512")
     assert result.exit_code == 2
-    said = [line for line in result.stdout.splitlines() if "./models" in line]
+    said = [line for line in result.stderr.splitlines() if "./models" in line]
     assert said == [
         "  models:  ./models",
-        "models dir ./models does not exist: no model can run (pass --models-dir or set "
-        "models_dir in [tool.oomrec])",
+        "oomrec: error: models dir ./models does not exist: no model can run; pass --models-dir "
+        "or set models_dir in [tool.oomrec]",
     ]
-    assert result.stderr == (
+    assert result.stderr.splitlines(keepends=True)[-1] == (
         "oomrec: error: models dir ./models does not exist: no model can run; pass --models-dir "
         "or set models_dir in [tool.oomrec]\n"
     )
-    assert "[miss]" not in result.stdout
+    assert "[miss]" not in result.stderr
     assert not (repo.path / "benchmarks").exists()
 
 
@@ -464,7 +464,7 @@ def test_the_default_runner_is_the_harness_cell_script_with_its_arguments(
     assert output.read_text().splitlines()[1] == (
         f'a,./models/a,,,,,,,{TODAY},,,,16,"",512,FAIL:no_output'
     )
-    assert f"rows: benchmarks/{output.name}" in result.stdout
+    assert f"rows: benchmarks/{output.name}" in result.stderr
 
 
 def test_the_first_real_cell_gives_the_header_and_cooldown_is_accepted(
@@ -489,7 +489,7 @@ def test_dry_run_prints_the_plan_and_touches_nothing(
     result = sweep(cli, runner, "--models", "a b ghost", "--lengths", "512 2048 8192",
                    "--fake-oom", "a:2048", "--dry-run")  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines()[-7:] == [
+    assert result.stderr.splitlines()[-7:] == [
         "  a @ 512: run",
         "  a @ 2048: SKIP:oom (faked via --fake-oom / MLXCEL_BENCH_FAKE_OOM)",
         "  a @ 8192: SKIP:oom_backstop (a was SKIP:oom at 2048 <= 8192 tokens in this sweep)",
@@ -500,7 +500,7 @@ def test_dry_run_prints_the_plan_and_touches_nothing(
         "b,2048,2026-07-03,9bef3f2,,benchmarks/old.csv,testhw)",
         "dry run: 2 to run, 4 to skip; nothing launched, nothing written",
     ]
-    assert "[miss] ghost (not found under ./models, skipping)" in result.stdout
+    assert "[miss] ghost (not found under ./models, skipping)" in result.stderr
     assert runner.launched() == []
     assert not (repo.path / "benchmarks" / "out.csv").exists()
     assert record.read_text().count("\n") == 1
@@ -517,7 +517,7 @@ def test_a_true_ooms_measured_peak_reaches_the_record(
     assert result.exit_code == 0, result.stderr
     peak = (record_text(repo) or "").split(",")[4]
     assert int(peak) >= need_mib << 20
-    assert f"peak {int(peak) / (1 << 20):.0f} MiB" in result.stdout
+    assert f"peak {int(peak) / (1 << 20):.0f} MiB" in result.stderr
 
 
 def test_json_summary_on_stdout_and_the_log_on_stderr(
@@ -593,7 +593,8 @@ def test_an_unwritable_output_fails_before_any_launch(
     models("a")
     result = sweep(cli, runner, "--models", "a", "--lengths", "512", "--output", "/proc/no/x.csv")
     assert result.exit_code == 2
-    assert result.stderr == (
+    assert result.stdout == ""
+    assert result.stderr.splitlines(keepends=True)[-1] == (
         "oomrec: error: /proc/no/x.csv: cannot create its folder (No such file or directory); "
         "pass --output PATH\n"
     )
@@ -607,7 +608,7 @@ def test_an_oom_reaches_the_record_even_when_its_row_cannot_be_written(
     runner.behave({"a:512": "block:benchmarks/out.csv:CUDA out of memory. Tried to allocate 1 GiB"})
     result = sweep(cli, runner, "--models", "a", "--lengths", "512")
     assert result.exit_code == 2
-    assert result.stderr.startswith("oomrec: error: ")
+    assert result.stderr.splitlines()[-1].startswith("oomrec: error: ")
     assert (record_text(repo) or "").startswith(f"a,512,{TODAY},{repo.head()},")
 
 
@@ -659,7 +660,8 @@ def test_an_interrupt_mid_cell_leaves_a_valid_csv_no_temp_files_and_no_child(
     rows = list(csv.reader((repo.path / "out.csv").open(newline="")))
     assert rows[0] == HEADER_15.split(",")
     assert [row[:3] for row in rows[1:]] == [["a", "./models/a", "512"]]
-    assert "interrupted: a @ 2048 was killed; 1 of 4 cells done" in stdout
+    assert stdout == ""
+    assert "interrupted: a @ 2048 was killed; 1 of 4 cells done" in stderr
     assert list(tmp.iterdir()) == []
     runner_pid, sleeper_pid = map(int, pids_file.read_text().split())
     assert gone(runner_pid)
@@ -683,7 +685,7 @@ def test_a_header_that_differs_from_the_first_rows_is_warned_about_once(
         ok_row("b", 512),
         ok_row("b", 2048),
     ]
-    assert [line for line in result.stdout.splitlines() if line.startswith("warning:")] == [
+    assert [line for line in result.stderr.splitlines() if line.startswith("warning:")] == [
         "warning: a cell's CSV header differs from the first line of benchmarks/out.csv"
     ]
 

@@ -160,8 +160,8 @@ def test_an_oom_line_followed_by_a_megabyte_of_output_is_a_true_oom(
     assert result.exit_code == 0, result.stderr
     assert [row.rsplit(",", 1)[1] for row in rows(repo)] == ["SKIP:oom", "SKIP:oom_backstop"]
     assert record(repo).startswith("a,512,")
-    assert "output has 'CUDA error: out of memory'" in result.stdout
-    assert "OOM evidence: signature" in result.stdout
+    assert "output has 'CUDA error: out of memory'" in result.stderr
+    assert "OOM evidence: signature" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -181,9 +181,9 @@ def test_a_special_or_huge_cell_csv_is_not_read_and_the_sweep_goes_on(
     first, second = rows(repo)
     assert first.endswith(",512,FAIL:no_output")
     assert second.endswith(',"Hi, you",2048')
-    [line] = [line for line in result.stdout.splitlines() if line.startswith("[1/2]")]
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("[1/2]")]
     assert said in line
-    assert "FAIL:timeout" not in result.stdout
+    assert "FAIL:timeout" not in result.stderr
 
 
 def test_a_cell_csv_linked_to_another_file_is_not_copied_into_the_results(
@@ -194,7 +194,7 @@ def test_a_cell_csv_linked_to_another_file_is_not_copied_into_the_results(
     text = (repo.path / "out.csv").read_text()
     assert "root:" not in text
     assert rows(repo) == [f'a,./models/a,,,,,,,{_today()},,,,32,"",512,FAIL:no_output']
-    assert "dropped " in result.stdout
+    assert "dropped " in result.stderr
     assert Path("/etc/passwd").exists()
 
 
@@ -207,7 +207,7 @@ def test_rows_of_other_cells_are_dropped_and_said(
     assert row.startswith("a,./models/a,512,32,")
     assert "fabricated" not in (repo.path / "out.csv").read_text()
     assert "dropped 2 rows of other cells from the cell CSV (first: 'fabricated-model," in (
-        result.stdout
+        result.stderr
     )
     # The fabricated SKIP:oom of another length became no record.
     assert record(repo) == ""
@@ -219,7 +219,7 @@ def test_a_process_that_left_the_group_dies_with_its_cell_and_the_log_says_so(
     result = run_sweep({512: "escape"}, "512")
     assert result.exit_code == 0, result.stderr
     assert gone(int((cell_runner.script.parent / "escaped.pid").read_text()))
-    assert "killed 1 leftover process of the cell (1 had left its process group)" in (result.stdout)
+    assert "killed 1 leftover process of the cell (1 had left its process group)" in (result.stderr)
 
 
 @pytest.mark.parametrize("timeout", ["2147484", "1e300"])

@@ -7,7 +7,6 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from datetime import date
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -23,18 +22,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from oomrec import demo as demo_mod
-from oomrec.cli import output
+from oomrec.cli import output as output_state
 from oomrec.cli.app import RecordOption, app
-from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import info
 from oomrec.cli.render import plural, print_json, verb
-from oomrec.config import display_path, load_settings
-from oomrec.errors import EXIT_INTERRUPTED, OomrecError
-from oomrec.fixes import trailer_key
-from oomrec.guard import AvailableMemory
-from oomrec.hardware import detect, detect_memory
-from oomrec.records import RecordFile, RecordLine, not_applying_because
+from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
+from oomrec.config import display_path
+from oomrec.errors import EXIT_INTERRUPTED
+from oomrec.records import RecordLine, not_applying_because
 from oomrec.resume import DONE
 from oomrec.schema import OOM_BACKSTOP, OOM_GUARD, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
@@ -42,20 +37,11 @@ from oomrec.sweep import (
     Cell,
     CellResult,
     Decision,
-    Plan,
-    Planner,
-    Sweep,
-    SweepResult,
-    gather_evidence,
-    plan_cells,
-    preview,
 )
 from oomrec.sweep_config import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_WARMUP_TOKENS,
-    Options,
     SweepConfig,
-    configure,
     ignore_record_from_env,
 )
 
@@ -240,116 +226,67 @@ def sweep(
 
     Example: oomrec sweep --models "llama-3.1-8b-4bit qwen2.5-7b-4bit" --lengths "512 2048 8192"
     """
-    hardware = detect()
-    day = date.today().isoformat()
-    demo_dirs = demo_mod.layout(demo_mod.DEMO_DIR, hardware, day) if demo else None
-    if demo_dirs is not None and record is None:
-        # The demo keeps its record beside its CSV, away from the repository's real record.
-        path = demo_dirs.record
-        record_file, settings = RecordFile(path, shown_as=display_path(path)), load_settings()
-    else:
-        record_file, settings = open_record(record, writing=True)
-    opts = Options(
-        # Repeated flags accumulate: `--models a --models b` is `--models "a b"`.
-        models=None if models is None else " ".join(models),
-        lengths=None if lengths is None else " ".join(lengths),
-        runner=runner,
-        models_dir=models_dir,
-        output=output,
-        timeout=timeout,
-        cooldown=cooldown,
-        big_cooldown=big_cooldown,
-        max_tokens=max_tokens,
-        warmup_tokens=warmup_tokens,
-        fake_oom=fake_oom,
-        ignore_record=ignore_record,
-        ignore_guard_records=ignore_guard_records,
-        shard=shard,
-        resume="keep" if resume_keep else "rerun" if resume else None,
-        rerun_failed=rerun_failed,
-        max_cell_memory=max_cell_memory,
-        min_available=min_available,
-        demo=demo_dirs,
+    prepared = prepare(
+        SweepOptions(
+            models=models,
+            lengths=lengths,
+            runner=runner,
+            models_dir=models_dir,
+            output=output,
+            record=record,
+            timeout=timeout,
+            cooldown=cooldown,
+            big_cooldown=big_cooldown,
+            max_tokens=max_tokens,
+            warmup_tokens=warmup_tokens,
+            fake_oom=fake_oom,
+            ignore_record=ignore_record,
+            ignore_guard_records=ignore_guard_records,
+            shard=shard,
+            resume="keep" if resume_keep else "rerun" if resume else None,
+            rerun_failed=rerun_failed,
+            max_cell_memory=max_cell_memory,
+            min_available=min_available,
+            allow_empty=allow_empty,
+            demo=demo,
+        )
     )
-    config = configure(
-        opts, settings, record_file, hardware=hardware, day=day, host_mem=detect_memory()
-    )
-    loaded = record_file.load()
-    parked = print_warnings(loaded, record_file)
-    evidence = gather_evidence(
-        record_file,
-        loaded,
-        trailer_key(settings),
-        hardware,
-        judge=not config.ignore_record,
-        parked=parked,
-    )
-    planner = Planner(
-        evidence,
-        hardware,
-        ignore_record=config.ignore_record,
-        ignore_guard_records=config.ignore_guard_records,
-        fake_oom=config.fake_oom,
-        host_mem=config.host_mem,
-    )
-    plan = plan_cells(config)
-    log = sys.stderr if as_json else sys.stdout
+    # The log and the summary go to stderr, as the harness's do; stdout carries only --json.
+    log = sys.stderr
+    for warning in prepared.warnings:
+        typer.echo(warning, err=True)
     info(
-        *_header(config, plan, planner, "--ignore-record" if ignore_record else None),
-        *_memory_exclusions(loaded.lines, config),
-        *_guard_warnings(config),
+        *_header(prepared, "--ignore-record" if ignore_record else None, dry_run),
+        *_memory_exclusions(prepared.loaded.lines, prepared.config),
         stream=log,
     )
-
-    empty = _nothing_to_run(config, plan, allow_empty)
     if dry_run:
-        done = Sweep(config, planner, _LineReporter(log, 0)).resume_verdicts(plan)
-        decided = preview(plan, planner, done)
+        outcome = prepared.preview(_LineReporter(log, 0))
         if as_json:
-            print_json(_plan_json(config, plan, decided))
+            print_json(outcome.to_json())
         else:
-            _say(log, *_plan_lines(decided))
-        if empty:
-            raise empty
+            _say(log, *_plan_lines(outcome.decided))
+        if prepared.empty is not None:
+            raise prepared.empty
         return
-    if empty:
-        raise empty
-
-    if demo_dirs is not None:
-        demo_mod.prepare(demo_dirs)
+    if prepared.empty is not None:
+        raise prepared.empty
+    total = len(prepared.plan.cells)
     try:
-        if log.isatty() and not output.STATE.quiet:
-            with _ProgressReporter(log, len(plan.cells)) as reporter:
-                result = Sweep(config, planner, reporter).run(plan)
+        if log.isatty() and not output_state.STATE.quiet:
+            with _ProgressReporter(log, total) as reporter:
+                outcome = prepared.run(reporter)
         else:
-            result = Sweep(config, planner, _LineReporter(log, len(plan.cells))).run(plan)
+            outcome = prepared.run(_LineReporter(log, total))
     except BaseException:
         # A crash mid-sweep: what was written stays, and this continues it.
         _say(log, f"resume with: {_resume_command()}")
         raise
-
     if as_json:
-        print_json(_result_json(config, plan, result))
-    _summary(log, config, plan, result, demo)
-    if result.interrupted:
+        print_json(outcome.to_json())
+    _summary(log, outcome, demo)
+    if outcome.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
-
-
-def _nothing_to_run(config: SweepConfig, plan: Plan, allow_empty: bool) -> OomrecError | None:
-    """The error for a sweep with no cell to run (a typo in --models, an empty shard): exit 2
-    with the reason, unless --allow-empty. A missing models dir has its own error."""
-    if plan.cells or allow_empty or plan.models_dir_missing:
-        return None
-    if plan.missing:
-        names = ", ".join(plan.missing[:5]) + (", ..." if len(plan.missing) > 5 else "")
-        why = f"every model is missing under {config.models_dir_shown} ({names})"
-    elif config.shard is not None:
-        why = f"shard {config.shard[0]}/{config.shard[1]} holds none of the models"
-    else:
-        why = "the grid is empty"
-    return OomrecError(
-        f"no cell to run: {why}; check --models and --models-dir, or pass --allow-empty"
-    )
 
 
 def _resume_command() -> str:
@@ -385,17 +322,8 @@ def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list
     return said
 
 
-def _guard_warnings(config: SweepConfig) -> list[str]:
-    if config.guard.min_available_bytes is None:
-        return []
-    available = AvailableMemory()
-    try:
-        return config.guard.warnings(available.read())
-    finally:
-        available.close()
-
-
-def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None) -> list[str]:
+def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
+    config, plan, planner = prepared.config, prepared.plan, prepared.planner
     n_models = len(config.models) - len(plan.missing)
     lines = [
         f"sweep: {plural(n_models, 'model')} x {plural(len(config.lengths), 'length')} = "
@@ -420,6 +348,8 @@ def _header(config: SweepConfig, plan: Plan, planner: Planner, flag: str | None)
         why = flag or f"{name}={os.environ.get(name or '', '')}"
         lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
     if plan.models_dir_missing:
+        if not dry_run:
+            return lines  # the run stops with an error that says it: said once
         lines.append(
             f"models dir {config.models_dir_shown} does not exist: no model can run "
             "(pass --models-dir or set models_dir in [tool.oomrec])"
@@ -488,7 +418,7 @@ class _LineReporter:
         pass
 
     def cell_done(self, done: int, result: CellResult) -> None:
-        if output.STATE.quiet:
+        if output_state.STATE.quiet:
             return
         self.log(_cell_line(done, self.total, result))
         if result.recorded:
@@ -510,7 +440,7 @@ class _ProgressReporter(_LineReporter):
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=output.console(stream),
+            console=output_state.console(stream),
             transient=True,
         )
         self.task = self.progress.add_task("starting", total=total)
@@ -538,11 +468,10 @@ def _ordered_tokens(counts: Counter[str]) -> list[str]:
     return known + sorted(t for t in counts if t not in _TOKEN_ORDER)
 
 
-def _summary(
-    stream: TextIO, config: SweepConfig, plan: Plan, result: SweepResult, demo: bool
-) -> None:
-    per_model = result.counts()
-    totals: Counter[str] = sum(per_model.values(), Counter())
+def _summary(stream: TextIO, outcome: SweepOutcome, demo: bool) -> None:
+    config, plan, result = outcome.config, outcome.plan, outcome.result
+    per_model = outcome.per_model()
+    totals = outcome.totals()
     if per_model:
         table = Table(title="cells per model and classification", title_justify="left")
         tokens = _ordered_tokens(totals)
@@ -553,10 +482,10 @@ def _summary(
         for model, counts in per_model.items():
             table.add_row(model, *(str(counts[t]) for t in tokens), str(counts.total()))
         table.add_row("all", *(str(totals[t]) for t in tokens), str(totals.total()), style="bold")
-        if not output.STATE.quiet:
-            output.console(stream).print(table)
-    new = sum(1 for r in result.results if r.recorded)
-    known = sum(1 for r in result.results if r.already_recorded)
+        if not output_state.STATE.quiet:
+            output_state.console(stream).print(table)
+    new = len(outcome.new_records())
+    known = len(outcome.already_recorded())
     also = f", {known} already recorded" if known else ""
     info(
         f"rows: {display_path(result.output)}" if result.output else "rows: none written",
@@ -589,76 +518,3 @@ def _summary(
                 stream=stream,
             )
         info(f"the record: oomrec record list --record {config.record.shown_as}", stream=stream)
-
-
-def _base_json(config: SweepConfig, plan: Plan) -> dict[str, object]:
-    return {
-        "hardware": config.hardware,
-        "output": str(config.output),
-        "record": config.record.shown_as,
-        "missing_models": list(plan.missing),
-        "models_dir_missing": plan.models_dir_missing,
-        "guard": {
-            "max_cell_bytes": config.guard.max_cell_bytes,
-            "min_available_bytes": config.guard.min_available_bytes,
-        },
-    }
-
-
-def _plan_json(
-    config: SweepConfig, plan: Plan, decided: list[tuple[Cell, Decision]]
-) -> dict[str, object]:
-    """The dry run in the real run's shape: every key of _result_json and of a cell's, with
-    what is known before launching (`verdict` is `run`, `done` or the skip token)."""
-    cells = [
-        {
-            "model": cell.model,
-            "length": cell.length,
-            "model_path": cell.model_path,
-            "verdict": decision.action,
-            "reason": decision.reason,
-            "launched": False,
-            "seconds": None,
-            "peak_rss_bytes": None,
-            "record_line": decision.record_line,
-            "recorded": None,
-            "already_recorded": None,
-            "oom_evidence": None,
-            "notes": [],
-            # The name before schema_version 1; kept one release for scripts that read it.
-            "action": decision.action,
-        }
-        for cell, decision in decided
-    ]
-    counts: dict[str, Counter[str]] = {}
-    for cell, decision in decided:
-        counts.setdefault(cell.model, Counter())[decision.action] += 1
-    return {
-        **_base_json(config, plan),
-        "dry_run": True,
-        "interrupted": False,
-        "killed_cell": None,
-        "cells": cells,
-        "counts": {model: dict(c) for model, c in counts.items()},
-        "totals": dict(sum(counts.values(), Counter())),
-        "guard_stops": 0,
-        "new_records": [],
-        "already_recorded": [],
-    }
-
-
-def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[str, object]:
-    per_model = result.counts()
-    killed = result.killed_cell
-    return {
-        **_base_json(config, plan),
-        "dry_run": False,
-        "interrupted": result.interrupted,
-        "killed_cell": None if killed is None else {"model": killed.model, "length": killed.length},
-        "cells": [r.to_dict() for r in result.results],
-        "counts": {model: dict(counts) for model, counts in per_model.items()},
-        "totals": dict(sum(per_model.values(), Counter())),
-        "guard_stops": sum(1 for r in result.results if r.token == OOM_GUARD),
-        "new_records": [r.recorded for r in result.results if r.recorded],
-        "already_recorded": [r.already_recorded for r in result.results if r.already_recorded],
-    }

@@ -1,0 +1,368 @@
+"""The sweep as a library verb: plan a (model x prompt length) grid against the record, then run
+it (or preview it), never launching a cell certain to OOM.
+
+Two steps, because a caller shows the plan before the first cell launches: `prepare()` reads the
+settings, the record and the grid; `Prepared.preview()` is the dry run and `Prepared.run()` the
+sweep. `sweep()` does both for a caller with nothing to show in between.
+
+    from oomrec.commands.sweep import SweepOptions, sweep
+    outcome = sweep(SweepOptions(models=["llama-3.1-8b-4bit"], lengths=[512, 2048]))
+    print(outcome.to_json()["totals"])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from oomrec import config as config_mod
+from oomrec import demo as demo_mod
+from oomrec.commands import Result
+from oomrec.config import display_path, load_settings
+from oomrec.errors import OomrecError
+from oomrec.fixes import trailer_key
+from oomrec.guard import AvailableMemory
+from oomrec.hardware import detect, detect_memory
+from oomrec.records import Loaded, RecordFile
+from oomrec.schema import OOM_GUARD
+from oomrec.sweep import (
+    Cell,
+    CellResult,
+    Decision,
+    Plan,
+    Planner,
+    Reporter,
+    Sweep,
+    SweepResult,
+    gather_evidence,
+    plan_cells,
+    preview,
+)
+
+if TYPE_CHECKING:
+    from oomrec.archive import ArchivedLine
+from oomrec.sweep_config import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_WARMUP_TOKENS,
+    Options,
+    SweepConfig,
+    configure,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepOptions:
+    """What to sweep; None means "not given": `[tool.oomrec]`, then the defaults, decide."""
+
+    models: Sequence[str] | None = None
+    lengths: Sequence[int | str] | None = None
+    # A template run without a shell, with {model} {model_path} {length} ... placeholders.
+    runner: str | None = None
+    # As the rows should show it: `./models` is written `./models/x`, as the harness does.
+    models_dir: str | None = None
+    output: Path | None = None
+    record: Path | None = None
+    timeout: float | None = None
+    cooldown: float = 0.0
+    big_cooldown: float = 0.0
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    # `MODEL:LEN[,...]`: cells treated as true OOMs without a launch (testing the layers).
+    fake_oom: str | None = None
+    ignore_record: bool = False
+    ignore_guard_records: bool = False
+    # `I/N`: only the models of shard I of N.
+    shard: str | None = None
+    # Continue the aggregate CSV: "rerun" runs rows of another commit or runner again, "keep"
+    # keeps them; None replaces the CSV.
+    resume: str | None = None
+    rerun_failed: bool = False
+    # As typed: `110G`, `85%`, `off`.
+    max_cell_memory: str | None = None
+    min_available: str | None = None
+    # Zero runnable cells (every model missing, an empty shard) is an error unless allowed.
+    allow_empty: bool = False
+    # The built-in synthetic models under a real memory limit, in ./oomrec-demo/.
+    demo: bool = False
+
+
+@dataclass(kw_only=True)
+class SweepOutcome(Result):
+    """A sweep that ran, or a dry run's plan: the same JSON keys either way."""
+
+    config: SweepConfig
+    plan: Plan
+    dry_run: bool
+    # The dry run's decision per cell; empty after a real run.
+    decided: list[tuple[Cell, Decision]] = field(default_factory=list)
+    # The real run's cells; empty in a dry run.
+    result: SweepResult = field(default_factory=SweepResult)
+
+    @property
+    def interrupted(self) -> bool:
+        return self.result.interrupted
+
+    def per_model(self) -> dict[str, Counter[str]]:
+        """Cells per model and classification token (in a dry run, per verdict)."""
+        if not self.dry_run:
+            return self.result.counts()
+        counts: dict[str, Counter[str]] = {}
+        for cell, decision in self.decided:
+            counts.setdefault(cell.model, Counter())[decision.action] += 1
+        return counts
+
+    def totals(self) -> Counter[str]:
+        return sum(self.per_model().values(), Counter())
+
+    def new_records(self) -> list[str]:
+        return [r.recorded for r in self.result.results if r.recorded]
+
+    def already_recorded(self) -> list[str]:
+        return [r.already_recorded for r in self.result.results if r.already_recorded]
+
+    def json_body(self) -> dict[str, Any]:
+        config, plan = self.config, self.plan
+        killed = self.result.killed_cell
+        per_model = self.per_model()
+        return {
+            "hardware": config.hardware,
+            "output": str(config.output),
+            "record": config.record.shown_as,
+            "missing_models": list(plan.missing),
+            "models_dir_missing": plan.models_dir_missing,
+            "guard": {
+                "max_cell_bytes": config.guard.max_cell_bytes,
+                "min_available_bytes": config.guard.min_available_bytes,
+            },
+            "dry_run": self.dry_run,
+            "interrupted": self.interrupted,
+            "killed_cell": None
+            if killed is None
+            else {"model": killed.model, "length": killed.length},
+            "cells": [_planned_cell(c, d) for c, d in self.decided]
+            if self.dry_run
+            else [r.to_dict() for r in self.result.results],
+            "counts": {model: dict(counts) for model, counts in per_model.items()},
+            "totals": dict(self.totals()),
+            "guard_stops": sum(1 for r in self.result.results if r.token == OOM_GUARD),
+            "new_records": self.new_records(),
+            "already_recorded": self.already_recorded(),
+        }
+
+
+def _planned_cell(cell: Cell, decision: Decision) -> dict[str, Any]:
+    """A cell of the dry run with every key of a run cell's (CellResult.to_dict), holding what
+    is known before launching: `verdict` is `run`, `done` or the skip token."""
+    return {
+        "model": cell.model,
+        "length": cell.length,
+        "model_path": cell.model_path,
+        "verdict": decision.action,
+        "reason": decision.reason,
+        "launched": False,
+        "seconds": None,
+        "peak_rss_bytes": None,
+        "record_line": decision.record_line,
+        "recorded": None,
+        "already_recorded": None,
+        "oom_evidence": None,
+        "notes": [],
+        # The name before schema_version 1; kept one release for scripts that read it.
+        "action": decision.action,
+    }
+
+
+class QuietReporter:
+    """A reporter that shows nothing: for callers that only want the outcome."""
+
+    def log(self, message: str) -> None:
+        pass
+
+    def cell_started(self, done: int, cell: Cell) -> None:
+        pass
+
+    def cell_done(self, done: int, result: CellResult) -> None:
+        pass
+
+
+@dataclass(kw_only=True)
+class Prepared:
+    """A sweep planned and not started: what a caller shows before the first launch."""
+
+    options: SweepOptions
+    config: SweepConfig
+    plan: Plan
+    planner: Planner
+    # The record as read for the plan (its lines name records that do not apply, and why).
+    loaded: Loaded
+    # Unreadable record or archive lines, a guard limit above what the host has: for stderr.
+    warnings: list[str]
+    demo: demo_mod.DemoLayout | None
+    # Where the record's first-write notice goes once the run has a reporter.
+    relay: _Relay
+
+    @property
+    def empty(self) -> OomrecError | None:
+        """The error for a sweep with no cell to run (a typo in --models, an empty shard),
+        unless allow_empty. A missing models dir has its own error, at launch."""
+        plan, config = self.plan, self.config
+        if plan.cells or self.options.allow_empty or plan.models_dir_missing:
+            return None
+        if plan.missing:
+            names = ", ".join(plan.missing[:5]) + (", ..." if len(plan.missing) > 5 else "")
+            why = f"every model is missing under {config.models_dir_shown} ({names})"
+        elif config.shard is not None:
+            why = f"shard {config.shard[0]}/{config.shard[1]} holds none of the models"
+        else:
+            why = "the grid is empty"
+        return OomrecError(
+            f"no cell to run: {why}; check --models and --models-dir, or pass --allow-empty"
+        )
+
+    def preview(self, reporter: Reporter | None = None) -> SweepOutcome:
+        """The dry run: every cell's verdict; nothing launched, nothing written."""
+        sweep = Sweep(self.config, self.planner, reporter or QuietReporter())
+        decided = preview(self.plan, self.planner, sweep.resume_verdicts(self.plan))
+        return SweepOutcome(config=self.config, plan=self.plan, dry_run=True, decided=decided)
+
+    def run(self, reporter: Reporter | None = None) -> SweepOutcome:
+        """Run the cells, one at a time; SIGINT/SIGTERM stop the running cell and return what
+        was done (`interrupted`). Raises the `empty` error when there is nothing to run."""
+        if self.empty is not None:
+            raise self.empty
+        reporter = reporter or QuietReporter()
+        # The guest notice (record added to info/exclude) goes to the log, at the first write.
+        self.relay.target = reporter.log
+        if self.demo is not None:
+            demo_mod.prepare(self.demo)
+        result = Sweep(self.config, self.planner, reporter).run(self.plan)
+        return SweepOutcome(config=self.config, plan=self.plan, dry_run=False, result=result)
+
+
+def prepare(options: SweepOptions) -> Prepared:
+    """Read the settings, the record (with its archive and shared notes, judged at HEAD) and
+    the grid; launch nothing."""
+    hardware = detect()
+    day = date.today().isoformat()
+    demo_dirs = demo_mod.layout(demo_mod.DEMO_DIR, hardware, day) if options.demo else None
+    settings = load_settings()
+    relay = _Relay()
+    if demo_dirs is not None and options.record is None:
+        # The demo keeps its record beside its CSV, away from the repository's real record.
+        record_file = RecordFile(demo_dirs.record, shown_as=display_path(demo_dirs.record))
+    else:
+        record_file = config_mod.open_record(options.record, settings, writing=True, notify=relay)
+    config = configure(
+        _config_options(options, demo_dirs),
+        settings,
+        record_file,
+        hardware=hardware,
+        day=day,
+        host_mem=detect_memory(),
+    )
+    loaded = record_file.load()
+    warnings = [str(w) for w in loaded.warnings]
+    parked = _read_archive(record_file, loaded, warnings)
+    evidence = gather_evidence(
+        record_file,
+        loaded,
+        trailer_key(settings),
+        hardware,
+        judge=not config.ignore_record,
+        parked=parked,
+    )
+    planner = Planner(
+        evidence,
+        hardware,
+        ignore_record=config.ignore_record,
+        ignore_guard_records=config.ignore_guard_records,
+        fake_oom=config.fake_oom,
+        host_mem=config.host_mem,
+    )
+    warnings.extend(_guard_warnings(config))
+    return Prepared(
+        options=options,
+        config=config,
+        plan=plan_cells(config),
+        planner=planner,
+        loaded=loaded,
+        warnings=warnings,
+        demo=demo_dirs,
+        relay=relay,
+    )
+
+
+def sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepOutcome:
+    """Plan and run a sweep (`dry_run`: plan only); the one call for a library caller."""
+    prepared = prepare(options)
+    if prepared.empty is not None:
+        raise prepared.empty
+    return prepared.run(reporter)
+
+
+def dry_run(options: SweepOptions) -> SweepOutcome:
+    """The sweep's plan: every cell's verdict; nothing launched, nothing written."""
+    prepared = prepare(options)
+    if prepared.empty is not None:
+        raise prepared.empty
+    return prepared.preview()
+
+
+def _config_options(options: SweepOptions, demo_dirs: demo_mod.DemoLayout | None) -> Options:
+    return Options(
+        models=None if options.models is None else " ".join(options.models),
+        lengths=None if options.lengths is None else " ".join(map(str, options.lengths)),
+        runner=options.runner,
+        models_dir=options.models_dir,
+        output=options.output,
+        timeout=options.timeout,
+        cooldown=options.cooldown,
+        big_cooldown=options.big_cooldown,
+        max_tokens=options.max_tokens,
+        warmup_tokens=options.warmup_tokens,
+        fake_oom=options.fake_oom,
+        ignore_record=options.ignore_record,
+        ignore_guard_records=options.ignore_guard_records,
+        shard=options.shard,
+        resume=options.resume,
+        rerun_failed=options.rerun_failed,
+        max_cell_memory=options.max_cell_memory,
+        min_available=options.min_available,
+        demo=demo_dirs,
+    )
+
+
+def _read_archive(
+    record_file: RecordFile, loaded: Loaded, warnings: list[str]
+) -> list[ArchivedLine]:
+    from oomrec import archive
+
+    parked, said = archive.read(record_file, loaded)
+    warnings.extend(said)
+    return parked
+
+
+def _guard_warnings(config: SweepConfig) -> list[str]:
+    if config.guard.min_available_bytes is None:
+        return []
+    available = AvailableMemory()
+    try:
+        return config.guard.warnings(available.read())
+    finally:
+        available.close()
+
+
+class _Relay:
+    """Passes a notice on to whoever listens by the time it is said: the record's first write
+    (and its info/exclude notice) happens during the run, whose reporter is known only then."""
+
+    def __init__(self) -> None:
+        self.target: Callable[[str], None] | None = None
+
+    def __call__(self, message: str) -> None:
+        if self.target is not None:
+            self.target(message)
