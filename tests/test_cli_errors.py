@@ -94,7 +94,9 @@ def test_a_sweep_with_every_model_missing_is_exit_2_unless_allowed(cli: Cli, rep
         "oomrec: error: no cell to run: every model is missing under ./models (ghost, spectre); "
         "check --models and --models-dir, or pass --allow-empty"
     )
-    assert one_error_line(cli(*args, "--dry-run"), after_log=True).startswith("oomrec: error: no cell to run")
+    assert one_error_line(cli(*args, "--dry-run"), after_log=True).startswith(
+        "oomrec: error: no cell to run"
+    )
     allowed = cli(*args, "--allow-empty")
     assert allowed.exit_code == 0, allowed.stderr
     assert "[miss] ghost (not found under ./models, skipping)" in allowed.stderr

@@ -21,6 +21,7 @@ from oomrec.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import gone
+from tests.tty import run_on_tty
 
 Cli = Callable[..., CliResult]
 TODAY = date.today().isoformat()
@@ -746,3 +747,36 @@ def test_repeated_models_and_lengths_accumulate(
                    "--lengths", "2048")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert runner.launched() == ["a:512", "a:2048", "b:512", "b:2048", "c:512", "c:2048"]
+
+
+def test_on_a_terminal_the_sweep_shows_progress_and_its_log_on_stderr(
+    repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    runner.behave({"a:2048": "exit:1:MemoryError"})
+    args = ("sweep", "--runner", runner.template, "--models", "a", "--lengths", "512 2048 8192")
+    status, screen, _ = run_on_tty(*args, cwd=repo.path, stderr_on_tty=True)
+    assert status == 0, screen
+    assert "[1/3] a @ 512: ok" in screen
+    assert "[3/3] a @ 8192: SKIP:oom_backstop" in screen
+    assert "cells per model and classification" in screen
+    # Log and summary on stderr: a terminal on stdout alone sees nothing of them.
+    status, screen, stderr = run_on_tty(*args, "--ignore-record", cwd=repo.path)
+    assert status == 0, stderr
+    assert screen == ""
+    assert "[2/3] a @ 2048: SKIP:oom" in stderr
+
+
+def test_through_a_pipe_stdout_is_empty_without_json(
+    repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    proc = subprocess.run(
+        [sys.executable, "-m", "oomrec", "sweep", "--runner", runner.template, "--models", "a",
+         "--lengths", "512", "--output", "out.csv"],
+        cwd=repo.path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert "[1/1] a @ 512: ok" in proc.stderr
+    assert "rows: out.csv" in proc.stderr

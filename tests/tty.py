@@ -21,11 +21,13 @@ def run_on_tty(
     columns: int = 80,
     env: dict[str, str] | None = None,
     raw: bool = False,
+    stderr_on_tty: bool = False,
 ) -> tuple[int, str, str]:
     """Run `python -m oomrec ARGS` with a `columns`-wide pty as stdout: (status, screen, stderr).
 
     The screen is what the terminal received, `\\r\\n` as `\\n`, colour codes removed unless
-    `raw`.
+    `raw`. With `stderr_on_tty` stderr goes to the terminal too (as in an interactive shell) and
+    the returned stderr is empty.
     """
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
@@ -36,7 +38,7 @@ def run_on_tty(
         env=full_env,
         stdin=subprocess.DEVNULL,
         stdout=follower,
-        stderr=subprocess.PIPE,
+        stderr=follower if stderr_on_tty else subprocess.PIPE,
     )
     os.close(follower)
     chunks = []
