@@ -80,12 +80,14 @@ def test_only_rows_ending_in_exactly_skip_oom_count(tmp_path: Path, parser: str)
         row("j", "FAIL:bench", length="512", prompt="say SKIP:oom, then stop"),
         row("k", "ok", length="512", prompt="x,SKIP:oom"),
         row("l", "SKIP:oom ", length="2048"),
+        # Recorded by the sweep that stopped it, with the limit it ran under; not from a CSV.
+        row("m", "SKIP:oom_guard", length="2048"),
     )
     path = tmp_path / "cuda_gb10_2026-07-03.csv"
     path.write_text(text, encoding="utf-8")
     scanned = scan(path, parser)
     assert scanned.skipped is None
-    assert scanned.data_rows == 13
+    assert scanned.data_rows == 14
     assert [(r.lineno, r.cells[0], r.cells[-1]) for r in scanned.oom_rows] == [
         (3, "a", "32768"),
         (11, "i", "8192"),
