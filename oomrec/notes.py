@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from oomrec.errors import OomrecError
-from oomrec.records import NotARecord, OomRecord, RecordFile, parse_line
+from oomrec.records import KIND_FAKE, NotARecord, OomRecord, RecordFile, parse_line
 
 if TYPE_CHECKING:
     import git
@@ -226,6 +226,8 @@ def plan_push(repo: git.Repo, record_file: RecordFile, host: str, remote: str) -
 
 
 def _why_local(rec: OomRecord) -> str:
+    if rec.kind == KIND_FAKE:
+        return "faked with --fake-oom (no OOM was seen)"
     if not rec.hardware:
         return "no hardware tag (it would apply to every machine)"
     if rec.mem_bytes is None:

@@ -47,6 +47,10 @@ FIELDS = (
 MIN_FIELDS = 6
 # `kind` of a record written for a cell the memory guard stopped (no kind: an OOM seen).
 KIND_GUARD = "guard"
+# `kind` of a record of an OOM faked with --fake-oom: it applies as any record does (the hook
+# exists to exercise the record), but it is told apart, so it is never published to other hosts
+# and a listing shows it for what it is.
+KIND_FAKE = "fake"
 UNKNOWN_COMMIT = "unknown"
 LOCK_TIMEOUT_S = 60.0
 # Lengths, peaks and memory sizes are 64-bit non-negative integers; 19 digits hold any of them,
@@ -85,7 +89,8 @@ class OomRecord:
     hardware: str | None = None
     mem_bytes: int | None = None
     # What the evidence is: None for an OOM seen, KIND_GUARD for a stop by the memory guard
-    # (the operator's budget, not an OOM: so it can be listed and lifted apart).
+    # (the operator's budget, not an OOM: so it can be listed and lifted apart), KIND_FAKE for
+    # an OOM faked with --fake-oom.
     kind: str | None = None
 
     def to_dict(self) -> dict[str, str | int | None]:

@@ -33,6 +33,7 @@ from oomrec.classify import (
 )
 from oomrec.errors import OomrecError
 from oomrec.records import (
+    KIND_FAKE,
     KIND_GUARD,
     UNKNOWN_COMMIT,
     Loaded,
@@ -525,7 +526,7 @@ class Sweep:
             # The record before the row: it is what keeps later sweeps from launching this
             # cell, so a failed CSV write or a signal between the two must not lose it.
             self.planner.note_oom(cell.model, cell.length, result.token)
-            kind = KIND_GUARD if result.token == OOM_GUARD else None
+            kind = KIND_GUARD if result.token == OOM_GUARD else KIND_FAKE if decision.fake else None
             line, new = self._append_record(cell, result.peak_rss_bytes, kind)
             if new:
                 result.recorded = line

@@ -111,13 +111,20 @@ def test_what_cannot_be_judged_elsewhere_stays_local(
     cli("record", "add", "gemma-4-31b", "2048")
     monkeypatch.setenv("OOMREC_MEM_BYTES", "unknown")
     assert cli("record", "add", "gemma-4-31b", "4096", "--commit", "HEAD~1").exit_code == 0
+    # A fake OOM on a pushed commit, tagged and sized: publishable but for being a fake.
+    record = a / "benchmarks" / ".oom-record"
+    fields = next(x for x in record.read_text().splitlines() if ",2048," in x).split(",")
+    fields[1], fields[3] = "8192", git(a, "rev-parse", "HEAD~1").strip()
+    with record.open("a") as out:
+        out.write(",".join([*fields[:8], "fake"]) + "\n")
     result = cli("record", "push")
     assert result.exit_code == 0, result.stderr
     kept = result.stderr.splitlines()
-    assert len(kept) == 3
+    assert len(kept) == 4
     assert "1024" in kept[0] and "no hardware tag" in kept[0]
     assert "4096" in kept[1] and "memory unknown" in kept[1]
-    assert "2048" in kept[2] and "is on no branch of origin (push it first)" in kept[2]
+    assert "8192" in kept[2] and "faked with --fake-oom (no OOM was seen)" in kept[2]
+    assert "2048" in kept[3] and "is on no branch of origin (push it first)" in kept[3]
     assert result.stdout.startswith("nothing new to push: 0 new")
 
 

@@ -162,7 +162,7 @@ def test_fake_oom_backstops_the_longer_cells_of_that_model_only(
         ok_row("b", 8192),
     ]
     assert runner.launched() == ["a:512", "b:512", "b:2048", "b:8192"]
-    assert record_text(repo) == f"a,2048,{TODAY},{repo.head()},,benchmarks/out.csv,testhw\n"
+    assert record_text(repo) == f"a,2048,{TODAY},{repo.head()},,benchmarks/out.csv,testhw,,fake\n"
     assert (
         "[3/6] a @ 8192: SKIP:oom_backstop (a was SKIP:oom at 2048 <= 8192 tokens in this sweep)"
         in result.stderr.splitlines()
@@ -434,7 +434,7 @@ def test_pyproject_gives_defaults_flags_override_and_paths_are_from_the_repo_roo
         f'b,{weights}/b,,,,,,,{TODAY},,,,32,"(faked via MLXCEL_BENCH_FAKE_OOM)",1024,SKIP:oom',
     ]
     assert (repo.path / "scripts" / "launched.txt").read_text() == "a:1024\n"
-    assert record_text(repo) == f"b,1024,{TODAY},{repo.head()},,results/sweep.csv,testhw\n"
+    assert record_text(repo) == f"b,1024,{TODAY},{repo.head()},,results/sweep.csv,testhw,,fake\n"
 
 
 def test_the_default_runner_is_the_harness_cell_script_with_its_arguments(
