@@ -1,4 +1,4 @@
-"""Where things are: the repository root, `[tool.oomrec]` settings, the record file's path.
+"""Where things are: the repository root, `[tool.oomrec]` settings, the record file (opened).
 
 The repository root is found by walking up to a `.git` entry rather than by asking git: it is
 needed by commands (and `--help`-speed paths) that must not pay GitPython's import cost.
@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oomrec.errors import OomrecError
+from oomrec.guest import exclude_record
+from oomrec.records import RecordFile
 from oomrec.settings import check_tool_keys
 
 DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
@@ -112,6 +115,47 @@ def record_path(cli_value: Path | None, settings: Settings) -> Path:
             )
         return _record_base(settings) / configured
     return _record_base(settings) / DEFAULT_RECORD
+
+
+def open_record(
+    record: Path | None,
+    *,
+    writing: bool = False,
+    on_notice: Callable[[str], None] | None = None,
+) -> tuple[RecordFile, Settings]:
+    """The record file a verb works on: `record`, else the configured one (see record_path).
+
+    A path someone chose must be in a folder that exists (a typo must not create folders; only
+    the default location's is created). With `writing`, the first write into a git worktree
+    adds the record to the repository's info/exclude (see guest.py) and passes what it did to
+    `on_notice`.
+    """
+    settings = load_settings()
+    path = record_path(record, settings)
+    if record is not None:
+        _check_folder(path, "--record")
+    elif path != default_record_path(settings):
+        _check_folder(path, record_source(settings))
+    # A path the user typed is shown as typed; a derived one relative to where they stand.
+    shown = str(record) if record is not None else display_path(path)
+    record_file = RecordFile(path, shown_as=shown)
+    if writing:
+        record_file.before_first_write = lambda: _exclude_from_git(path, on_notice)
+    return record_file, settings
+
+
+def _exclude_from_git(path: Path, on_notice: Callable[[str], None] | None) -> None:
+    said = exclude_record(path)
+    if said is not None and on_notice is not None:
+        on_notice(said)
+
+
+def _check_folder(path: Path, source: str) -> None:
+    folder = path.parent
+    if folder.is_dir():
+        return
+    what = "is not a folder" if folder.exists() else "does not exist"
+    raise OomrecError(f"{source} {path}: {folder} {what}; create the folder or fix the path")
 
 
 def default_record_path(settings: Settings) -> Path:
