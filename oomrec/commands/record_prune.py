@@ -6,15 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from oomrec import prune
 from oomrec.commands import Result
 from oomrec.commands.common import judged_entry, record_warnings
 from oomrec.config import open_record
 from oomrec.fixes import trailer_key
 from oomrec.hardware import option_tag
-from oomrec.stale import Fix, Status
+from oomrec.stale import Status
+
+if TYPE_CHECKING:
+    # prune imports GitPython: loaded by the verbs only, so `--help` stays fast.
+    from oomrec import prune
+    from oomrec.stale import Fix
 
 
 @dataclass(kw_only=True)
@@ -72,6 +76,8 @@ def record_prune(
     """Archive the records that no longer apply at HEAD: with `since` (a fix commit), only
     those it and its copies take out of play; `models` (globs) and `hardware` narrow the
     records looked at (and name the models `since` fixed when it carries no trailer)."""
+    from oomrec import prune
+
     tag = option_tag(hardware)
     record_file, settings = open_record(record)
     loaded = record_file.load()
@@ -130,6 +136,8 @@ def record_restore(
 ) -> RestoreResult:
     """Move archived records back into the record: by default those that apply again at HEAD;
     with `fix`, those archived for that fix or a copy of it; with `everything`, all."""
+    from oomrec import prune
+
     record_file, settings = open_record(record)
     back, stay = prune.restore_plan(record_file, trailer_key(settings), fix, everything)
     restored = [] if dry_run else [line.text for line in prune.restore(record_file, back)]
