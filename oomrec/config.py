@@ -11,12 +11,14 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oomrec.errors import OomrecError
-from oomrec.guest import exclude_record
-from oomrec.records import RecordFile
 from oomrec.settings import check_tool_keys
+
+if TYPE_CHECKING:
+    # Imported where a record is opened: the hooks' fast path reads settings and no record.
+    from oomrec.records import RecordFile
 
 DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
 RECORD_ENV = "OOMREC_RECORD"
@@ -130,6 +132,8 @@ def open_record(
     adds the record to the repository's info/exclude (see guest.py) and passes what it did to
     `on_notice`.
     """
+    from oomrec.records import RecordFile
+
     settings = load_settings()
     path = record_path(record, settings)
     if record is not None:
@@ -145,6 +149,8 @@ def open_record(
 
 
 def _exclude_from_git(path: Path, on_notice: Callable[[str], None] | None) -> None:
+    from oomrec.guest import exclude_record
+
     said = exclude_record(path)
     if said is not None and on_notice is not None:
         on_notice(said)
