@@ -1,4 +1,4 @@
-"""Where things are: the repository root, `[tool.oomrec]` settings, the record file's path.
+"""Where things are: the repository root, `[tool.oomrec]` settings, the record file (opened).
 
 The repository root is found by walking up to a `.git` entry rather than by asking git: it is
 needed by commands (and `--help`-speed paths) that must not pay GitPython's import cost.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,8 +17,7 @@ from oomrec.errors import OomrecError
 from oomrec.settings import check_tool_keys
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
+    # Imported where a record is opened: the hooks' fast path reads settings and no record.
     from oomrec.records import RecordFile
 
 DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
@@ -119,6 +119,51 @@ def record_path(cli_value: Path | None, settings: Settings) -> Path:
     return _record_base(settings) / DEFAULT_RECORD
 
 
+def open_record(
+    record: Path | None,
+    *,
+    writing: bool = False,
+    on_notice: Callable[[str], None] | None = None,
+) -> tuple[RecordFile, Settings]:
+    """The record file a verb works on: `record`, else the configured one (see record_path).
+
+    A path someone chose must be in a folder that exists (a typo must not create folders; only
+    the default location's is created). With `writing`, the first write into a git worktree
+    adds the record to the repository's info/exclude (see guest.py) and passes what it did to
+    `on_notice`.
+    """
+    from oomrec.records import RecordFile
+
+    settings = load_settings()
+    path = record_path(record, settings)
+    if record is not None:
+        _check_folder(path, "--record")
+    elif path != default_record_path(settings):
+        _check_folder(path, record_source(settings))
+    # A path the user typed is shown as typed; a derived one relative to where they stand.
+    shown = str(record) if record is not None else display_path(path)
+    record_file = RecordFile(path, shown_as=shown)
+    if writing:
+        record_file.before_first_write = lambda: _exclude_from_git(path, on_notice)
+    return record_file, settings
+
+
+def _exclude_from_git(path: Path, on_notice: Callable[[str], None] | None) -> None:
+    from oomrec.guest import exclude_record
+
+    said = exclude_record(path)
+    if said is not None and on_notice is not None:
+        on_notice(said)
+
+
+def _check_folder(path: Path, source: str) -> None:
+    folder = path.parent
+    if folder.is_dir():
+        return
+    what = "is not a folder" if folder.exists() else "does not exist"
+    raise OomrecError(f"{source} {path}: {folder} {what}; create the folder or fix the path")
+
+
 def default_record_path(settings: Settings) -> Path:
     """Where the record is when nothing names it: the only place whose folder oomrec creates."""
     return _record_base(settings) / DEFAULT_RECORD
@@ -145,47 +190,3 @@ def display_path(path: Path) -> str:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-def open_record(
-    given: Path | None,
-    settings: Settings,
-    *,
-    writing: bool = False,
-    notify: Callable[[str], None] | None = None,
-) -> RecordFile:
-    """The record file a command works on: `given` (an explicit path) or the configured one.
-
-    A path someone chose must be in a folder that exists (a typo must not create folders; only
-    the default location's folder is created). With `writing`, the first write into a git
-    worktree adds the record to the repository's info/exclude, and `notify` hears of it.
-    """
-    from oomrec.records import RecordFile
-
-    path = record_path(given, settings)
-    if given is not None:
-        _check_folder(path, "--record")
-    elif path != default_record_path(settings):
-        _check_folder(path, record_source(settings))
-    # A path the user typed is shown as typed; a derived one relative to where they stand.
-    shown = str(given) if given is not None else display_path(path)
-    record_file = RecordFile(path, shown_as=shown)
-    if writing:
-        record_file.before_first_write = lambda: _exclude_from_git(path, notify)
-    return record_file
-
-
-def _exclude_from_git(path: Path, notify: Callable[[str], None] | None) -> None:
-    from oomrec.guest import exclude_record
-
-    said = exclude_record(path)
-    if said is not None and notify is not None:
-        notify(said)
-
-
-def _check_folder(path: Path, source: str) -> None:
-    folder = path.parent
-    if folder.is_dir():
-        return
-    what = "is not a folder" if folder.exists() else "does not exist"
-    raise OomrecError(f"{source} {path}: {folder} {what}; create the folder or fix the path")

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from oomrec.config import display_path
@@ -71,64 +72,111 @@ def this_oomrec() -> str | None:
     return None
 
 
-@dataclass
-class Outcome:
-    """What install or uninstall did: a line per hook, and the hooks it could not handle."""
+class Action(StrEnum):
+    """What install or uninstall did to one hook."""
 
-    lines: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    INSTALLED = "installed"
+    UPDATED = "updated"
+    ALREADY_INSTALLED = "already installed"
+    # Not oomrec's hook, and a .legacy hook exists too: nothing done, the user must choose.
+    CONFLICT = "conflict"
+    REMOVED = "removed"
+    NOT_INSTALLED = "not installed"
+    # Not oomrec's hook: uninstall leaves it.
+    LEFT_AS_IS = "left as is"
 
 
-def install(directory: Path, oomrec: str | None) -> Outcome:
+class Legacy(StrEnum):
+    """What became of the hook that was there before oomrec's (`<hook>.legacy`)."""
+
+    MOVED_ASIDE = "moved aside"
+    RUNS_FIRST = "runs first"
+    PUT_BACK = "put back"
+
+
+@dataclass(frozen=True)
+class HookChange:
+    """One hook: its event, its path (as shown), what was done and, when there is one, the
+    legacy hook's path and what became of it."""
+
+    hook: str
+    path: str
+    action: Action
+    legacy: str | None = None
+    legacy_change: Legacy | None = None
+
+    @property
+    def problem(self) -> str | None:
+        """Why the hook needs the user, or None."""
+        if self.action != Action.CONFLICT:
+            return None
+        return (
+            f"{self.path}: not oomrec's hook and {self.legacy} exists too; merge them into one "
+            "(or remove one), then install again"
+        )
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "hook": self.hook,
+            "path": self.path,
+            "action": self.action.value,
+            "legacy": self.legacy,
+            "legacy_change": self.legacy_change.value if self.legacy_change else None,
+        }
+
+
+def install(directory: Path, oomrec: str | None) -> list[HookChange]:
     """Write every hook into `directory`, chaining any hook already there (moved to .legacy)."""
-    out = Outcome()
+    out: list[HookChange] = []
     directory.mkdir(parents=True, exist_ok=True)
     for event in EVENTS:
         path = directory / event
         legacy = path.with_name(event + LEGACY)
-        shown = display_path(path)
+        shown, legacy_shown = display_path(path), display_path(legacy)
         wanted = shim(event, oomrec)
         current = _read_hook(path)
-        kept = f"; runs {display_path(legacy)} first" if os.path.lexists(legacy) else ""
+        chained = os.path.lexists(legacy)
+        kept = Legacy.RUNS_FIRST if chained else None
         if current == wanted:
-            out.lines.append(f"already installed: {shown}{kept}")
+            out.append(
+                HookChange(
+                    event, shown, Action.ALREADY_INSTALLED, legacy_shown if kept else None, kept
+                )
+            )
             continue
         if current is not None and MARKER not in current:
-            if os.path.lexists(legacy):
+            if chained:
                 # Never lose a hook: both files are someone's, and only one can run first.
-                out.problems.append(
-                    f"{shown}: not oomrec's hook and {display_path(legacy)} exists too; merge "
-                    "them into one (or remove one), then install again"
-                )
+                out.append(HookChange(event, shown, Action.CONFLICT, legacy_shown))
                 continue
             os.replace(path, legacy)
-            action, kept = "installed", f"; your hook moved to {display_path(legacy)}, runs first"
+            action, kept = Action.INSTALLED, Legacy.MOVED_ASIDE
         else:
-            action = "installed" if current is None else "updated"
+            action = Action.INSTALLED if current is None else Action.UPDATED
         _write(path, wanted)
-        out.lines.append(f"{action}: {shown}{kept}")
+        out.append(HookChange(event, shown, action, legacy_shown if kept else None, kept))
     return out
 
 
-def uninstall(directory: Path) -> Outcome:
+def uninstall(directory: Path) -> list[HookChange]:
     """Remove oomrec's hooks (by their marker line) and put each .legacy hook back."""
-    out = Outcome()
+    out: list[HookChange] = []
     for event in EVENTS:
         path = directory / event
         legacy = path.with_name(event + LEGACY)
         shown = display_path(path)
         current = _read_hook(path)
         if current is None and not os.path.lexists(legacy):
-            out.lines.append(f"not installed: {shown}")
+            out.append(HookChange(event, shown, Action.NOT_INSTALLED))
         elif current is not None and MARKER not in current:
-            out.lines.append(f"left as is: {shown} (not installed by oomrec)")
+            out.append(HookChange(event, shown, Action.LEFT_AS_IS))
         elif os.path.lexists(legacy):
             os.replace(legacy, path)
-            done = "removed" if current is not None else "not installed"
-            out.lines.append(f"{done}: {shown}; {display_path(legacy)} put back")
+            done = Action.REMOVED if current is not None else Action.NOT_INSTALLED
+            out.append(HookChange(event, shown, done, display_path(legacy), Legacy.PUT_BACK))
         else:
             path.unlink()
-            out.lines.append(f"removed: {shown}")
+            out.append(HookChange(event, shown, Action.REMOVED))
     return out
 
 

@@ -39,7 +39,7 @@ class PrunePlan:
         return sum(1 for row in self.staying if row.judgement.status == status)
 
 
-def select(
+def lines_matching(
     lines: Sequence[RecordLine], models: Sequence[str], hardware: str | None
 ) -> list[tuple[RecordLine, OomRecord]]:
     """The record lines whose model matches any of `models` (all when none) and whose hardware
@@ -71,7 +71,7 @@ def plan(
         )
     if loaded is None:
         loaded = record_file.load()
-    chosen = select(loaded.lines, models, hardware)
+    chosen = lines_matching(loaded.lines, models, hardware)
     commits = [rec.commit for _, rec in chosen]
     fix_sha = gitutil.resolve_commit(repo, since) if since is not None else None
     tips = [fix_sha] if fix_sha else []

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tests.conftest import CliResult
-from tests.gitrepo import Repo
+from tests.gitrepo import History, Repo
+from tests.harness_rows import H15, csv_text, row
+from tests.helpers import line, write
 
 Cli = Callable[..., CliResult]
 CELL_KEYS = [
@@ -98,3 +101,66 @@ def test_record_stale_has_a_schema_version(cli: Cli, repo: Repo) -> None:
         "contradicted",
     ]
     assert data["schema_version"] == 1
+
+
+PRUNE_KEYS = ["schema_version", "record", "dry_run", "since", "would_archive", "archived",
+              "records", "kept", "kept_unknown"]  # fmt: skip
+RESTORE_KEYS = ["schema_version", "record", "dry_run", "would_restore", "restored", "records",
+                "stay_archived"]  # fmt: skip
+IMPORT_KEYS = ["schema_version", "hardware", "files_read", "files_skipped", "data_rows", "oom_rows",
+               "added", "already_present", "other_hardware", "other_hardware_tags", "records",
+               "shortest_prompt", "rows_skipped", "bad_rows", "row_notes", "blame_failed",
+               "no_adding_commit", "uncommitted_rows", "parsed_with", "would_add", "dry_run",
+               "record"]  # fmt: skip
+ENTRY_KEYS = ["line", "record", "status", "fix", "subject", "globs", "reason"]
+
+
+def test_prune_and_restore_dry_runs_and_real_runs_have_one_shape(
+    cli: Cli, history: History, record: Path
+) -> None:
+    write(record, [line("gemma-4-31b", 1024, history.pre), line("llama-3", 512, history.pre)])
+    dry = as_json(cli("record", "prune", "--dry-run", "--json"))
+    real = as_json(cli("record", "prune", "--json"))
+    assert list(dry) == list(real) == PRUNE_KEYS
+    assert [dry[k] for k in ("dry_run", "would_archive", "archived")] == [True, 1, 0]
+    assert [real[k] for k in ("dry_run", "would_archive", "archived")] == [False, 1, 1]
+    assert list(real["records"][0]) == ENTRY_KEYS
+    dry = as_json(cli("record", "restore", "--all", "--dry-run", "--json"))
+    real = as_json(cli("record", "restore", "--all", "--json"))
+    assert list(dry) == list(real) == RESTORE_KEYS
+    assert [dry[k] for k in ("dry_run", "would_restore", "restored")] == [True, 1, 0]
+    assert [real[k] for k in ("dry_run", "would_restore", "restored")] == [False, 1, 1]
+    assert list(real["records"][0]) == [*ENTRY_KEYS, "archived_at", "archived_for"]
+    assert real["records"][0]["archived_for"] == history.fix
+    both = cli("record", "prune", "--json", "--print-removed")
+    assert (both.exit_code, both.stdout) == (2, "")
+
+
+def test_import_dry_run_and_real_run_have_one_shape(cli: Cli, repo: Repo) -> None:
+    repo.commit(
+        "benchmarks",
+        {"benchmarks/run.csv": csv_text(H15, row("m", "SKIP:oom", length="2048"))},
+    )
+    dry = as_json(cli("record", "import-csv", "--all-hardware", "--dry-run", "--json"))
+    real = as_json(cli("record", "import-csv", "--all-hardware", "--json"))
+    assert list(dry) == list(real) == IMPORT_KEYS
+    assert [dry[k] for k in ("dry_run", "would_add", "added")] == [True, 1, 0]
+    assert [real[k] for k in ("dry_run", "would_add", "added")] == [False, 1, 1]
+
+
+def test_record_add_says_whether_it_added(cli: Cli, repo: Repo) -> None:
+    first = as_json(cli("record", "add", "m", "512", "--json"))
+    again = as_json(cli("record", "add", "m", "512", "--json"))
+    assert list(first) == ["schema_version", "record", "added", "already_recorded", "line", "entry"]
+    assert (first["added"], again["added"], again["already_recorded"]) == (True, False, True)
+    assert first["line"] == again["line"]
+    assert first["entry"]["model"] == "m"
+
+
+def test_hook_install_and_uninstall(cli: Cli, repo: Repo) -> None:
+    installed = as_json(cli("hook", "install", "--json"))
+    removed = as_json(cli("hook", "uninstall", "--json"))
+    assert list(installed) == list(removed) == ["schema_version", "hooks_dir", "hooks", "problems"]
+    assert [h["action"] for h in installed["hooks"]] == ["installed"] * 4
+    assert [h["action"] for h in removed["hooks"]] == ["removed"] * 4
+    assert list(installed["hooks"][0]) == ["hook", "path", "action", "legacy", "legacy_change"]

@@ -9,31 +9,36 @@ import typer
 
 from oomrec import config
 from oomrec.cli.output import info
-from oomrec.config import Settings, load_settings
+from oomrec.commands.common import record_warnings
+from oomrec.config import Settings
 from oomrec.records import Loaded, RecordFile
 
 if TYPE_CHECKING:
     from oomrec.archive import ArchivedLine
+    from oomrec.commands import Result
 
 
 def open_record(cli_value: Path | None, writing: bool = False) -> tuple[RecordFile, Settings]:
-    """The record file the command works on (see config.open_record); a first write into a git
-    worktree says on stderr that the record was added to info/exclude."""
-    settings = load_settings()
-    notify = (lambda said: info(said, err=True)) if writing else None
-    return config.open_record(cli_value, settings, writing=writing, notify=notify), settings
+    """The record file the command works on (config.open_record), its notices on stderr."""
+    return config.open_record(cli_value, writing=writing, on_notice=_notice)
+
+
+def _notice(text: str) -> None:
+    info(text, err=True)
 
 
 def print_warnings(loaded: Loaded, record_file: RecordFile | None = None) -> list[ArchivedLine]:
     """The record's warnings, and with `record_file` those of its archive too; returns the
     archived records read for them, so the command need not read the archive again."""
-    for warning in loaded.warnings:
-        typer.echo(str(warning), err=True)
-    if record_file is None:
-        return []
-    from oomrec import archive
-
-    parked, warnings = archive.read(record_file, loaded)
-    for text in warnings:
-        typer.echo(text, err=True)
+    parked, warnings = record_warnings(loaded, record_file)
+    for warning in warnings:
+        typer.echo(warning, err=True)
     return parked
+
+
+def print_messages(result: Result) -> None:
+    """A verb's notices (informational, silenced by -q), then its warnings, on stderr."""
+    for notice in result.notices:
+        info(notice, err=True)
+    for warning in result.warnings:
+        typer.echo(warning, err=True)

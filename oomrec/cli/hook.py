@@ -11,14 +11,21 @@ from typing import Annotated
 
 import typer
 
-from oomrec import hookfiles, hooks
+from oomrec import hooks
 from oomrec.cli.app import hook_app
 from oomrec.cli.output import info
+from oomrec.cli.render import print_json
+from oomrec.commands.hook import HookResult, hook_install, hook_uninstall
 from oomrec.errors import OomrecError
+from oomrec.hookfiles import Action, HookChange, Legacy
 
 
 @hook_app.command("install")
-def hook_install() -> None:
+def install_command(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON object: what was done to each hook.")
+    ] = False,
+) -> None:
     """Install the post-merge, post-rewrite, post-checkout and post-commit hooks here.
 
     The hooks directory is git's (`git rev-parse --git-path hooks`, so core.hooksPath counts). A
@@ -27,23 +34,43 @@ def hook_install() -> None:
 
     Example: oomrec hook install
     """
-    _report(hookfiles.install(hookfiles.hooks_dir(), hookfiles.this_oomrec()))
+    _report(hook_install(), as_json)
 
 
 @hook_app.command("uninstall")
-def hook_uninstall() -> None:
+def uninstall_command(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON object: what was done to each hook.")
+    ] = False,
+) -> None:
     """Remove the hooks oomrec installed and put back the ones it had moved to HOOK.legacy.
 
     Example: oomrec hook uninstall
     """
-    _report(hookfiles.uninstall(hookfiles.hooks_dir()))
+    _report(hook_uninstall(), as_json)
 
 
-def _report(outcome: hookfiles.Outcome) -> None:
-    info(*outcome.lines)
-    if outcome.problems:
+def _report(result: HookResult, as_json: bool) -> None:
+    if as_json:
+        print_json(result.to_json())
+    else:
+        info(*(_line(change) for change in result.hooks if change.action != Action.CONFLICT))
+    if result.problems:
         # Every other hook was handled; these need the user.
-        raise OomrecError("; ".join(outcome.problems))
+        raise OomrecError("; ".join(result.problems))
+
+
+def _line(change: HookChange) -> str:
+    line = f"{change.action}: {change.path}"
+    if change.action == Action.LEFT_AS_IS:
+        return line + " (not installed by oomrec)"
+    if change.legacy_change == Legacy.MOVED_ASIDE:
+        return line + f"; your hook moved to {change.legacy}, runs first"
+    if change.legacy_change == Legacy.RUNS_FIRST:
+        return line + f"; runs {change.legacy} first"
+    if change.legacy_change == Legacy.PUT_BACK:
+        return line + f"; {change.legacy} put back"
+    return line
 
 
 @hook_app.command("post-merge")

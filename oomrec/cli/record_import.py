@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from oomrec.backfill import (
-    ImportReport,
-    commit_columns,
-    default_paths,
-    import_csvs,
-)
+from oomrec.backfill import ImportReport
 from oomrec.bulk import no_cycle_collection
 from oomrec.cli.app import RecordOption, record_app
-from oomrec.cli.common import open_record, print_warnings
+from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, print_json, print_records
-from oomrec.errors import OomrecError
-from oomrec.hardware import detect, option_tag
-from oomrec.records import evidence_key
+from oomrec.commands.record_import import record_import_csv
 
 
 @record_app.command("import-csv")
-def record_import_csv(
+def import_command(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
@@ -68,85 +60,19 @@ def record_import_csv(
 
     Example: oomrec record import-csv benchmarks/ --all-hardware --dry-run
     """
-    if hardware is not None and all_hardware:
-        raise OomrecError("--hardware and --all-hardware exclude each other; pick one")
-    tag = None if all_hardware else (option_tag(hardware) or detect())
-    record_file, settings = open_record(record, writing=True)
-    columns = commit_columns(settings)
-    loaded = record_file.load()
-    print_warnings(loaded)
     with no_cycle_collection():
-        report = import_csvs(
-            paths or default_paths(settings),
-            root=settings.base,
-            in_git=settings.repo_root is not None,
-            existing=loaded.records,
-            hardware=tag,
-            commit_columns=columns,
+        result = record_import_csv(
+            paths=paths or (),
+            record=record,
+            hardware=hardware,
+            all_hardware=all_hardware,
+            dry_run=dry_run,
         )
-        would_add = len(report.new)
-        if not dry_run and report.new:
-            # Presence is checked again inside the append lock: an import running at the same
-            # time may have added some of these since the record was read above.
-            report.written(record_file.append_new(report.new, unless_present=evidence_key))
-        _print_warnings(report)
+        print_messages(result)
         if as_json:
-            # One shape for a dry run and a real one: what is new, and what was written.
-            print_json(
-                {
-                    **report.to_dict(),
-                    "would_add": would_add,
-                    "added": 0 if dry_run else len(report.new),
-                    "dry_run": dry_run,
-                    "record": record_file.shown_as,
-                }
-            )
+            print_json(result.to_json())
         else:
-            _print_report(report, record_file.shown_as, dry_run=dry_run, verbose=verbose)
-
-
-# Warnings of one kind shown on stderr before the rest are only counted: a corpus of a million
-# broken rows must not print a million lines (--json lists them all).
-MAX_WARNINGS = 20
-
-
-def _print_warnings(report: ImportReport) -> None:
-    _warn([str(bad) for bad in report.bad_rows], "SKIP:oom rows not imported")
-    _warn([str(note) for note in report.row_notes], "SKIP:oom rows imported with a note")
-    _warn(
-        [
-            f"{source}: git has no commit adding it; its rows without a commit column get "
-            "commit 'unknown', which prune keeps; commit the file before importing it"
-            for source in report.no_adding_commit
-        ],
-        "files without an adding commit",
-    )
-    _warn(
-        [
-            f"{source}: git blame failed ({problem}); its rows without a commit column get "
-            "commit 'unknown', which prune keeps"
-            for source, problem in report.blame_failed
-        ],
-        "files git could not blame",
-    )
-    _warn(
-        [
-            f"{source}:{lineno}: SKIP:oom row not committed yet; without a commit column it gets "
-            "commit 'unknown', which prune keeps; commit the file before importing it"
-            for source, lineno in report.uncommitted_rows
-        ],
-        "rows not committed yet",
-    )
-
-
-def _warn(lines: Sequence[str], what: str) -> None:
-    for text in lines[:MAX_WARNINGS]:
-        typer.echo(f"warning: {text}", err=True)
-    if len(lines) > MAX_WARNINGS:
-        typer.echo(
-            f"warning: ... and {len(lines) - MAX_WARNINGS} more {what} (--json lists them all)",
-            err=True,
-        )
+            _print_report(result.report, result.record, dry_run=dry_run, verbose=verbose)
 
 
 def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verbose: bool) -> None:

@@ -2,43 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from fnmatch import fnmatchcase
-from operator import attrgetter
 from typing import Annotated
 
 import typer
 
-from oomrec import archive
 from oomrec.cli.app import RecordOption, record_app
-from oomrec.cli.common import open_record, print_warnings
+from oomrec.cli.common import print_messages
 from oomrec.cli.output import info, is_tty
 from oomrec.cli.render import Listing, plural, print_json, print_records
-from oomrec.config import Settings
-from oomrec.hardware import option_tag
-from oomrec.records import OomRecord
-
-
-def select(
-    records: list[OomRecord], model_globs: Sequence[str], hardware: str | None
-) -> list[OomRecord]:
-    """Records matching any of the model globs (all when none) and the hardware tag, sorted by
-    model then length."""
-    tag = option_tag(hardware)
-    chosen = [
-        r
-        for r in records
-        if (not model_globs or any(fnmatchcase(r.model, glob) for glob in model_globs))
-        and (tag is None or r.hardware == tag)
-    ]
-    # Two stable single-key sorts: three times faster than one on (model, length) tuples.
-    chosen.sort(key=attrgetter("prompt_target_len"))
-    chosen.sort(key=attrgetter("model"))
-    return chosen
+from oomrec.commands.record_list import record_list
 
 
 @record_app.command("list")
-def record_list(
+def list_command(
     model: Annotated[
         list[str] | None,
         typer.Option(
@@ -71,70 +47,25 @@ def record_list(
 
     Example: oomrec record list --model 'gemma-4-*' --hardware gb10
     """
-    record_file, settings = open_record(record)
-    loaded = record_file.load()
-    parked = print_warnings(loaded, record_file)
-    if archived:
-        lines = parked
-        pool = [line.record for line in lines if line.record is not None]
-        stamps = {id(line.record): line.archived_at for line in lines}
-    else:
-        pool, stamps = loaded.records, {}
-    origin: dict[int, str] = {}
-    if not archived and not no_git and settings.repo_root is not None:
-        from oomrec import notes
-        from oomrec.hardware import detect
-
-        for note in notes.shared((x.text for x in loaded.lines), detect()):
-            if note.record is not None:
-                pool.append(note.record)
-                origin[id(note.record)] = f"notes:{note.host}"
-    chosen = select(pool, model or (), hardware)
-    statuses = None if no_git or not chosen else _statuses(chosen, settings)
+    result = record_list(
+        record=record, models=model or (), hardware=hardware, archived=archived, git=not no_git
+    )
+    print_messages(result)
     if as_json:
-        rows = [r.to_dict() for r in chosen]
-        for row, rec in zip(rows, chosen, strict=True):
-            row["from"] = "archive" if archived else origin.get(id(rec), "local")
-            if archived:
-                row["archived_at"] = stamps.get(id(rec))
-        if statuses is not None:
-            for row, status in zip(rows, statuses, strict=True):
-                row["status"] = status
-        print_json(
-            {
-                "record": record_file.shown_as + (archive.SUFFIX if archived else ""),
-                "archived": archived,
-                "records": rows,
-            }
-        )
+        print_json(result.to_json())
         return
-    where = record_file.shown_as + (archive.SUFFIX if archived else "")
-    if not chosen:
-        info(f"no OOM records in {where}", err=True)
+    if not result.records:
+        info(f"no OOM records in {result.record}", err=True)
         return
-    title = f"{where}: {plural(len(chosen), 'record')}"
+    title = f"{result.record}: {plural(len(result.records), 'record')}"
     if not is_tty():
         # Off a terminal stdout carries only records, so `| wc -l` and `| grep -c` count them.
         info(title, err=True)
     print_records(
         Listing(
-            chosen,
+            result.records,
             title=title if is_tty() else None,
-            extra=((("from", [origin.get(id(rec), "local") for rec in chosen]),) if origin else ())
-            + ((("status", statuses),) if statuses else ()),
+            extra=((("from", result.origins),) if result.shared else ())
+            + ((("status", result.statuses),) if result.statuses else ()),
         )
     )
-
-
-def _statuses(records: list[OomRecord], settings: Settings) -> list[str] | None:
-    """Each record's status at HEAD; None outside git."""
-    if settings.repo_root is None:
-        # Outside a repository: no status, and no GitPython import either.
-        return None
-    from oomrec.fixes import trailer_key
-    from oomrec.stale import judge_all, open_history
-
-    history = open_history(trailer_key(settings), [r.commit for r in records])
-    if history is None:
-        return None
-    return [str(j) for j in judge_all(history, records)]

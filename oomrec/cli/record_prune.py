@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from oomrec.cli.app import RecordOption, record_app
-from oomrec.cli.common import open_record, print_warnings
+from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
-from oomrec.cli.render import SCREENFUL, Listing, plural, print_records, verb
-from oomrec.fixes import trailer_key
-from oomrec.hardware import option_tag
-from oomrec.stale import Status
-
-if TYPE_CHECKING:
-    from oomrec.prune import PrunePlan
+from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb
+from oomrec.commands.record_prune import PruneResult, record_prune, record_restore
+from oomrec.errors import OomrecError
 
 
 @record_app.command("prune")
-def record_prune(
+def prune_command(
     since: Annotated[
         str | None,
         typer.Option(
@@ -57,6 +53,12 @@ def record_prune(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print a JSON object: the records archived (or that would be)."
+        ),
+    ] = False,
     record: RecordOption = None,
 ) -> None:
     """Archive the records that no longer apply at HEAD (a fix in effect here lifts them).
@@ -67,33 +69,29 @@ def record_prune(
 
     Example: oomrec record prune --since 1a2b3c4 --dry-run
     """
-    from oomrec import prune
-
-    tag = option_tag(hardware)
-    record_file, settings = open_record(record)
-    key = trailer_key(settings)
-    loaded = record_file.load()
-    print_warnings(loaded)
-    plan = prune.plan(record_file, key, since, model or (), tag, loaded)
-    moved = (
-        [row.line.text for row in plan.going]
-        if dry_run
-        else [line.text for line in prune.apply(record_file, plan)]
+    if as_json and print_removed:
+        raise OomrecError("--json and --print-removed exclude each other; pick one")
+    result = record_prune(
+        record=record, since=since, models=model or (), hardware=hardware, dry_run=dry_run
     )
+    print_messages(result)
+    if as_json:
+        print_json(result.to_json())
+        return
     # With --print-removed stdout carries the archived lines alone; the report goes to stderr.
     report = sys.stderr if print_removed else sys.stdout
-    if plan.going:
+    if result.going:
         what = "would archive" if dry_run else "archived"
         print_records(
             Listing(
-                [row.record for row in plan.going],
-                title=f"{record_file.shown_as}: {what}",
+                [row.record for row in result.going],
+                title=f"{result.record}: {what}",
                 extra=[
                     (
                         "why",
                         [
                             f"no longer applies: {row.fix.describe()}" if row.fix else ""
-                            for row in plan.going
+                            for row in result.going
                         ],
                     )
                 ],
@@ -101,31 +99,30 @@ def record_prune(
             limit=None if verbose else SCREENFUL,
             stream=report,
         )
-    applies = len(plan.staying)
-    unknown = plan.count(Status.UNKNOWN)
-    scope = f" by fix {plan.since.short}" if plan.since else ""
+    moved = result.moved
+    scope = f" by fix {result.since.short}" if result.since else ""
     done = "dry run: would archive" if dry_run else "archived"
     summary = (
-        f"{done} {plural(len(moved), 'record')} lifted{scope}; kept {applies} that "
-        f"{verb(applies, 'applies', 'apply')} at HEAD ({unknown} because git cannot prove "
-        "otherwise)"
+        f"{done} {plural(len(moved), 'record')} lifted{scope}; kept {result.kept} that "
+        f"{verb(result.kept, 'applies', 'apply')} at HEAD ({result.kept_unknown} because git "
+        "cannot prove otherwise)"
     )
     if moved and not dry_run:
-        summary += f"; undo with: oomrec record restore --fix {_fix_arg(plan)}"
+        summary += f"; undo with: oomrec record restore --fix {_fix_arg(result)}"
     info(summary, err=print_removed)
     if print_removed:
         sys.stdout.write("".join(f"{text}\n" for text in moved))
 
 
-def _fix_arg(plan: PrunePlan) -> str:
-    if plan.since is not None:
-        return plan.since.short
-    fixes = {row.fix.short for row in plan.going if row.fix}
+def _fix_arg(result: PruneResult) -> str:
+    if result.since is not None:
+        return result.since.short
+    fixes = result.fixes
     return fixes.pop() if len(fixes) == 1 else "FIX (or --all)"
 
 
 @record_app.command("restore")
-def record_restore(
+def restore_command(
     fix: Annotated[
         str | None,
         typer.Option("--fix", metavar="FIX", help="The records archived for this fix (or a copy)."),
@@ -137,6 +134,12 @@ def record_restore(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print a JSON object: the records restored (or that would be)."
+        ),
+    ] = False,
     record: RecordOption = None,
 ) -> None:
     """Move archived records back into the record.
@@ -146,19 +149,17 @@ def record_restore(
 
     Example: oomrec record restore --fix 1a2b3c4
     """
-    from oomrec import prune
-
-    record_file, settings = open_record(record)
-    key = trailer_key(settings)
-    back, stay = prune.restore_plan(record_file, key, fix, everything)
-    if not dry_run:
-        prune.restore(record_file, back)
-    if back:
-        shown = [row for row in back if row.line.record is not None]
+    result = record_restore(record=record, fix=fix, everything=everything, dry_run=dry_run)
+    print_messages(result)
+    if as_json:
+        print_json(result.to_json())
+        return
+    if result.back:
+        shown = [row for row in result.back if row.line.record is not None]
         print_records(
             Listing(
                 [row.line.record for row in shown if row.line.record is not None],
-                title=f"{record_file.shown_as}: {'would restore' if dry_run else 'restored'}",
+                title=f"{result.record}: {'would restore' if dry_run else 'restored'}",
                 extra=[
                     ("archived", [row.line.archived_at for row in shown]),
                     ("status at HEAD", [str(row.judgement) for row in shown]),
@@ -167,5 +168,5 @@ def record_restore(
             limit=None if verbose else SCREENFUL,
         )
     done = "dry run: would restore" if dry_run else "restored"
-    stays = verb(len(stay), "stays", "stay")
-    info(f"{done} {plural(len(back), 'record')}; {len(stay)} {stays} archived")
+    stays = verb(result.stay, "stays", "stay")
+    info(f"{done} {plural(len(result.back), 'record')}; {result.stay} {stays} archived")

@@ -18,9 +18,12 @@ SCHEMA_VERSION = 1
 
 @dataclass(kw_only=True)
 class Result(ABC):
-    """What a verb returns: its warnings (one line each, for stderr) and its JSON shape."""
+    """What a verb returns: its warnings (one line each, for stderr), its notices (what it did
+    besides its job, e.g. the record kept out of `git status`: informational, for stderr) and
+    its JSON shape."""
 
     warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The verb's one JSON shape, `schema_version` first; the same keys in a dry run and a

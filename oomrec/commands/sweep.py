@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from oomrec import config as config_mod
 from oomrec import demo as demo_mod
 from oomrec.commands import Result
+from oomrec.commands.common import record_warnings
 from oomrec.config import display_path, load_settings
 from oomrec.errors import OomrecError
 from oomrec.fixes import trailer_key
@@ -44,7 +45,7 @@ from oomrec.sweep import (
 )
 
 if TYPE_CHECKING:
-    from oomrec.archive import ArchivedLine
+    pass
 from oomrec.sweep_config import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_WARMUP_TOKENS,
@@ -249,13 +250,15 @@ def prepare(options: SweepOptions) -> Prepared:
     hardware = detect()
     day = date.today().isoformat()
     demo_dirs = demo_mod.layout(demo_mod.DEMO_DIR, hardware, day) if options.demo else None
-    settings = load_settings()
     relay = _Relay()
     if demo_dirs is not None and options.record is None:
         # The demo keeps its record beside its CSV, away from the repository's real record.
         record_file = RecordFile(demo_dirs.record, shown_as=display_path(demo_dirs.record))
+        settings = load_settings()
     else:
-        record_file = config_mod.open_record(options.record, settings, writing=True, notify=relay)
+        record_file, settings = config_mod.open_record(
+            options.record, writing=True, on_notice=relay
+        )
     config = configure(
         _config_options(options, demo_dirs),
         settings,
@@ -265,8 +268,7 @@ def prepare(options: SweepOptions) -> Prepared:
         host_mem=detect_memory(),
     )
     loaded = record_file.load()
-    warnings = [str(w) for w in loaded.warnings]
-    parked = _read_archive(record_file, loaded, warnings)
+    parked, warnings = record_warnings(loaded, record_file)
     evidence = gather_evidence(
         record_file,
         loaded,
@@ -334,16 +336,6 @@ def _config_options(options: SweepOptions, demo_dirs: demo_mod.DemoLayout | None
         min_available=options.min_available,
         demo=demo_dirs,
     )
-
-
-def _read_archive(
-    record_file: RecordFile, loaded: Loaded, warnings: list[str]
-) -> list[ArchivedLine]:
-    from oomrec import archive
-
-    parked, said = archive.read(record_file, loaded)
-    warnings.extend(said)
-    return parked
 
 
 def _guard_warnings(config: SweepConfig) -> list[str]:

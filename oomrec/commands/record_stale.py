@@ -1,0 +1,140 @@
+"""`record stale`: which records no longer apply at HEAD, which archived ones apply again, and
+what is wrong with the fix trailers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from oomrec.commands import Result
+from oomrec.commands.common import judged_entry, record_warnings
+from oomrec.config import open_record
+from oomrec.errors import OomrecError
+from oomrec.fixes import trailer_key
+from oomrec.records import OomRecord
+from oomrec.stale import Judgement, Status
+
+if TYPE_CHECKING:
+    from oomrec.report import Contradiction
+
+
+@dataclass(frozen=True)
+class JudgedLine:
+    """A record line and its judgement at HEAD; `line` is its line number in the record (or
+    the archive), 0 for another host's record, which `host` then names."""
+
+    line: int
+    record: OomRecord
+    judgement: Judgement
+    host: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        entry = judged_entry(self.line, self.record, self.judgement)
+        return entry if self.host is None else {**entry, "from": f"notes:{self.host}"}
+
+
+@dataclass(kw_only=True)
+class StaleResult(Result):
+    record: str
+    # The --range, or "HEAD" for all of HEAD's history.
+    range: str
+    no_longer_apply: list[JudgedLine] = field(default_factory=list)
+    apply_again: list[JudgedLine] = field(default_factory=list)
+    unknown: list[JudgedLine] = field(default_factory=list)
+    # Other hosts' records that no longer apply: for the user to see; prune never touches them.
+    shared_no_longer_apply: list[JudgedLine] = field(default_factory=list)
+    # Fix trailers that cannot work as written (also in `warnings`, as stderr lines).
+    trailer_warnings: list[str] = field(default_factory=list)
+    # Record lines a later CSV row contradicts: evidence for the user, never pruned on.
+    contradicted: list[Contradiction] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        """Whether something needs the user: a record lifted, or an archived one back in play
+        (what `--exit-code` exits 1 for)."""
+        return bool(self.no_longer_apply or self.apply_again)
+
+    def json_body(self) -> dict[str, Any]:
+        return {
+            "range": self.range,
+            "no_longer_apply": [x.to_json() for x in self.no_longer_apply],
+            "apply_again": [x.to_json() for x in self.apply_again],
+            "unknown": [x.to_json() for x in self.unknown],
+            "shared_no_longer_apply": [x.to_json() for x in self.shared_no_longer_apply],
+            "warnings": self.trailer_warnings,
+            "contradicted": [c.to_dict() for c in self.contradicted],
+        }
+
+
+def record_stale(*, record: Path | None = None, range_: str | None = None) -> StaleResult:
+    """Judge every record line, archived line and other host's shared record at HEAD: those a
+    fix lifts (with `range_`, `A..B`, only fixes with a copy or revert in it), the archived
+    ones that apply again, and those that apply only because git cannot say."""
+    from oomrec import gitutil, notes
+    from oomrec.hardware import detect
+    from oomrec.report import record_contradictions
+    from oomrec.stale import hygiene, open_history
+
+    record_file, settings = open_record(record)
+    key = trailer_key(settings)
+    if gitutil.open_repo() is None:
+        raise OomrecError("record stale reads git history: run it inside the repository")
+    loaded = record_file.load()
+    parked, warnings = record_warnings(loaded, record_file)
+    live = [line for line in loaded.lines if line.record is not None]
+    records: list[OomRecord] = [line.record for line in live if line.record is not None]
+    records += [line.record for line in parked if line.record is not None]
+    known = [x.text for x in loaded.lines] + [x.original for x in parked]
+    shared = [line for line in notes.shared(known, detect()) if line.record is not None]
+    records += [line.record for line in shared if line.record is not None]
+    history = open_history(key, [r.commit for r in records])
+    judgements = history.judge(records) if history is not None else []
+    in_range = _range_fixes(range_, key)
+
+    def lifted(j: Judgement) -> bool:
+        return j.status == Status.LIFTED and (
+            in_range is None or any(set(f.copies) & in_range for f in j.fixes)
+        )
+
+    n = len(live)
+    m = n + len(parked)
+    trailer_warnings = hygiene(history, {r.model for r in records}) if history is not None else []
+    return StaleResult(
+        warnings=warnings + [f"warning: {w}" for w in trailer_warnings],
+        record=record_file.shown_as,
+        range=range_ or "HEAD",
+        no_longer_apply=[
+            JudgedLine(live[i].lineno, records[i], j)
+            for i, j in enumerate(judgements[:n])
+            if lifted(j)
+        ],
+        apply_again=[
+            JudgedLine(parked[i].lineno, records[n + i], j)
+            for i, j in enumerate(judgements[n:m])
+            if j.applies
+        ],
+        unknown=[
+            JudgedLine(live[i].lineno, records[i], j)
+            for i, j in enumerate(judgements[:n])
+            if j.status == Status.UNKNOWN
+        ],
+        shared_no_longer_apply=[
+            JudgedLine(0, records[m + i], j, host=shared[i].host)
+            for i, j in enumerate(judgements[m:])
+            if lifted(j)
+        ],
+        trailer_warnings=trailer_warnings,
+        contradicted=record_contradictions(record_file, loaded, settings),
+    )
+
+
+def _range_fixes(range_: str | None, key: str) -> set[str] | None:
+    """The commits with a fix trailer (or a copy or revert of one) in `range_`; None: all."""
+    if range_ is None:
+        return None
+    from oomrec import gitutil
+
+    repo = gitutil.open_repo()
+    assert repo is not None
+    return {event.sha for event in gitutil.range_events(repo, [range_], key)}
