@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from oomrec.errors import OomrecError
-from oomrec.records import NotARecord, OomRecord, RecordFile, parse_line
+from oomrec.records import NotARecord, OomRecord, RecordFile, parse_line, short_commit
 
 if TYPE_CHECKING:
     import git
@@ -217,9 +217,8 @@ def plan_push(repo: git.Repo, record_file: RecordFile, host: str, remote: str) -
         if found is None or found.sha is None:
             plan.kept_back.append((text, f"commit {rec.commit} is not in this repository"))
         elif found.sha in off_remote:
-            plan.kept_back.append(
-                (text, f"commit {rec.commit[:7]} is on no branch of {remote} (push it first)")
-            )
+            why = f"commit {short_commit(rec.commit)} is on no branch of {remote} (push it first)"
+            plan.kept_back.append((text, why))
         else:
             plan.publish.setdefault(found.sha, []).append(text)
     return plan

@@ -48,6 +48,10 @@ MIN_FIELDS = 6
 # `kind` of a record written for a cell the memory guard stopped (no kind: an OOM seen).
 KIND_GUARD = "guard"
 UNKNOWN_COMMIT = "unknown"
+# How many hex digits of a commit people are shown, everywhere (git's own default abbreviation).
+SHORT_SHA = 7
+_DIRTY = "-dirty"
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 LOCK_TIMEOUT_S = 60.0
 # Lengths, peaks and memory sizes are 64-bit non-negative integers; 19 digits hold any of them,
 # and checking the digit count first keeps int() away from 5,000-digit fields.
@@ -134,6 +138,15 @@ def not_applying_because(record: OomRecord, host_tag: str, host_mem: int | None)
 def applies_on(record: OomRecord, host_tag: str, host_mem: int | None) -> bool:
     """True when `record` pre-skips its cells on this host (see `not_applying_because`)."""
     return not_applying_because(record, host_tag, host_mem) is None
+
+
+def short_commit(commit: str) -> str:
+    """A commit as people are shown it: `abcdef1`, `abcdef1-dirty`, or the text as written when
+    it is not hex (`unknown`, a tag name), so nothing that is not a SHA is cut."""
+    base = commit.removesuffix(_DIRTY)
+    if base and all(c in _HEX_DIGITS for c in base):
+        return base[:SHORT_SHA] + commit[len(base) :]
+    return commit
 
 
 def show_bytes(n: int) -> str:

@@ -37,8 +37,8 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from oomrec.errors import OomrecError
-from oomrec.fixes import SHORT_SHA, Event, first_match
-from oomrec.records import UNKNOWN_COMMIT, OomRecord
+from oomrec.fixes import Event, first_match
+from oomrec.records import UNKNOWN_COMMIT, OomRecord, short_commit
 
 if TYPE_CHECKING:
     import git
@@ -67,7 +67,7 @@ class Fix:
 
     @property
     def short(self) -> str:
-        return self.sha[:SHORT_SHA]
+        return short_commit(self.sha)
 
     def describe(self) -> str:
         return f"fix {self.short} ({self.subject})"
@@ -483,7 +483,7 @@ def hygiene(history: History, models: Collection[str]) -> list[str]:
     """What is wrong with the fix trailers in the history, for `record stale` to warn about."""
     out: list[str] = []
     for sha, event in history.events.items():
-        short = sha[:SHORT_SHA]
+        short = short_commit(sha)
         for glob in event.globs:
             if " " in glob.strip():
                 out.append(

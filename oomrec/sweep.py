@@ -41,6 +41,7 @@ from oomrec.records import (
     applies_on,
     evidence_key,
     format_line,
+    short_commit,
 )
 from oomrec.runner import CellRun, run_cell
 from oomrec.schema import (
@@ -264,7 +265,7 @@ def _gather(
 
         known = {item[2] for item in items}
         items += [
-            (f"notes {line.host}@{line.commit[:7]}", 0, line.text, line.record)
+            (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record)
             for line in notes.shared(known, hardware)
             if line.record is not None
         ]
