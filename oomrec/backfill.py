@@ -35,6 +35,9 @@ from oomrec.records import (
     check_model_name,
     covered,
     evidence_key,
+    printable,
+    source_field,
+    source_path,
 )
 
 if TYPE_CHECKING:
@@ -62,9 +65,6 @@ _MAX_COMMIT_CHARS = 128
 _MAX_MODEL_CHARS = 255
 # A real hardware cell is under 60 characters; normalising an unbounded one costs unbounded time.
 _MAX_HARDWARE_CHARS = 128
-# What a record field cannot hold as is: control characters (the harness reads the record line by
-# line) and lone surrogates (bytes of a file name that are not UTF-8).
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 # Why a SKIP:oom row is not imported, as the report groups them (with csvscan's reasons).
 ROW_MODEL = "model not a directory name"
@@ -280,10 +280,10 @@ def import_csvs(
     drafts: list[_Draft] = []
     for result in refused + scanned:
         if result.skipped is not None:
-            source = _record_source(_source(result.path, root_str))
+            source = source_field(source_path(result.path, root_str, resolved=True))
             detail = result.detail
             if result.skipped == csvscan.SAME_FILE:
-                detail = f"read as {_record_source(_source(detail, root_str))}"
+                detail = f"read as {source_field(source_path(detail, root_str, resolved=True))}"
             shown = f"{source} ({detail})" if detail else source
             report.files_skipped.setdefault(result.skipped, []).append(shown)
             continue
@@ -291,9 +291,9 @@ def import_csvs(
         report.data_rows += result.data_rows
         if not result.oom_rows and not result.bad_rows:
             continue
-        source = _source(result.path, root_str)
+        source = source_path(result.path, root_str, resolved=True)
         # How the report and the record name the file: escaped if git and the OS name it oddly.
-        shown = _record_source(source)
+        shown = source_field(source)
         report.oom_rows += len(result.oom_rows) + len(result.bad_rows)
         report.bad_rows.extend(
             BadRow(shown, b.lineno, b.reason, b.problem) for b in result.bad_rows
@@ -437,9 +437,9 @@ def _draft(
     if len(commit) > _MAX_COMMIT_CHARS:
         notes += (f"its commit {_clip(commit)} is not one; recorded as {UNKNOWN_COMMIT!r}",)
         commit = UNKNOWN_COMMIT
-    elif not commit.isprintable() and _UNPRINTABLE.search(commit):
+    elif printable(commit) != commit:
         # Kept, escaped: not a SHA, so every verdict on it is `unknown` and prune keeps it.
-        commit = _escaped(commit)
+        commit = printable(commit)
         notes += (f"its commit holds control characters; recorded as {commit!r} (unknown)",)
     git_lines = file.git_lines
     hardware_text = _first_value(cells, columns.hardware)
@@ -473,17 +473,6 @@ def _clip(text: str, limit: int = 40) -> str:
     if len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}... ({len(text)} characters)"
-
-
-def _escaped(text: str) -> str:
-    """Control characters and undecodable bytes as `\\xNN`: a field the record can hold."""
-    return _UNPRINTABLE.sub(_escape_one, text)
-
-
-def _escape_one(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    # A surrogate from surrogateescape stands for the byte `code - 0xDC00`.
-    return f"\\x{code - 0xDC00 if code >= 0xDC00 else code:02x}"
 
 
 def _first_value(cells: tuple[str, ...], at: tuple[int, ...]) -> str:
@@ -560,18 +549,6 @@ def _filename_host(path: str) -> str | None:
     return _hardware(parts[1])
 
 
-def _source(path: str, root: str) -> str:
-    """The (real, absolute) path relative to the repository root, as posix; else as is."""
-    prefix = root.rstrip(os.sep) + os.sep
-    rel = path[len(prefix) :] if path.startswith(prefix) else path
-    return rel.replace(os.sep, "/")
-
-
-def _record_source(source: str) -> str:
-    """The source as the record file holds it and reads it back: escaped, stripped."""
-    return _escaped(source).strip() if _UNPRINTABLE.search(source) else source.strip()
-
-
 @dataclass(frozen=True, slots=True)
 class _GitCommits:
     """What git says about the files drafts need it for: each file's adding commit and, for the
@@ -597,14 +574,14 @@ def _git_commits(
     if not needed:
         return _GitCommits({}, {})
     if not in_git:
-        report.no_adding_commit = [_record_source(s) for s in needed]
+        report.no_adding_commit = [source_field(s) for s in needed]
         return _GitCommits({}, {})
     # GitPython costs ~0.2 s to import: only pay it when some row lacks a commit or a date.
     from oomrec import gitutil
 
     relative = [s for s in needed if not posixpath.isabs(s)]
     added_by = gitutil.first_added(root, relative)
-    report.no_adding_commit = [_record_source(s) for s in needed if s not in added_by]
+    report.no_adding_commit = [source_field(s) for s in needed if s not in added_by]
     lineless: dict[str, list[int]] = {}
     for draft in drafts:
         if draft.commit is None and draft.source in added_by:
@@ -620,10 +597,10 @@ def _git_commits(
         except OomrecError as exc:
             # One file git cannot blame (changed while read, a name git quotes) does not stop
             # the import: its rows get no line commit, hence `unknown`, which prune keeps.
-            report.blame_failed.append((_record_source(source), str(exc)))
+            report.blame_failed.append((source_field(source), str(exc)))
             by_line[source] = {}
     report.uncommitted_rows = sorted(
-        (_record_source(d.source), d.lineno)
+        (source_field(d.source), d.lineno)
         for d in drafts
         if d.commit is None and d.source in by_line and by_line[d.source].get(d.git_line) is None
     )
@@ -642,7 +619,7 @@ def _select(
     for draft in drafts:
         source = sources.get(draft.source)
         if source is None:
-            source = sources[draft.source] = _record_source(draft.source)
+            source = sources[draft.source] = source_field(draft.source)
         record = _finish(draft, commits.of(draft), source)
         # An untagged record applies to every machine: keeping it is the safe side.
         if record.hardware is not None and report.hardware not in (None, record.hardware):

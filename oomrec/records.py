@@ -65,6 +65,9 @@ SIDE_SUFFIXES = (".lock", ".archive", ".archive.lock", ".torn")
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# What a record field cannot hold as is: control characters (the harness reads the record line by
+# line) and lone surrogates (bytes of a file name that are not UTF-8).
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 _EOL = re.compile(r"(\r\n|\r|\n)")
 _BOM = "\ufeff"
 _TORN = "no line ending (an append cut short?)"
@@ -147,6 +150,48 @@ def short_commit(commit: str) -> str:
     if base and all(c in _HEX_DIGITS for c in base):
         return base[:SHORT_SHA] + commit[len(base) :]
     return commit
+
+
+def source_path(
+    path: str | os.PathLike[str], root: str | os.PathLike[str] | None, *, resolved: bool = False
+) -> str:
+    """How a record names the CSV at `path` (its `source_csv`): relative to `root` (the
+    repository's top level; None: the working directory) when under it, as posix; else absolute.
+
+    The folders on both sides are resolved, so a CSV reached through a symlinked folder is named
+    once; the file's own name is kept, so a symlinked CSV keeps the name git tracks it under.
+    `resolved`: `path` is absolute with its folders resolved and `root` is resolved (the import
+    resolves every path once while finding the files, and names thousands of them).
+    """
+    if resolved:
+        where, base = os.fspath(path), os.fspath(root if root is not None else os.getcwd())
+    else:
+        folder, name = os.path.split(os.path.abspath(path))
+        where = os.path.join(os.path.realpath(folder), name)
+        base = os.path.realpath(root if root is not None else os.getcwd())
+    prefix = base.rstrip(os.sep) + os.sep
+    relative = where[len(prefix) :] if where.startswith(prefix) else where
+    return relative.replace(os.sep, "/")
+
+
+def source_field(source: str) -> str:
+    """A source as the record file holds it and reads it back: stripped, and any control
+    character or byte that is not UTF-8 escaped (see `printable`)."""
+    return printable(source).strip()
+
+
+def printable(text: str) -> str:
+    """Control characters and undecodable bytes (surrogateescape) as `\\xNN`: text a record
+    field can hold, one line, as UTF-8."""
+    if text.isprintable() or not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(_escape_one, text)
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    # A surrogate from surrogateescape stands for the byte `code - 0xDC00`.
+    return f"\\x{code - 0xDC00 if code >= 0xDC00 else code:02x}"
 
 
 def show_bytes(n: int) -> str:

@@ -42,6 +42,8 @@ from oomrec.records import (
     evidence_key,
     format_line,
     short_commit,
+    source_field,
+    source_path,
 )
 from oomrec.runner import CellRun, run_cell
 from oomrec.schema import (
@@ -622,7 +624,7 @@ class Sweep:
             date=self.config.date,
             commit=self._head(),
             peak_bytes=peak,
-            source_csv=source_name(self.config.output, self.config.repo_root),
+            source_csv=source_field(source_path(self.config.output, self.config.repo_root)),
             hardware=self.config.hardware,
             mem_bytes=self.config.host_mem,
             kind=kind,
@@ -685,16 +687,6 @@ def _verdict_without_row(run: CellRun) -> Verdict:
     lines = [line.strip() for line in run.output_tail.splitlines() if line.strip()]
     last = f"; last output: {lines[-1][:200]!r}" if lines else ""
     return Verdict(verdict.token, verdict.reason + last)
-
-
-def source_name(output: Path, repo_root: Path | None) -> str:
-    """How a record names the aggregate CSV: relative to the repo root when under it."""
-    resolved = output.resolve()
-    for base in (repo_root, Path.cwd()):
-        if base is not None:
-            with contextlib.suppress(ValueError):
-                return str(resolved.relative_to(base.resolve()))
-    return str(resolved)
 
 
 @contextlib.contextmanager

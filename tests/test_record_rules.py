@@ -4,9 +4,24 @@ record applies on a host."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
-from oomrec.records import SHORT_SHA, UNKNOWN_COMMIT, short_commit
+from oomrec.records import (
+    SHORT_SHA,
+    UNKNOWN_COMMIT,
+    printable,
+    short_commit,
+    source_field,
+    source_path,
+)
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+
+Cli = Callable[..., CliResult]
 
 SHA = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
 
@@ -28,3 +43,113 @@ SHA = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
 def test_a_commit_is_shown_with_one_short_length(commit: str, shown: str) -> None:
     assert SHORT_SHA == 7
     assert short_commit(commit) == shown
+
+
+# -- the source path: one rule for the sweep and the import ---------------------------------
+
+
+def test_a_source_under_the_root_is_relative_and_posix(tmp_path: Path) -> None:
+    (tmp_path / "benchmarks").mkdir()
+    csv = tmp_path / "benchmarks" / "cuda_gb10.csv"
+    assert source_path(csv, tmp_path) == "benchmarks/cuda_gb10.csv"
+    # The file need not exist yet: a sweep names its CSV before the first row is written.
+    assert source_path(tmp_path / "benchmarks" / "later.csv", tmp_path) == "benchmarks/later.csv"
+
+
+def test_a_source_outside_the_root_is_absolute(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    assert source_path(elsewhere / "x.csv", root) == str(elsewhere.resolve() / "x.csv")
+    # A sibling whose name starts with the root's is not under it.
+    (tmp_path / "repo2").mkdir()
+    sibling = tmp_path / "repo2" / "x.csv"
+    assert source_path(sibling, root) == str(tmp_path.resolve() / "repo2" / "x.csv")
+
+
+def test_a_relative_path_is_read_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "benchmarks").mkdir()
+    monkeypatch.chdir(tmp_path / "benchmarks")
+    assert source_path("out.csv", tmp_path) == "benchmarks/out.csv"
+    assert source_path("../benchmarks/./out.csv", tmp_path) == "benchmarks/out.csv"
+    assert source_path(Path("out.csv"), str(tmp_path)) == "benchmarks/out.csv"
+
+
+def test_outside_a_repository_sources_are_relative_to_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "runs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert source_path(tmp_path / "runs" / "out.csv", None) == "runs/out.csv"
+    assert source_path("/x/out.csv", None) == "/x/out.csv"
+
+
+def test_symlinked_folders_resolve_but_a_symlinked_file_keeps_its_name(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "benchmarks").mkdir(parents=True)
+    (root / "benchmarks" / "real.csv").write_text("model\n")
+    # The root reached through a link, and a folder of the root reached through a link.
+    (tmp_path / "root-link").symlink_to(root)
+    (tmp_path / "bench-link").symlink_to(root / "benchmarks")
+    (root / "benchmarks" / "alias.csv").symlink_to("real.csv")
+    assert source_path(tmp_path / "bench-link" / "real.csv", root) == "benchmarks/real.csv"
+    assert source_path(root / "benchmarks" / "real.csv", tmp_path / "root-link") == (
+        "benchmarks/real.csv"
+    )
+    # git tracks the link under its own name: that is the name its rows' records carry.
+    assert source_path(root / "benchmarks" / "alias.csv", root) == "benchmarks/alias.csv"
+
+
+def test_the_root_itself_is_no_source_under_it(tmp_path: Path) -> None:
+    assert source_path(tmp_path, tmp_path) == str(tmp_path.resolve())
+    assert source_path("/etc/x.csv", "/") == "etc/x.csv"
+
+
+def test_a_resolved_path_is_named_without_touching_the_filesystem(tmp_path: Path) -> None:
+    # What the import passes: already resolved, so it names thousands of files without a stat.
+    assert source_path("/no/such/root/b/x.csv", "/no/such/root", resolved=True) == "b/x.csv"
+    assert source_path("/no/such/other.csv", "/no/such/root", resolved=True) == (
+        "/no/such/other.csv"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "field"),
+    [
+        ("benchmarks/a.csv", "benchmarks/a.csv"),
+        (" benchmarks/a.csv ", "benchmarks/a.csv"),
+        # The reader strips a field's blanks: a tab that is part of the name is kept, escaped.
+        ("benchmarks/a.csv\t", "benchmarks/a.csv\\x09"),
+        ("bench\nmarks/a.csv", "bench\\x0amarks/a.csv"),
+        # A file name byte that is not UTF-8, as os.fsdecode gives it.
+        ("caf\udce9.csv", "caf\\xe9.csv"),
+        ("naïve.csv", "naïve.csv"),
+    ],
+)
+def test_a_source_field_is_one_printable_line(source: str, field: str) -> None:
+    assert source_field(source) == field
+    assert printable(field) == field
+
+
+def test_the_sweep_and_the_import_name_one_csv_alike(cli: Cli, repo: Repo) -> None:
+    """A CSV written by a sweep through a symlinked folder, then imported by its real path:
+    both records name it alike."""
+    (repo.path / "models" / "a").mkdir(parents=True)
+    (repo.path / "benchmarks").mkdir(exist_ok=True)
+    (repo.path / "bench-link").symlink_to(repo.path / "benchmarks")
+    swept = cli(
+        "sweep", "--runner", "true", "--models", "a", "--lengths", "512",
+        "--fake-oom", "a:512", "--output", "bench-link/cuda_testhw_x.csv",
+    )  # fmt: skip
+    assert swept.exit_code == 0, swept.stderr
+    record = repo.path / "benchmarks" / ".oom-record"
+    sources = [line.split(",")[5] for line in record.read_text().splitlines()]
+    assert sources == ["benchmarks/cuda_testhw_x.csv"]
+    # Imported by the folder's absolute path (the row is uncommitted: another commit, a new
+    # record), and through the link.
+    for folder in (repo.path / "benchmarks", repo.path / "bench-link"):
+        imported = cli("record", "import-csv", "--dry-run", "--json", str(folder))
+        assert imported.exit_code == 0, imported.stderr
+        assert [r["source_csv"] for r in json.loads(imported.stdout)["records"]] == sources
