@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import posixpath
-import re
 import stat
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -29,12 +28,15 @@ from oomrec.errors import OomrecError
 from oomrec.files import kind as file_kind
 from oomrec.hardware import memory_from_text, normalize
 from oomrec.records import (
+    MAX_INT,
     UNKNOWN_COMMIT,
     EvidenceKey,
     OomRecord,
+    bounded_int,
     check_model_name,
     covered,
     evidence_key,
+    is_date,
     printable,
     source_field,
     source_path,
@@ -55,10 +57,8 @@ GIB = 1024**3
 # Harness file names are `{backend}_{host}_...`; other names carry no host token.
 BACKENDS = frozenset({"cuda", "metal", "rocm", "pylm"})
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-# Lengths and peaks are 64-bit: a larger number is a corrupt cell, not a measurement.
-MAX_NUMBER = 2**63 - 1
-_MAX_DIGITS = len(str(MAX_NUMBER))
+# float() reads any length; no real peak in GiB needs more characters than this.
+_MAX_GIB_CHARS = 27
 # A commit is at most 64 hex digits and `-dirty`; a model a directory name (NAME_MAX). Longer
 # cells are no such thing, and the record reader refuses fields over 131,072 characters.
 _MAX_COMMIT_CHARS = 128
@@ -411,18 +411,13 @@ def _draft(
     if length_text and not (length_text.isascii() and length_text.isdigit()):
         problem = f"length {_clip(length_text)} is not a number"
         return BadRow(source, row.lineno, ROW_LENGTH, problem)
-    # Up to 18 digits always fit in 64 bits: only longer ones need the careful path.
-    length = (
-        (int(length_text) if len(length_text) < _MAX_DIGITS else _bounded(length_text))
-        if length_text
-        else 0
-    )
+    length = bounded_int(length_text) if length_text else 0
     if length is None:
         return BadRow(
             source,
             row.lineno,
             ROW_LENGTH_RANGE,
-            f"length {_clip(length_text)} is over {MAX_NUMBER} (64 bits)",
+            f"length {_clip(length_text)} is over {MAX_INT} (64 bits)",
         )
     notes: tuple[str, ...] = ()
     peak = None
@@ -457,15 +452,6 @@ def _draft(
         git_line=row.lineno if git_lines is None else git_lines[row.lineno - 1],
         notes=notes,
     )
-
-
-def _bounded(digits: str) -> int | None:
-    """ASCII digits as an int, or None when over 64 bits (int() refuses 4,300+ digits)."""
-    digits = digits.lstrip("0") or "0"
-    if len(digits) > _MAX_DIGITS:
-        return None
-    value = int(digits)
-    return value if value <= MAX_NUMBER else None
 
 
 def _clip(text: str, limit: int = 40) -> str:
@@ -519,26 +505,19 @@ def _hardware(text: str) -> str | None:
 def _date(text: str) -> str | None:
     """The YYYY-MM-DD a date cell starts with (`2026-07-03`, `2026-07-03T12:00`), else None."""
     day = text[:10]
-    if not _DATE.fullmatch(day):
-        return None
-    try:
-        Date.fromisoformat(day)
-    except ValueError:
-        return None
-    return day
+    return day if is_date(day) else None
 
 
 def _peak(bytes_text: str, gib_text: str) -> int | None:
     if bytes_text.isascii() and bytes_text.isdigit():
-        return _bounded(bytes_text)
-    if len(gib_text) > _MAX_DIGITS + 8:
-        # float() reads any length; no real peak needs more digits than this.
+        return bounded_int(bytes_text)
+    if len(gib_text) > _MAX_GIB_CHARS:
         return None
     try:
         size = float(gib_text) * GIB
     except ValueError:
         return None
-    return round(size) if math.isfinite(size) and 0 <= size <= MAX_NUMBER else None
+    return round(size) if math.isfinite(size) and 0 <= size <= MAX_INT else None
 
 
 def _filename_host(path: str) -> str | None:

@@ -274,7 +274,7 @@ def read_line(text: str) -> tuple[OomRecord, str | None]:
     notes = []
     # A field the harness does not read is evidence oomrec can do without: the line still
     # pre-skips (as the harness's would), with that field unknown.
-    if day and not _is_date(day):
+    if day and not is_date(day):
         notes.append(f"date {shorten(day)} is not YYYY-MM-DD")
         day = ""
     peak_bytes = bounded_int(peak) if peak else None
@@ -305,9 +305,14 @@ def read_line(text: str) -> tuple[OomRecord, str | None]:
 
 
 def bounded_int(text: str) -> int | None:
-    """A non-negative 64-bit integer written in ASCII digits, else None (never a traceback)."""
-    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_DIGITS:
+    """A non-negative 64-bit integer written in ASCII digits (leading zeros allowed), else None
+    (never a traceback). The one check of every length, peak and memory size oomrec reads."""
+    if not (text.isascii() and text.isdigit()):
         return None
+    if len(text) > _MAX_DIGITS:
+        text = text.lstrip("0") or "0"
+        if len(text) > _MAX_DIGITS:
+            return None
     value = int(text)
     return value if value <= MAX_INT else None
 
@@ -386,7 +391,8 @@ def parse_text(text: str) -> list[RecordLine]:
 
 
 @lru_cache(maxsize=4096)
-def _is_date(text: str) -> bool:
+def is_date(text: str) -> bool:
+    """Whether `text` is a record's date: a real calendar day written `YYYY-MM-DD`."""
     # Cached: a record file holds few distinct dates and many lines.
     if not _DATE.fullmatch(text):
         return False

@@ -11,8 +11,13 @@ from pathlib import Path
 import pytest
 
 from oomrec.records import (
+    MAX_INT,
     SHORT_SHA,
     UNKNOWN_COMMIT,
+    bounded_int,
+    check_length,
+    is_date,
+    parse_line,
     printable,
     short_commit,
     source_field,
@@ -153,3 +158,71 @@ def test_the_sweep_and_the_import_name_one_csv_alike(cli: Cli, repo: Repo) -> No
         imported = cli("record", "import-csv", "--dry-run", "--json", str(folder))
         assert imported.exit_code == 0, imported.stderr
         assert [r["source_csv"] for r in json.loads(imported.stdout)["records"]] == sources
+
+
+# -- numbers and dates: one check for the record, the import and the options -----------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0", 0),
+        ("32768", 32768),
+        (str(MAX_INT), MAX_INT),
+        (str(MAX_INT + 1), None),
+        # Leading zeros do not make a number larger: the import and the record agree on them.
+        ("0" * 30 + "32768", 32768),
+        ("0" * 30, 0),
+        ("0" * 30 + "1" * 20, None),
+        ("9" * 5000, None),
+        ("", None),
+        ("-1", None),
+        ("+1", None),
+        ("1e3", None),
+        (" 1", None),
+        ("١٢", None),  # Arabic-Indic digits: isdigit() says yes, a record says no.
+    ],
+)
+def test_one_bounded_integer_rule(text: str, value: int | None) -> None:
+    assert bounded_int(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("2026-07-03", True),
+        ("2024-02-29", True),
+        ("2026-02-29", False),
+        ("2026-13-01", False),
+        ("2026-7-3", False),
+        ("2026-07-03T12:00", False),
+        ("\uff12\uff10\uff12\uff16-07-03", False),
+        ("", False),
+    ],
+)
+def test_one_date_rule(text: str, ok: bool) -> None:
+    assert is_date(text) is ok
+
+
+def test_the_import_and_the_record_read_a_length_and_a_date_alike(cli: Cli, repo: Repo) -> None:
+    """A CSV cell the import accepts is a field the record reads back the same."""
+    length = "0" * 25 + "8192"
+    folder = repo.path / "benchmarks"
+    folder.mkdir(exist_ok=True)
+    (folder / "runs.csv").write_text(
+        "model,prompt_target_len,date,commit\n"
+        f"m,{length},2026-07-03T12:00:00,abc1234,SKIP:oom\n"
+        f"m,{'9' * 30},2026-07-03,abc1234,SKIP:oom\n"
+    )
+    result = cli("record", "import-csv", "--json", str(folder))
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [(r["prompt_target_len"], r["date"]) for r in report["records"]] == [
+        (8192, "2026-07-03")
+    ]
+    assert report["rows_skipped"] == {"length over 64 bits": 1}
+    text = (folder / ".oom-record").read_text()
+    assert parse_line(text.strip()).prompt_target_len == 8192
+    # And written by hand, as a record line, it reads the same.
+    assert parse_line(f"m,{length},2026-07-03,abc1234,,s").prompt_target_len == 8192
+    assert check_length(length) == 8192
