@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from oomrec.errors import OomrecError
-from oomrec.records import NotARecord, OomRecord, RecordFile, parse_line, short_commit
+from oomrec.records import (
+    NotARecord,
+    OomRecord,
+    RecordFile,
+    parse_line,
+    read_commit,
+    short_commit,
+)
 
 if TYPE_CHECKING:
     import git
@@ -229,13 +236,11 @@ def _why_local(rec: OomRecord) -> str:
         return "no hardware tag (it would apply to every machine)"
     if rec.mem_bytes is None:
         return "memory unknown (it would apply to machines of any size)"
-    commit = rec.commit.strip().lower()
-    if not commit or commit == "unknown":
-        return "no commit recorded"
-    if commit.endswith("-dirty"):
+    commit = read_commit(rec.commit)
+    if commit.hex is None:
+        return commit.unknown
+    if commit.dirty:
         return "measured on uncommitted changes"
-    if not re.fullmatch(r"[0-9a-f]{4,64}", commit):
-        return f"{rec.commit!r} is not a commit SHA"
     return ""
 
 

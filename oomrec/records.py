@@ -52,6 +52,8 @@ UNKNOWN_COMMIT = "unknown"
 SHORT_SHA = 7
 _DIRTY = "-dirty"
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+# git resolves an object name from 4 hex digits up; 64 is a SHA-256 object name.
+_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 LOCK_TIMEOUT_S = 60.0
 # Lengths, peaks and memory sizes are 64-bit non-negative integers; 19 digits hold any of them,
 # and checking the digit count first keeps int() away from 5,000-digit fields.
@@ -141,6 +143,26 @@ def not_applying_because(record: OomRecord, host_tag: str, host_mem: int | None)
 def applies_on(record: OomRecord, host_tag: str, host_mem: int | None) -> bool:
     """True when `record` pre-skips its cells on this host (see `not_applying_because`)."""
     return not_applying_because(record, host_tag, host_mem) is None
+
+
+class CommitField(NamedTuple):
+    """A record's commit field as git will see it: hex to resolve (lower case), whether it was
+    measured on uncommitted changes (`<sha>-dirty`), or why there is no commit (`unknown`)."""
+
+    hex: str | None
+    dirty: bool = False
+    unknown: str = ""
+
+
+def read_commit(text: str) -> CommitField:
+    """The commit field read: `unknown` or empty is no commit, `<hex>[-dirty]` is one."""
+    value = text.strip()
+    if not value or value.lower() == UNKNOWN_COMMIT:
+        return CommitField(None, unknown="no commit recorded")
+    base = value.removesuffix(_DIRTY)
+    if not _HEX.fullmatch(base):
+        return CommitField(None, unknown=f"{value!r} is not a commit SHA")
+    return CommitField(base.lower(), dirty=base != value)
 
 
 def short_commit(commit: str) -> str:

@@ -14,11 +14,13 @@ from oomrec.records import (
     MAX_INT,
     SHORT_SHA,
     UNKNOWN_COMMIT,
+    CommitField,
     bounded_int,
     check_length,
     is_date,
     parse_line,
     printable,
+    read_commit,
     short_commit,
     source_field,
     source_path,
@@ -226,3 +228,21 @@ def test_the_import_and_the_record_read_a_length_and_a_date_alike(cli: Cli, repo
     # And written by hand, as a record line, it reads the same.
     assert parse_line(f"m,{length},2026-07-03,abc1234,,s").prompt_target_len == 8192
     assert check_length(length) == 8192
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (SHA, CommitField(SHA)),
+        (f" {SHA.upper()}-dirty ", CommitField(SHA, dirty=True)),
+        ("abcd", CommitField("abcd")),
+        ("abc", CommitField(None, unknown="'abc' is not a commit SHA")),
+        ("", CommitField(None, unknown="no commit recorded")),
+        ("Unknown", CommitField(None, unknown="no commit recorded")),
+        ("HEAD~1", CommitField(None, unknown="'HEAD~1' is not a commit SHA")),
+        ("-dirty", CommitField(None, unknown="'-dirty' is not a commit SHA")),
+    ],
+)
+def test_one_reading_of_a_commit_field(text: str, field: CommitField) -> None:
+    """What the staleness rule resolves and what `record push` refuses to publish."""
+    assert read_commit(text) == field
