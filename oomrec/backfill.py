@@ -30,8 +30,10 @@ from oomrec.hardware import memory_from_text, normalize
 from oomrec.records import (
     MAX_INT,
     UNKNOWN_COMMIT,
+    Applicability,
     EvidenceKey,
     OomRecord,
+    applicability,
     bounded_int,
     check_model_name,
     covered,
@@ -600,9 +602,9 @@ def _select(
         if source is None:
             source = sources[draft.source] = source_field(draft.source)
         record = _finish(draft, commits.of(draft), source)
-        # An untagged record applies to every machine: keeping it is the safe side.
-        if record.hardware is not None and report.hardware not in (None, record.hardware):
-            report.other_hardware[record.hardware] += 1
+        # The host's memory is not asked: an import keeps every size of its hardware.
+        if applicability(record, report.hardware, None) == Applicability.OTHER_HARDWARE:
+            report.other_hardware[record.hardware or ""] += 1
             continue
         key = evidence_key(record)
         if record.prompt_target_len == 0:

@@ -24,14 +24,18 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import date as Date
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.bulk import no_cycle_collection
 from oomrec.errors import OomrecError
 from oomrec.files import kind as file_kind
 from oomrec.hardware import GIB, normalize
+
+if TYPE_CHECKING:
+    from oomrec.stale import Judgement
 
 FIELDS = (
     "model",
@@ -124,25 +128,74 @@ def evidence_key(record: OomRecord) -> EvidenceKey:
     )
 
 
-def not_applying_because(record: OomRecord, host_tag: str, host_mem: int | None) -> str | None:
-    """Why `record` does not apply on this host, or None when it does.
+class Applicability(StrEnum):
+    """Whether a record pre-skips its cells on a host at HEAD, and if not, which part of the
+    rule says so (hardware, then memory, then the staleness verdict)."""
 
-    It applies iff its hardware tag is this host's (or it has none) and its memory is unknown,
-    this host's is unknown, or this host has no more memory than it (within MEM_JITTER): an OOM
-    on a 96 GiB machine says nothing about a 512 GiB one of the same chip.
+    APPLIES = "applies"
+    OTHER_HARDWARE = "other hardware"
+    MORE_MEMORY = "this host has more memory"
+    # A fix in effect at HEAD took it out of play (stale.py's verdict); kept as evidence.
+    LIFTED = "lifted by a fix"
+
+    @property
+    def on_host(self) -> bool:
+        """The record is about this host's hardware and memory, applying or lifted."""
+        return self in (Applicability.APPLIES, Applicability.LIFTED)
+
+
+def applicability(
+    record: OomRecord,
+    host_tag: str | None,
+    host_mem: int | None,
+    verdict: Judgement | None = None,
+) -> Applicability:
+    """The one decision "does this record apply here", for the sweep and the import.
+
+    A record applies iff its hardware tag is this host's (or it has none; `host_tag` None: any
+    host), its memory is unknown, this host's is unknown, or this host has no more memory than
+    it (within MEM_JITTER): an OOM on a 96 GiB machine says nothing about a 512 GiB one of the
+    same chip; and `verdict` (stale.py's judgement at HEAD; None: not judged) does not lift it.
     """
-    if record.hardware is not None and record.hardware != host_tag:
+    if record.hardware is not None and host_tag is not None and record.hardware != host_tag:
+        return Applicability.OTHER_HARDWARE
+    if (
+        record.mem_bytes is not None
+        and host_mem is not None
+        and host_mem > record.mem_bytes * (1 + MEM_JITTER)
+    ):
+        return Applicability.MORE_MEMORY
+    if verdict is not None and not verdict.applies:
+        return Applicability.LIFTED
+    return Applicability.APPLIES
+
+
+def not_applying_because(
+    record: OomRecord,
+    host_tag: str | None,
+    host_mem: int | None,
+    verdict: Judgement | None = None,
+) -> str | None:
+    """Why `record` does not apply on this host (see `applicability`), or None when it does."""
+    reach = applicability(record, host_tag, host_mem, verdict)
+    if reach == Applicability.OTHER_HARDWARE:
         return f"recorded on {record.hardware}, this host is {host_tag}"
-    if record.mem_bytes is None or host_mem is None:
-        return None
-    if host_mem <= record.mem_bytes * (1 + MEM_JITTER):
-        return None
-    return f"recorded on {show_bytes(record.mem_bytes)}, this host has {show_bytes(host_mem)}"
+    if reach == Applicability.MORE_MEMORY:
+        recorded, here = show_bytes(record.mem_bytes or 0), show_bytes(host_mem or 0)
+        return f"recorded on {recorded}, this host has {here}"
+    if reach == Applicability.LIFTED:
+        return str(verdict)
+    return None
 
 
-def applies_on(record: OomRecord, host_tag: str, host_mem: int | None) -> bool:
-    """True when `record` pre-skips its cells on this host (see `not_applying_because`)."""
-    return not_applying_because(record, host_tag, host_mem) is None
+def applies_on(
+    record: OomRecord,
+    host_tag: str | None,
+    host_mem: int | None,
+    verdict: Judgement | None = None,
+) -> bool:
+    """True when `record` pre-skips its cells on this host (see `applicability`)."""
+    return applicability(record, host_tag, host_mem, verdict) == Applicability.APPLIES
 
 
 class CommitField(NamedTuple):

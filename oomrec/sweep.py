@@ -35,10 +35,11 @@ from oomrec.errors import OomrecError
 from oomrec.records import (
     KIND_GUARD,
     UNKNOWN_COMMIT,
+    Applicability,
     Loaded,
     OomRecord,
     RecordFile,
-    applies_on,
+    applicability,
     evidence_key,
     format_line,
     short_commit,
@@ -165,12 +166,13 @@ class Planner:
         self.lifted: dict[str, list[Evidence]] = {}
         for item in evidence:
             rec = item.record
-            if not applies_on(rec, hardware, host_mem):
+            reach = applicability(rec, hardware, host_mem, item.judgement)
+            if not reach.on_host:
                 continue
             # Guard stops are the operator's budget: lifted alone when the budget changed.
             if ignore_guard_records and rec.kind == KIND_GUARD:
                 continue
-            into = self.records if item.judgement.applies else self.lifted
+            into = self.records if reach == Applicability.APPLIES else self.lifted
             into.setdefault(rec.model, []).append(item)
         for hits in (*self.records.values(), *self.lifted.values()):
             hits.sort(key=_length)

@@ -10,14 +10,21 @@ from pathlib import Path
 
 import pytest
 
+from oomrec.hardware import GIB
 from oomrec.records import (
     MAX_INT,
     SHORT_SHA,
     UNKNOWN_COMMIT,
+    Applicability,
     CommitField,
+    OomRecord,
+    applicability,
+    applies_on,
     bounded_int,
     check_length,
+    format_line,
     is_date,
+    not_applying_because,
     parse_line,
     printable,
     read_commit,
@@ -25,6 +32,8 @@ from oomrec.records import (
     source_field,
     source_path,
 )
+from oomrec.stale import APPLIES, Fix, Judgement, Status
+from oomrec.sweep import Evidence, Planner
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 
@@ -246,3 +255,65 @@ def test_the_import_and_the_record_read_a_length_and_a_date_alike(cli: Cli, repo
 def test_one_reading_of_a_commit_field(text: str, field: CommitField) -> None:
     """What the staleness rule resolves and what `record push` refuses to publish."""
     assert read_commit(text) == field
+
+
+# -- applicability: hardware, then memory, then the staleness verdict ----------------------
+
+LIFTED = Judgement(Status.LIFTED, (Fix(SHA, "Chunk the prefill", ("m*",), (SHA,)),))
+UNKNOWN = Judgement(Status.UNKNOWN, reason="no commit recorded")
+
+
+def _on(hardware: str | None, mem_gib: int | None) -> OomRecord:
+    mem = None if mem_gib is None else mem_gib * GIB
+    return OomRecord("m", 512, "2026-01-01", SHA, None, "s", hardware, mem)
+
+
+@pytest.mark.parametrize(
+    ("record", "host", "verdict", "reach"),
+    [
+        (_on("gb10", 96), ("gb10", 96), APPLIES, Applicability.APPLIES),
+        (_on("gb10", 96), ("gb10", 96), None, Applicability.APPLIES),
+        # "Unknown" is a way of applying: only proof takes a record out of play.
+        (_on("gb10", 96), ("gb10", 96), UNKNOWN, Applicability.APPLIES),
+        (_on("gb10", 96), ("gb10", 96), LIFTED, Applicability.LIFTED),
+        # Hardware first, then memory, then the verdict: a lifted record of another machine is
+        # another machine's, and no lifted record for this one's dry run.
+        (_on("gb10", 96), ("v100", 96), LIFTED, Applicability.OTHER_HARDWARE),
+        (_on("gb10", 96), ("gb10", 512), LIFTED, Applicability.MORE_MEMORY),
+        (_on(None, 96), ("v100", 512), APPLIES, Applicability.MORE_MEMORY),
+        (_on(None, None), ("v100", 512), APPLIES, Applicability.APPLIES),
+        # No host tag (an import without --hardware): every hardware is this host's.
+        (_on("gb10", 96), (None, None), APPLIES, Applicability.APPLIES),
+        (_on("gb10", 96), (None, 512), APPLIES, Applicability.MORE_MEMORY),
+    ],
+)
+def test_one_decision_whether_a_record_applies_here(
+    record: OomRecord,
+    host: tuple[str | None, int | None],
+    verdict: Judgement | None,
+    reach: Applicability,
+) -> None:
+    tag, mem_gib = host
+    mem = None if mem_gib is None else mem_gib * GIB
+    assert applicability(record, tag, mem, verdict) == reach
+    assert applies_on(record, tag, mem, verdict) is (reach == Applicability.APPLIES)
+    why = not_applying_because(record, tag, mem, verdict)
+    assert (why is None) is (reach == Applicability.APPLIES)
+    assert reach.on_host is (reach in (Applicability.APPLIES, Applicability.LIFTED))
+    if reach == Applicability.LIFTED:
+        assert why == "no longer applies: fix 9bef3f2 (Chunk the prefill)"
+
+
+def test_the_sweep_plans_by_that_decision() -> None:
+    """The planner's records and lifted records are exactly those the decision puts there."""
+    records = [_on("gb10", 96), _on("v100", 96), _on("gb10", 64), _on(None, None)]
+    verdicts = [APPLIES, LIFTED, LIFTED, UNKNOWN]
+    evidence = [
+        Evidence("rec", n, format_line(r), r, v)
+        for n, (r, v) in enumerate(zip(records, verdicts, strict=True), start=1)
+    ]
+    planner = Planner(evidence, "gb10", host_mem=96 * GIB)
+    assert [e.lineno for e in planner.records["m"]] == [1, 4]
+    # Line 3 was measured with less memory than this host has: not this host's to lift.
+    assert "m" not in planner.lifted
+    assert Planner(evidence, "gb10", host_mem=64 * GIB).lifted["m"][0].lineno == 3
