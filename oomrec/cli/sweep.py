@@ -34,7 +34,13 @@ from oomrec.errors import EXIT_INTERRUPTED, OomrecError
 from oomrec.fixes import trailer_key
 from oomrec.guard import AvailableMemory
 from oomrec.hardware import detect, detect_memory
-from oomrec.records import RecordFile, RecordLine, not_applying_because
+from oomrec.records import (
+    Applicability,
+    RecordFile,
+    RecordLine,
+    applicability,
+    not_applying_because,
+)
 from oomrec.resume import DONE
 from oomrec.schema import OOM_BACKSTOP, OOM_GUARD, OOM_RECORD, SUCCESS, TRUE_OOM
 from oomrec.sweep import (
@@ -374,10 +380,10 @@ def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list
     said = []
     for line in lines:
         rec = line.record
-        if rec is None or rec.hardware not in (None, config.hardware):
+        if rec is None:
             continue
-        why = not_applying_because(rec, config.hardware, config.host_mem)
-        if why is not None:
+        if applicability(rec, config.hardware, config.host_mem) == Applicability.MORE_MEMORY:
+            why = not_applying_because(rec, config.hardware, config.host_mem)
             said.append(f"  not applied: {config.record.shown_as}:{line.lineno} ({why})")
     if len(said) > MAX_EXCLUSIONS_SHOWN:
         more = len(said) - MAX_EXCLUSIONS_SHOWN
