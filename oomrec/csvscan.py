@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from oomrec import schema
 from oomrec.files import kind as file_kind
+from oomrec.schema import Token
 
 # Why a file is not read, as the report groups them.
 NOT_A_FILE = "not a regular file"
@@ -48,7 +49,7 @@ ROW_FIELDS = "wrong number of fields"
 
 MODEL_COLUMN = "model"
 
-_OOM = schema.TRUE_OOM.encode()
+_OOM = Token.TRUE_OOM.encode()
 _BOM = b"\xef\xbb\xbf"
 # git's own test for "binary": a NUL byte in the first 8000 bytes.
 _BINARY_PROBE = 8000

@@ -20,14 +20,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from oomrec.errors import OomrecError
-from oomrec.schema import line_token, split_row
+from oomrec.schema import RECORDED_TOKENS, Token, line_token, split_row
 
 SIDECAR_SUFFIX = ".oomrec.json"
-# What a resumed sweep reports for a cell an earlier run did: no row is written for it.
-DONE = "done"
 SCHEMA_VERSION = 1
-# Tokens whose cells stay done whatever changed: the OOM evidence itself.
-_NEVER_AGAIN = ("SKIP:oom", "SKIP:oom_guard")
 
 
 class Mode(StrEnum):
@@ -66,10 +62,10 @@ class Prior:
     def true_ooms(self) -> Iterable[tuple[str, int]]:
         """The cells whose row is a true OOM: the backstop starts from them."""
         for key, entry in self.entries.items():
-            if entry.token in _NEVER_AGAIN:
+            if entry.token in RECORDED_TOKENS:
                 yield key
         for key, row in self.unknown.items():
-            if line_token(row) in _NEVER_AGAIN:
+            if line_token(row) in RECORDED_TOKENS:
                 yield key
 
 
@@ -159,13 +155,13 @@ def judge(
         row = prior.unknown.get(key)
         if row is None:
             return None
-        token = line_token(row) or "ok"
-        if token in _NEVER_AGAIN:
+        token = line_token(row) or Token.SUCCESS
+        if token in RECORDED_TOKENS:
             return Verdict(True, f"earlier {token}")
         if mode == Mode.KEEP:
             return Verdict(True, "kept (no provenance: not written by oomrec --resume)")
         return Verdict(False, "its row has no provenance (not written by an oomrec sweep)")
-    if entry.token in _NEVER_AGAIN:
+    if entry.token in RECORDED_TOKENS:
         return Verdict(True, f"earlier {entry.token}")
     if entry.token.startswith("FAIL:") and rerun_failed:
         return Verdict(False, f"earlier {entry.token}, --rerun-failed")

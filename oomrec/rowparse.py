@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from oomrec import csvscan, schema
 from oomrec.csvscan import BadRow, OomRow, ScannedFile
 from oomrec.errors import OomrecError
+from oomrec.schema import Token
 
 if TYPE_CHECKING:
     import polars as pl
@@ -126,7 +127,7 @@ def _parse_with_csv(lineno: int, raw: bytes, layout: _Layout) -> OomRow | BadRow
     except csv.Error as exc:
         return BadRow(lineno, csvscan.ROW_QUOTING, f"bad CSV quoting ({exc})")
     if not schema.is_true_oom(schema.trailing_token(fields)):
-        if text.rstrip(' \t"').rsplit(",", 1)[-1].strip() == schema.TRUE_OOM:
+        if text.rstrip(' \t"').rsplit(",", 1)[-1].strip() == Token.TRUE_OOM:
             # The text ends in `,SKIP:oom`, but an open quote (the harness does not escape the
             # prompt) swallowed it into another field.
             return BadRow(
@@ -272,10 +273,10 @@ def _clean_oom_rows(
     first, second, third = (pl.col(names[i]) for i in range(width, width + 3))
     clean = (
         pl.when(second == _END)
-        .then(first.str.strip_chars() == schema.TRUE_OOM)
+        .then(first.str.strip_chars() == Token.TRUE_OOM.value)
         .otherwise(
             (third == _END)
-            & (second.str.strip_chars() == schema.TRUE_OOM)
+            & (second.str.strip_chars() == Token.TRUE_OOM.value)
             & (first.str.strip_chars() == "")
         )
         .fill_null(False)

@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -47,17 +48,7 @@ from oomrec.records import (
     source_path,
 )
 from oomrec.runner import CellRun, run_cell
-from oomrec.schema import (
-    FAIL_BENCH,
-    FAKE_OOM_PROMPT,
-    HEADER,
-    OOM_BACKSTOP,
-    OOM_GUARD,
-    OOM_RECORD,
-    RECORDED_TOKENS,
-    TRUE_OOM,
-    skip_row,
-)
+from oomrec.schema import FAKE_OOM_PROMPT, HEADER, RECORDED_TOKENS, Token, skip_row
 from oomrec.stale import APPLIES, Judgement
 from oomrec.sweep_config import (
     FAKE_OOM_ENV,
@@ -69,7 +60,18 @@ from oomrec.sweep_config import (
 if TYPE_CHECKING:
     from oomrec.archive import ArchivedLine
 
-RUN = "run"
+
+class Action(StrEnum):
+    """What the sweep does with a cell before launching anything (a dry run's `action`)."""
+
+    RUN = "run"
+    # Skipped without launching: the token its row gets.
+    BACKSTOP = Token.OOM_BACKSTOP
+    RECORD = Token.OOM_RECORD
+    # Not launched either: --fake-oom, a true OOM as far as the backstop and the record know.
+    FAKE_OOM = Token.TRUE_OOM
+    # With --resume: an earlier run did it; no row is written.
+    DONE = "done"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,16 +84,16 @@ class Cell:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What to do with a cell before launching anything: RUN, a skip token, or a fake OOM."""
+    """What to do with a cell before launching anything, and why."""
 
-    action: str
+    action: Action
     reason: str = ""
-    # `path:lineno: line` of the record that pre-skips the cell (or, for RUN, that a fix lifted).
+    # `path:lineno: line` of the record that pre-skips the cell (or, to run, that a fix lifted).
     record_line: str | None = None
 
     @property
     def fake(self) -> bool:
-        return self.action == TRUE_OOM
+        return self.action == Action.FAKE_OOM
 
 
 @dataclass(frozen=True)
@@ -198,29 +200,29 @@ class Planner:
     def decide(self, cell: Cell) -> Decision:
         oom_at = self.oom_min.get(cell.model)
         if oom_at is not None and cell.length >= oom_at:
-            token = self.oom_token.get(cell.model, TRUE_OOM)
+            token = self.oom_token.get(cell.model, Token.TRUE_OOM)
             return Decision(
-                OOM_BACKSTOP,
+                Action.BACKSTOP,
                 f"{cell.model} was {token} at {oom_at} <= {cell.length} tokens in this sweep",
             )
         if not self.ignore_record:
             hit = self.record_hit(cell.model, cell.length)
             if hit is not None:
                 return Decision(
-                    OOM_RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
+                    Action.RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
                 )
         if (cell.model, cell.length) in self.fake_oom:
-            return Decision(TRUE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
+            return Decision(Action.FAKE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
         lifted = self.lifted_hit(cell.model, cell.length)
         if lifted is not None:
             return Decision(
-                RUN,
+                Action.RUN,
                 f"recorded OOM at {lifted.length} {lifted.judgement}",
                 str(lifted),
             )
-        return Decision(RUN)
+        return Decision(Action.RUN)
 
-    def note_oom(self, model: str, length: int, token: str = TRUE_OOM) -> None:
+    def note_oom(self, model: str, length: int, token: str = Token.TRUE_OOM) -> None:
         """`model` ran out of memory (`token`: SKIP:oom, or SKIP:oom_guard) at `length`."""
         if length <= self.oom_min.get(model, length):
             self.oom_min[model] = length
@@ -296,7 +298,7 @@ def preview(
     for cell in plan.cells:
         earlier = (done or {}).get((cell.model, cell.length))
         if earlier is not None and earlier.done:
-            decided.append((cell, Decision(resume.DONE, earlier.reason)))
+            decided.append((cell, Decision(Action.DONE, earlier.reason)))
             continue
         decision = planner.decide(cell)
         if earlier is not None:
@@ -514,23 +516,22 @@ class Sweep:
     def _one(self, cell: Cell, cell_csv: Path) -> CellResult:
         done = self.done.get((cell.model, cell.length))
         if done is not None:
-            return CellResult(cell, resume.DONE, f"done in an earlier run: {done.reason}")
+            return CellResult(cell, Action.DONE, f"done in an earlier run: {done.reason}")
         decision = self.planner.decide(cell)
-        if decision.action in (OOM_BACKSTOP, OOM_RECORD):
-            self._write([self._skip_row(cell, decision.action)], HEADER, decision.action, cell)
-            return CellResult(
-                cell, decision.action, decision.reason, record_line=decision.record_line
-            )
+        if decision.action in (Action.BACKSTOP, Action.RECORD):
+            token = Token(decision.action)
+            self._write([self._skip_row(cell, token)], HEADER, token, cell)
+            return CellResult(cell, token, decision.reason, record_line=decision.record_line)
         if decision.fake:
-            result = CellResult(cell, TRUE_OOM, decision.reason, oom_evidence=EVIDENCE_FAKE)
-            rows, header = [self._skip_row(cell, TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
+            result = CellResult(cell, Token.TRUE_OOM, decision.reason, oom_evidence=EVIDENCE_FAKE)
+            rows, header = [self._skip_row(cell, Token.TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
         else:
             result, rows, header = self._launch(cell, cell_csv)
         if result.token in RECORDED_TOKENS:
             # The record before the row: it is what keeps later sweeps from launching this
             # cell, so a failed CSV write or a signal between the two must not lose it.
             self.planner.note_oom(cell.model, cell.length, result.token)
-            kind = KIND_GUARD if result.token == OOM_GUARD else None
+            kind = KIND_GUARD if result.token == Token.OOM_GUARD else None
             line, new = self._append_record(cell, result.peak_rss_bytes, kind)
             if new:
                 result.recorded = line
@@ -681,7 +682,7 @@ def _check_writable(output: Path) -> None:
 
 def _verdict_without_row(run: CellRun) -> Verdict:
     if run.exec_error is not None:
-        return Verdict(FAIL_BENCH, f"cannot run {run.argv[0]}: {run.exec_error}")
+        return Verdict(Token.FAIL_BENCH, f"cannot run {run.argv[0]}: {run.exec_error}")
     verdict = verdict_from_exit(run.returncode, run.signature, run.kills, timed_out=run.timed_out)
     if verdict.is_true_oom:
         return verdict

@@ -41,10 +41,9 @@ from oomrec.records import (
     applicability,
     not_applying_because,
 )
-from oomrec.resume import DONE
-from oomrec.schema import OOM_BACKSTOP, OOM_GUARD, OOM_RECORD, SUCCESS, TRUE_OOM
+from oomrec.schema import Token
 from oomrec.sweep import (
-    RUN,
+    Action,
     Cell,
     CellResult,
     Decision,
@@ -67,7 +66,13 @@ from oomrec.sweep_config import (
 
 MIB = 1024 * 1024
 # Summary columns in this order; any other token follows, alphabetically.
-_TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_GUARD, OOM_BACKSTOP, OOM_RECORD)
+_TOKEN_ORDER = (
+    Token.SUCCESS,
+    Token.TRUE_OOM,
+    Token.OOM_GUARD,
+    Token.OOM_BACKSTOP,
+    Token.OOM_RECORD,
+)
 
 
 @app.command("sweep")
@@ -447,8 +452,8 @@ def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
         elif decision.reason:
             line += f" ({decision.reason})"
         lines.append(line)
-    to_run = sum(1 for _, d in decided if d.action == RUN)
-    done = sum(1 for _, d in decided if d.action == DONE)
+    to_run = sum(1 for _, d in decided if d.action == Action.RUN)
+    done = sum(1 for _, d in decided if d.action == Action.DONE)
     already = f"{done} done, " if done else ""
     lines.append(
         f"dry run: {already}{to_run} to run, {len(decided) - to_run - done} to skip; "
@@ -467,7 +472,7 @@ def _cell_line(done: int, total: int, result: CellResult) -> str:
         details.append(f"peak {result.peak_rss_bytes / MIB:.0f} MiB")
     elif result.launched:
         details.append("peak unknown")
-    if result.token != SUCCESS:
+    if result.token != Token.SUCCESS:
         reason = result.reason
         if result.record_line:
             reason += f": {result.record_line}"
@@ -571,7 +576,8 @@ def _summary(
     )
     if config.guard.on:
         info(
-            f"guard: {plural(totals[OOM_GUARD], 'cell')} stopped by the memory guard", stream=stream
+            f"guard: {plural(totals[Token.OOM_GUARD], 'cell')} stopped by the memory guard",
+            stream=stream,
         )
     if result.interrupted:
         killed = result.killed_cell
@@ -589,7 +595,7 @@ def _summary(
                 "cells (SKIP:oom_record)",
                 stream=stream,
             )
-        elif totals[OOM_RECORD]:
+        elif totals[Token.OOM_RECORD]:
             info(
                 "next: `oomrec sweep --demo --ignore-record` re-tests the skipped cells",
                 stream=stream,
@@ -664,7 +670,7 @@ def _result_json(config: SweepConfig, plan: Plan, result: SweepResult) -> dict[s
         "cells": [r.to_dict() for r in result.results],
         "counts": {model: dict(counts) for model, counts in per_model.items()},
         "totals": dict(sum(per_model.values(), Counter())),
-        "guard_stops": sum(1 for r in result.results if r.token == OOM_GUARD),
+        "guard_stops": sum(1 for r in result.results if r.token == Token.OOM_GUARD),
         "new_records": [r.recorded for r in result.results if r.recorded],
         "already_recorded": [r.already_recorded for r in result.results if r.already_recorded],
     }
