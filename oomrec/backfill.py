@@ -75,7 +75,7 @@ ROW_LENGTH_RANGE = "length over 64 bits"
 
 
 @dataclass(frozen=True, slots=True)
-class BadRow:
+class SkippedRow:
     """A `SKIP:oom` row that was not imported: why, as a group (`reason`) and in detail."""
 
     source: str
@@ -113,7 +113,7 @@ class ImportReport:
     already_present: int = 0
     other_hardware: Counter[str] = field(default_factory=Counter)
     shortest_prompt: list[OomRecord] = field(default_factory=list)
-    bad_rows: list[BadRow] = field(default_factory=list)
+    bad_rows: list[SkippedRow] = field(default_factory=list)
     row_notes: list[RowNote] = field(default_factory=list)
     no_adding_commit: list[str] = field(default_factory=list)
     # Rows without a commit column on lines not committed yet: (source, line number).
@@ -298,14 +298,14 @@ def import_csvs(
         shown = source_field(source)
         report.oom_rows += len(result.oom_rows) + len(result.bad_rows)
         report.bad_rows.extend(
-            BadRow(shown, b.lineno, b.reason, b.problem) for b in result.bad_rows
+            SkippedRow(shown, b.lineno, b.reason, b.problem) for b in result.bad_rows
         )
         columns = _columns(result.header, commit_names)
         host = _filename_host(result.path)
         for row in result.oom_rows:
             draft = _draft(row, columns, host, source, result)
-            if isinstance(draft, BadRow):
-                report.bad_rows.append(BadRow(shown, draft.lineno, draft.reason, draft.problem))
+            if isinstance(draft, SkippedRow):
+                report.bad_rows.append(SkippedRow(shown, draft.lineno, draft.reason, draft.problem))
                 continue
             drafts.append(draft)
             notes = draft.notes
@@ -399,7 +399,7 @@ class _Draft(NamedTuple):
 
 def _draft(
     row: csvscan.OomRow, columns: _Columns, host: str | None, source: str, file: csvscan.ScannedFile
-) -> _Draft | BadRow:
+) -> _Draft | SkippedRow:
     """The row as a draft record, or why it cannot be one."""
     cells = row.cells
     model = cells[columns.model].strip()
@@ -408,14 +408,14 @@ def _draft(
         model = model.lstrip("\ufeff").strip()
     problem = _model_problem(model)
     if problem:
-        return BadRow(source, row.lineno, ROW_MODEL, problem)
+        return SkippedRow(source, row.lineno, ROW_MODEL, problem)
     length_text = _first_value(cells, columns.lengths)
     if length_text and not (length_text.isascii() and length_text.isdigit()):
         problem = f"length {_clip(length_text)} is not a number"
-        return BadRow(source, row.lineno, ROW_LENGTH, problem)
+        return SkippedRow(source, row.lineno, ROW_LENGTH, problem)
     length = bounded_int(length_text) if length_text else 0
     if length is None:
-        return BadRow(
+        return SkippedRow(
             source,
             row.lineno,
             ROW_LENGTH_RANGE,

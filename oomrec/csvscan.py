@@ -66,7 +66,7 @@ MAX_FILE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
-class BadRow:
+class UnreadRow:
     """A line ending in `SKIP:oom` that could not be read as a row of its header: why, as a
     group (`reason`) and in detail."""
 
@@ -100,7 +100,7 @@ class ScannedFile:
     candidate_lines: list[bytes] = field(default_factory=list)
     # Filled in by `rowparse` from the candidates.
     oom_rows: list[OomRow] = field(default_factory=list)
-    bad_rows: list[BadRow] = field(default_factory=list)
+    bad_rows: list[UnreadRow] = field(default_factory=list)
     # Only for a file with lone CRs: git's line number (it counts `\n` only) of each line,
     # index = our line number - 1.
     git_lines: list[int] | None = None

@@ -72,16 +72,16 @@ def this_oomrec() -> str | None:
 
 
 @dataclass
-class Outcome:
+class HookChanges:
     """What install or uninstall did: a line per hook, and the hooks it could not handle."""
 
     lines: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
-def install(directory: Path, oomrec: str | None) -> Outcome:
+def install(directory: Path, oomrec: str | None) -> HookChanges:
     """Write every hook into `directory`, chaining any hook already there (moved to .legacy)."""
-    out = Outcome()
+    out = HookChanges()
     directory.mkdir(parents=True, exist_ok=True)
     for event in EVENTS:
         path = directory / event
@@ -110,9 +110,9 @@ def install(directory: Path, oomrec: str | None) -> Outcome:
     return out
 
 
-def uninstall(directory: Path) -> Outcome:
+def uninstall(directory: Path) -> HookChanges:
     """Remove oomrec's hooks (by their marker line) and put each .legacy hook back."""
-    out = Outcome()
+    out = HookChanges()
     for event in EVENTS:
         path = directory / event
         legacy = path.with_name(event + LEGACY)

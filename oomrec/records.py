@@ -270,7 +270,10 @@ def _escape_one(match: re.Match[str]) -> str:
 
 
 def show_bytes(n: int) -> str:
-    """A memory size for people: `96 GiB`, `7.5 GiB`."""
+    """A memory size for people: `96 GiB`, `7.5 GiB`; MiB under 1 GiB (`512 MiB`), where the
+    cell budgets of tests and demos live."""
+    if n < GIB:
+        return f"{n / 2**20:.0f} MiB"
     gib = n / GIB
     return f"{gib:.0f} GiB" if gib >= 10 or gib == int(gib) else f"{gib:.1f} GiB"
 

@@ -118,7 +118,7 @@ def plan_cells(config: SweepConfig) -> Plan:
     return Plan(tuple(cells), tuple(missing), dir_missing)
 
 
-class Evidence(NamedTuple):
+class JudgedLine(NamedTuple):
     """A record line (of the record or its archive) and its judgement at HEAD.
 
     A NamedTuple: a sweep over a 100k-line record builds one per line before its first cell.
@@ -148,7 +148,7 @@ class Planner:
 
     def __init__(
         self,
-        evidence: Sequence[Evidence],
+        evidence: Sequence[JudgedLine],
         hardware: str,
         *,
         ignore_record: bool = False,
@@ -164,8 +164,8 @@ class Planner:
         # Per model, the records of this hardware (or of none) and memory, smallest length
         # first: those that apply at HEAD, and those a fix in effect at HEAD lifted (for the
         # dry run's why).
-        self.records: dict[str, list[Evidence]] = {}
-        self.lifted: dict[str, list[Evidence]] = {}
+        self.records: dict[str, list[JudgedLine]] = {}
+        self.lifted: dict[str, list[JudgedLine]] = {}
         for item in evidence:
             rec = item.record
             reach = applicability(rec, hardware, host_mem, item.judgement)
@@ -187,12 +187,12 @@ class Planner:
     def lifted_records(self) -> int:
         return sum(len(hits) for hits in self.lifted.values())
 
-    def record_hit(self, model: str, length: int) -> Evidence | None:
+    def record_hit(self, model: str, length: int) -> JudgedLine | None:
         """The applying record with the smallest length <= `length` for `model`, if any."""
         hits = self.records.get(model)
         return hits[0] if hits and hits[0].length <= length else None
 
-    def lifted_hit(self, model: str, length: int) -> Evidence | None:
+    def lifted_hit(self, model: str, length: int) -> JudgedLine | None:
         """The lifted record with the smallest length <= `length` for `model`, if any."""
         hits = self.lifted.get(model)
         return hits[0] if hits and hits[0].length <= length else None
@@ -236,7 +236,7 @@ def gather_evidence(
     hardware: str,
     judge: bool = True,
     parked: Sequence[ArchivedLine] | None = None,
-) -> list[Evidence]:
+) -> list[JudgedLine]:
     """Every record line of the record, its archive (`parked`, read here when None) and (when
     `judge`) the other hosts' shared notes, judged at HEAD (when `judge`); a line in two of
     them is read once."""
@@ -251,7 +251,7 @@ def _gather(
     hardware: str,
     judge: bool,
     parked: Sequence[ArchivedLine] | None,
-) -> list[Evidence]:
+) -> list[JudgedLine]:
     from oomrec import archive
 
     shown = record_file.shown_as
@@ -282,18 +282,18 @@ def _gather(
         judgements = judge_all(open_history(key, {r.commit for r in records}), records)
     else:
         judgements = [APPLIES] * len(records)
-    return [Evidence(*item, j) for item, j in zip(items, judgements, strict=True)]
+    return [JudgedLine(*item, j) for item, j in zip(items, judgements, strict=True)]
 
 
-def _length(item: Evidence) -> int:
+def _length(item: JudgedLine) -> int:
     return item.record.prompt_target_len
 
 
 def preview(
-    plan: Plan, planner: Planner, done: dict[tuple[str, int], resume.Verdict] | None = None
+    plan: Plan, planner: Planner, done: dict[tuple[str, int], resume.PriorCell] | None = None
 ) -> list[tuple[Cell, Decision]]:
     """Every cell's decision as a dry run sees it: faked OOMs feed the backstop, nothing runs.
-    `done`: with --resume, the earlier run's verdicts (a done cell is not run again)."""
+    `done`: with --resume, the cells the earlier run did (a done cell is not run again)."""
     decided = []
     for cell in plan.cells:
         earlier = (done or {}).get((cell.model, cell.length))
@@ -426,7 +426,7 @@ class Sweep:
         self.sidecar: resume.Sidecar | None = None
         self._prior = resume.Prior(None, [])
         # With --resume: the cells an earlier run did, and why each counts as done.
-        self.done: dict[tuple[str, int], resume.Verdict] = {}
+        self.done: dict[tuple[str, int], resume.PriorCell] = {}
         self.result = SweepResult()
         self._commit: str | None = None
         self._last_launched: Cell | None = None
@@ -472,7 +472,7 @@ class Sweep:
         runner = f"{c.runner.text} (max_tokens={c.max_tokens}, warmup_tokens={c.warmup_tokens})"
         return resume.Provenance(self._head(), runner)
 
-    def resume_verdicts(self, plan: Plan) -> dict[tuple[str, int], resume.Verdict]:
+    def prior_cells(self, plan: Plan) -> dict[tuple[str, int], resume.PriorCell]:
         """With --resume, each planned cell the earlier run has a row for, and whether it is
         done; the backstop starts from the earlier run's true OOMs."""
         c = self.config
@@ -484,23 +484,23 @@ class Sweep:
         now = self.provenance()
         found = {}
         for cell in plan.cells:
-            verdict = resume.judge(
+            earlier = resume.prior_cell(
                 prior, cell.model, cell.length, now, rerun_failed=c.rerun_failed, mode=c.resume
             )
-            if verdict is not None:
-                found[(cell.model, cell.length)] = verdict
+            if earlier is not None:
+                found[(cell.model, cell.length)] = earlier
         self._prior = prior
         return found
 
     def _start_csv(self, plan: Plan) -> None:
         """A fresh CSV and provenance file; with --resume, the earlier run's rows of the cells
         that are done (and of cells not in this plan) kept byte for byte, the others dropped."""
-        verdicts = self.resume_verdicts(plan)
-        if not verdicts and self.config.resume is None:
+        earlier = self.prior_cells(plan)
+        if not earlier and self.config.resume is None:
             self.sidecar = resume.Sidecar(self.config.output, [])
             return
         prior = self._prior
-        redo = {key for key, v in verdicts.items() if not v.done}
+        redo = {key for key, v in earlier.items() if not v.done}
         drop = {e.row for key, e in prior.entries.items() if key in redo}
         drop |= {row for key, row in prior.unknown.items() if key in redo}
         kept = [row for row in prior.rows if row not in drop]
@@ -511,7 +511,7 @@ class Sweep:
         self.sidecar = resume.Sidecar(
             self.config.output, [e for e in prior.entries.values() if e.row in kept_rows]
         )
-        self.done = {key: v for key, v in verdicts.items() if v.done}
+        self.done = {key: v for key, v in earlier.items() if v.done}
 
     def _one(self, cell: Cell, cell_csv: Path) -> CellResult:
         done = self.done.get((cell.model, cell.length))

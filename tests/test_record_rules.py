@@ -33,7 +33,7 @@ from oomrec.records import (
     source_path,
 )
 from oomrec.stale import APPLIES, Fix, Judgement, Status
-from oomrec.sweep import Evidence, Planner
+from oomrec.sweep import JudgedLine, Planner
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 
@@ -309,7 +309,7 @@ def test_the_sweep_plans_by_that_decision() -> None:
     records = [_on("gb10", 96), _on("v100", 96), _on("gb10", 64), _on(None, None)]
     verdicts = [APPLIES, LIFTED, LIFTED, UNKNOWN]
     evidence = [
-        Evidence("rec", n, format_line(r), r, v)
+        JudgedLine("rec", n, format_line(r), r, v)
         for n, (r, v) in enumerate(zip(records, verdicts, strict=True), start=1)
     ]
     planner = Planner(evidence, "gb10", host_mem=96 * GIB)

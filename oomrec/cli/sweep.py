@@ -314,7 +314,7 @@ def sweep(
 
     empty = _nothing_to_run(config, plan, allow_empty)
     if dry_run:
-        done = Sweep(config, planner, _LineReporter(log, 0)).resume_verdicts(plan)
+        done = Sweep(config, planner, _LineReporter(log, 0)).prior_cells(plan)
         decided = preview(plan, planner, done)
         if as_json:
             print_json(_plan_json(config, plan, decided))
