@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 from oomrec import cellcsv, resume
 from oomrec.bulk import no_cycle_collection
 from oomrec.classify import (
-    EVIDENCE_FAKE,
+    HowKnown,
     Verdict,
     verdict_from_exit,
     verdict_from_guard,
@@ -322,9 +322,8 @@ class CellResult:
     recorded: str | None = None
     # The record line of a true OOM the record already held (the same evidence key).
     already_recorded: str | None = None
-    # How a true OOM is known: "kernel counter", "signature", "runner row", "unconfirmed" or
-    # "faked"; "memory guard" for a guard stop; None for any other verdict.
-    oom_evidence: str | None = None
+    # How a true OOM (or a guard stop) is known; None for any other verdict.
+    oom_evidence: HowKnown | None = None
     # What else the log should say about the cell: leftover processes killed, rows dropped.
     notes: tuple[str, ...] = ()
 
@@ -523,7 +522,7 @@ class Sweep:
             self._write([self._skip_row(cell, token)], HEADER, token, cell)
             return CellResult(cell, token, decision.reason, record_line=decision.record_line)
         if decision.fake:
-            result = CellResult(cell, Token.TRUE_OOM, decision.reason, oom_evidence=EVIDENCE_FAKE)
+            result = CellResult(cell, Token.TRUE_OOM, decision.reason, oom_evidence=HowKnown.FAKE)
             rows, header = [self._skip_row(cell, Token.TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
         else:
             result, rows, header = self._launch(cell, cell_csv)
