@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import posixpath
-import re
 import stat
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -29,12 +28,20 @@ from oomrec.errors import OomrecError
 from oomrec.files import kind as file_kind
 from oomrec.hardware import memory_from_text, normalize
 from oomrec.records import (
+    MAX_INT,
     UNKNOWN_COMMIT,
+    Applicability,
     EvidenceKey,
     OomRecord,
+    applicability,
+    bounded_int,
     check_model_name,
     covered,
     evidence_key,
+    is_date,
+    printable,
+    source_field,
+    source_path,
 )
 
 if TYPE_CHECKING:
@@ -52,19 +59,14 @@ GIB = 1024**3
 # Harness file names are `{backend}_{host}_...`; other names carry no host token.
 BACKENDS = frozenset({"cuda", "metal", "rocm", "pylm"})
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-# Lengths and peaks are 64-bit: a larger number is a corrupt cell, not a measurement.
-MAX_NUMBER = 2**63 - 1
-_MAX_DIGITS = len(str(MAX_NUMBER))
+# float() reads any length; no real peak in GiB needs more characters than this.
+_MAX_GIB_CHARS = 27
 # A commit is at most 64 hex digits and `-dirty`; a model a directory name (NAME_MAX). Longer
 # cells are no such thing, and the record reader refuses fields over 131,072 characters.
 _MAX_COMMIT_CHARS = 128
 _MAX_MODEL_CHARS = 255
 # A real hardware cell is under 60 characters; normalising an unbounded one costs unbounded time.
 _MAX_HARDWARE_CHARS = 128
-# What a record field cannot hold as is: control characters (the harness reads the record line by
-# line) and lone surrogates (bytes of a file name that are not UTF-8).
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 # Why a SKIP:oom row is not imported, as the report groups them (with csvscan's reasons).
 ROW_MODEL = "model not a directory name"
@@ -73,7 +75,7 @@ ROW_LENGTH_RANGE = "length over 64 bits"
 
 
 @dataclass(frozen=True, slots=True)
-class BadRow:
+class SkippedRow:
     """A `SKIP:oom` row that was not imported: why, as a group (`reason`) and in detail."""
 
     source: str
@@ -111,7 +113,7 @@ class ImportReport:
     already_present: int = 0
     other_hardware: Counter[str] = field(default_factory=Counter)
     shortest_prompt: list[OomRecord] = field(default_factory=list)
-    bad_rows: list[BadRow] = field(default_factory=list)
+    bad_rows: list[SkippedRow] = field(default_factory=list)
     row_notes: list[RowNote] = field(default_factory=list)
     no_adding_commit: list[str] = field(default_factory=list)
     # Rows without a commit column on lines not committed yet: (source, line number).
@@ -280,10 +282,10 @@ def import_csvs(
     drafts: list[_Draft] = []
     for result in refused + scanned:
         if result.skipped is not None:
-            source = _record_source(_source(result.path, root_str))
+            source = source_field(source_path(result.path, root_str, resolved=True))
             detail = result.detail
             if result.skipped == csvscan.SAME_FILE:
-                detail = f"read as {_record_source(_source(detail, root_str))}"
+                detail = f"read as {source_field(source_path(detail, root_str, resolved=True))}"
             shown = f"{source} ({detail})" if detail else source
             report.files_skipped.setdefault(result.skipped, []).append(shown)
             continue
@@ -291,19 +293,19 @@ def import_csvs(
         report.data_rows += result.data_rows
         if not result.oom_rows and not result.bad_rows:
             continue
-        source = _source(result.path, root_str)
+        source = source_path(result.path, root_str, resolved=True)
         # How the report and the record name the file: escaped if git and the OS name it oddly.
-        shown = _record_source(source)
+        shown = source_field(source)
         report.oom_rows += len(result.oom_rows) + len(result.bad_rows)
         report.bad_rows.extend(
-            BadRow(shown, b.lineno, b.reason, b.problem) for b in result.bad_rows
+            SkippedRow(shown, b.lineno, b.reason, b.problem) for b in result.bad_rows
         )
         columns = _columns(result.header, commit_names)
         host = _filename_host(result.path)
         for row in result.oom_rows:
             draft = _draft(row, columns, host, source, result)
-            if isinstance(draft, BadRow):
-                report.bad_rows.append(BadRow(shown, draft.lineno, draft.reason, draft.problem))
+            if isinstance(draft, SkippedRow):
+                report.bad_rows.append(SkippedRow(shown, draft.lineno, draft.reason, draft.problem))
                 continue
             drafts.append(draft)
             notes = draft.notes
@@ -397,7 +399,7 @@ class _Draft(NamedTuple):
 
 def _draft(
     row: csvscan.OomRow, columns: _Columns, host: str | None, source: str, file: csvscan.ScannedFile
-) -> _Draft | BadRow:
+) -> _Draft | SkippedRow:
     """The row as a draft record, or why it cannot be one."""
     cells = row.cells
     model = cells[columns.model].strip()
@@ -406,23 +408,18 @@ def _draft(
         model = model.lstrip("\ufeff").strip()
     problem = _model_problem(model)
     if problem:
-        return BadRow(source, row.lineno, ROW_MODEL, problem)
+        return SkippedRow(source, row.lineno, ROW_MODEL, problem)
     length_text = _first_value(cells, columns.lengths)
     if length_text and not (length_text.isascii() and length_text.isdigit()):
         problem = f"length {_clip(length_text)} is not a number"
-        return BadRow(source, row.lineno, ROW_LENGTH, problem)
-    # Up to 18 digits always fit in 64 bits: only longer ones need the careful path.
-    length = (
-        (int(length_text) if len(length_text) < _MAX_DIGITS else _bounded(length_text))
-        if length_text
-        else 0
-    )
+        return SkippedRow(source, row.lineno, ROW_LENGTH, problem)
+    length = bounded_int(length_text) if length_text else 0
     if length is None:
-        return BadRow(
+        return SkippedRow(
             source,
             row.lineno,
             ROW_LENGTH_RANGE,
-            f"length {_clip(length_text)} is over {MAX_NUMBER} (64 bits)",
+            f"length {_clip(length_text)} is over {MAX_INT} (64 bits)",
         )
     notes: tuple[str, ...] = ()
     peak = None
@@ -437,9 +434,9 @@ def _draft(
     if len(commit) > _MAX_COMMIT_CHARS:
         notes += (f"its commit {_clip(commit)} is not one; recorded as {UNKNOWN_COMMIT!r}",)
         commit = UNKNOWN_COMMIT
-    elif not commit.isprintable() and _UNPRINTABLE.search(commit):
+    elif printable(commit) != commit:
         # Kept, escaped: not a SHA, so every verdict on it is `unknown` and prune keeps it.
-        commit = _escaped(commit)
+        commit = printable(commit)
         notes += (f"its commit holds control characters; recorded as {commit!r} (unknown)",)
     git_lines = file.git_lines
     hardware_text = _first_value(cells, columns.hardware)
@@ -459,31 +456,11 @@ def _draft(
     )
 
 
-def _bounded(digits: str) -> int | None:
-    """ASCII digits as an int, or None when over 64 bits (int() refuses 4,300+ digits)."""
-    digits = digits.lstrip("0") or "0"
-    if len(digits) > _MAX_DIGITS:
-        return None
-    value = int(digits)
-    return value if value <= MAX_NUMBER else None
-
-
 def _clip(text: str, limit: int = 40) -> str:
     """A cell as a warning shows it: quoted, escaped, at most `limit` characters of it."""
     if len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}... ({len(text)} characters)"
-
-
-def _escaped(text: str) -> str:
-    """Control characters and undecodable bytes as `\\xNN`: a field the record can hold."""
-    return _UNPRINTABLE.sub(_escape_one, text)
-
-
-def _escape_one(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    # A surrogate from surrogateescape stands for the byte `code - 0xDC00`.
-    return f"\\x{code - 0xDC00 if code >= 0xDC00 else code:02x}"
 
 
 def _first_value(cells: tuple[str, ...], at: tuple[int, ...]) -> str:
@@ -530,26 +507,19 @@ def _hardware(text: str) -> str | None:
 def _date(text: str) -> str | None:
     """The YYYY-MM-DD a date cell starts with (`2026-07-03`, `2026-07-03T12:00`), else None."""
     day = text[:10]
-    if not _DATE.fullmatch(day):
-        return None
-    try:
-        Date.fromisoformat(day)
-    except ValueError:
-        return None
-    return day
+    return day if is_date(day) else None
 
 
 def _peak(bytes_text: str, gib_text: str) -> int | None:
     if bytes_text.isascii() and bytes_text.isdigit():
-        return _bounded(bytes_text)
-    if len(gib_text) > _MAX_DIGITS + 8:
-        # float() reads any length; no real peak needs more digits than this.
+        return bounded_int(bytes_text)
+    if len(gib_text) > _MAX_GIB_CHARS:
         return None
     try:
         size = float(gib_text) * GIB
     except ValueError:
         return None
-    return round(size) if math.isfinite(size) and 0 <= size <= MAX_NUMBER else None
+    return round(size) if math.isfinite(size) and 0 <= size <= MAX_INT else None
 
 
 def _filename_host(path: str) -> str | None:
@@ -558,18 +528,6 @@ def _filename_host(path: str) -> str | None:
     if len(parts) < 3 or parts[0] not in BACKENDS:
         return None
     return _hardware(parts[1])
-
-
-def _source(path: str, root: str) -> str:
-    """The (real, absolute) path relative to the repository root, as posix; else as is."""
-    prefix = root.rstrip(os.sep) + os.sep
-    rel = path[len(prefix) :] if path.startswith(prefix) else path
-    return rel.replace(os.sep, "/")
-
-
-def _record_source(source: str) -> str:
-    """The source as the record file holds it and reads it back: escaped, stripped."""
-    return _escaped(source).strip() if _UNPRINTABLE.search(source) else source.strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -597,14 +555,14 @@ def _git_commits(
     if not needed:
         return _GitCommits({}, {})
     if not in_git:
-        report.no_adding_commit = [_record_source(s) for s in needed]
+        report.no_adding_commit = [source_field(s) for s in needed]
         return _GitCommits({}, {})
     # GitPython costs ~0.2 s to import: only pay it when some row lacks a commit or a date.
     from oomrec import gitutil
 
     relative = [s for s in needed if not posixpath.isabs(s)]
     added_by = gitutil.first_added(root, relative)
-    report.no_adding_commit = [_record_source(s) for s in needed if s not in added_by]
+    report.no_adding_commit = [source_field(s) for s in needed if s not in added_by]
     lineless: dict[str, list[int]] = {}
     for draft in drafts:
         if draft.commit is None and draft.source in added_by:
@@ -620,10 +578,10 @@ def _git_commits(
         except OomrecError as exc:
             # One file git cannot blame (changed while read, a name git quotes) does not stop
             # the import: its rows get no line commit, hence `unknown`, which prune keeps.
-            report.blame_failed.append((_record_source(source), str(exc)))
+            report.blame_failed.append((source_field(source), str(exc)))
             by_line[source] = {}
     report.uncommitted_rows = sorted(
-        (_record_source(d.source), d.lineno)
+        (source_field(d.source), d.lineno)
         for d in drafts
         if d.commit is None and d.source in by_line and by_line[d.source].get(d.git_line) is None
     )
@@ -642,11 +600,11 @@ def _select(
     for draft in drafts:
         source = sources.get(draft.source)
         if source is None:
-            source = sources[draft.source] = _record_source(draft.source)
+            source = sources[draft.source] = source_field(draft.source)
         record = _finish(draft, commits.of(draft), source)
-        # An untagged record applies to every machine: keeping it is the safe side.
-        if record.hardware is not None and report.hardware not in (None, record.hardware):
-            report.other_hardware[record.hardware] += 1
+        # The host's memory is not asked: an import keeps every size of its hardware.
+        if applicability(record, report.hardware, None) == Applicability.OTHER_HARDWARE:
+            report.other_hardware[record.hardware or ""] += 1
             continue
         key = evidence_key(record)
         if record.prompt_target_len == 0:

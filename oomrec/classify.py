@@ -11,19 +11,11 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
+from enum import StrEnum
 
 from oomrec.guard import GuardStop
 from oomrec.oomkill import KillEvidence
-from oomrec.schema import (
-    FAIL_BENCH,
-    FAIL_KILLED,
-    FAIL_NO_OUTPUT,
-    FAIL_TIMEOUT,
-    OOM_GUARD,
-    SUCCESS,
-    TRUE_OOM,
-    line_token,
-)
+from oomrec.schema import Token, line_token
 from oomrec.signatures import SignatureHit
 
 # `timeout(1)` exits 124 when it expires.
@@ -31,42 +23,46 @@ TIMEOUT_STATUS = 124
 # A shell reports a child killed by SIGKILL as 128 + 9.
 SHELL_SIGKILL_STATUS = 128 + signal.SIGKILL
 
-# How a SKIP:oom verdict is known, as the log and the sweep's JSON say it.
-EVIDENCE_KERNEL = "kernel counter"
-EVIDENCE_SIGNATURE = "signature"
-EVIDENCE_ROW = "runner row"
-EVIDENCE_UNCONFIRMED = "unconfirmed"
-EVIDENCE_FAKE = "faked"
-EVIDENCE_GUARD = "memory guard"
+
+class HowKnown(StrEnum):
+    """How a SKIP:oom (or SKIP:oom_guard) verdict is known, as the log and the sweep's JSON
+    (`oom_evidence`) say it."""
+
+    KERNEL = "kernel counter"
+    SIGNATURE = "signature"
+    ROW = "runner row"
+    UNCONFIRMED = "unconfirmed"
+    FAKE = "faked"
+    GUARD = "memory guard"
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """A cell's classification: its token (`ok` for success), why in a few words, and for a
-    true OOM how it is known (one of the EVIDENCE_* values)."""
+    true OOM how it is known."""
 
     token: str
     reason: str
-    evidence: str | None = None
+    evidence: HowKnown | None = None
 
     @property
     def is_true_oom(self) -> bool:
-        return self.token == TRUE_OOM
+        return self.token == Token.TRUE_OOM
 
 
 def verdict_from_row(row: str) -> Verdict:
     """The runner's own verdict: its row's trailing token, or success when the row has none."""
     token = line_token(row)
     if token is None:
-        return Verdict(SUCCESS, "row written by the runner")
-    evidence = EVIDENCE_ROW if token == TRUE_OOM else None
+        return Verdict(Token.SUCCESS, "row written by the runner")
+    evidence = HowKnown.ROW if token == Token.TRUE_OOM else None
     return Verdict(token, "token written by the runner", evidence)
 
 
 def verdict_from_guard(stop: GuardStop) -> Verdict:
     """A cell the memory guard stopped while it ran: whatever it did or wrote after the guard's
     signal was its reaction to it, so the guard's verdict stands."""
-    return Verdict(OOM_GUARD, f"stopped by the memory guard: {stop.reason}", EVIDENCE_GUARD)
+    return Verdict(Token.OOM_GUARD, f"stopped by the memory guard: {stop.reason}", HowKnown.GUARD)
 
 
 def verdict_from_exit(
@@ -83,29 +79,31 @@ def verdict_from_exit(
     before and after the cell; `timed_out` means oomrec killed it.
     """
     if timed_out:
-        return Verdict(FAIL_TIMEOUT, "killed by oomrec after --timeout")
+        return Verdict(Token.FAIL_TIMEOUT, "killed by oomrec after --timeout")
     if returncode == TIMEOUT_STATUS:
-        return Verdict(FAIL_TIMEOUT, f"exit {TIMEOUT_STATUS} (timeout)")
+        return Verdict(Token.FAIL_TIMEOUT, f"exit {TIMEOUT_STATUS} (timeout)")
     if returncode == 0:
-        return Verdict(FAIL_NO_OUTPUT, "exit 0 without a result row")
+        return Verdict(Token.FAIL_NO_OUTPUT, "exit 0 without a result row")
     how = _describe_status(returncode)
     sigkill = returncode in (-signal.SIGKILL, SHELL_SIGKILL_STATUS)
     if sigkill and kills.confirmed:
-        return Verdict(TRUE_OOM, f"{how}: {kills.describe()}", EVIDENCE_KERNEL)
+        return Verdict(Token.TRUE_OOM, f"{how}: {kills.describe()}", HowKnown.KERNEL)
     if signature is not None:
-        return Verdict(TRUE_OOM, f"{how}, output has {signature.describe()}", EVIDENCE_SIGNATURE)
+        return Verdict(
+            Token.TRUE_OOM, f"{how}, output has {signature.describe()}", HowKnown.SIGNATURE
+        )
     if not sigkill:
         # Not evidence enough alone (the counter may be the machine's), but worth a look.
         seen = f"; {kills.describe()}" if kills.confirmed else ""
-        return Verdict(FAIL_BENCH, f"{how}, no out-of-memory message in its output{seen}")
+        return Verdict(Token.FAIL_BENCH, f"{how}, no out-of-memory message in its output{seen}")
     if kills.unreadable:
         return Verdict(
-            TRUE_OOM,
+            Token.TRUE_OOM,
             f"{how}, not by oomrec; {kills.describe()}: taken as OOM, the safe side",
-            EVIDENCE_UNCONFIRMED,
+            HowKnown.UNCONFIRMED,
         )
     return Verdict(
-        FAIL_KILLED, f"{how}, not by oomrec and not by the OOM killer: {kills.describe()}"
+        Token.FAIL_KILLED, f"{how}, not by oomrec and not by the OOM killer: {kills.describe()}"
     )
 
 

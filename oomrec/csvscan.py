@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from oomrec import schema
 from oomrec.files import kind as file_kind
+from oomrec.schema import Token
 
 # Why a file is not read, as the report groups them.
 NOT_A_FILE = "not a regular file"
@@ -48,7 +49,7 @@ ROW_FIELDS = "wrong number of fields"
 
 MODEL_COLUMN = "model"
 
-_OOM = schema.TRUE_OOM.encode()
+_OOM = Token.TRUE_OOM.encode()
 _BOM = b"\xef\xbb\xbf"
 # git's own test for "binary": a NUL byte in the first 8000 bytes.
 _BINARY_PROBE = 8000
@@ -65,7 +66,7 @@ MAX_FILE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
-class BadRow:
+class UnreadRow:
     """A line ending in `SKIP:oom` that could not be read as a row of its header: why, as a
     group (`reason`) and in detail."""
 
@@ -99,7 +100,7 @@ class ScannedFile:
     candidate_lines: list[bytes] = field(default_factory=list)
     # Filled in by `rowparse` from the candidates.
     oom_rows: list[OomRow] = field(default_factory=list)
-    bad_rows: list[BadRow] = field(default_factory=list)
+    bad_rows: list[UnreadRow] = field(default_factory=list)
     # Only for a file with lone CRs: git's line number (it counts `\n` only) of each line,
     # index = our line number - 1.
     git_lines: list[int] | None = None

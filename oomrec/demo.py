@@ -124,7 +124,8 @@ class _Limit:
         return buf
 
 
-def run_cell(args: argparse.Namespace) -> int:
+def benchmark(args: argparse.Namespace) -> int:
+    """One cell, as a harness runner does it: allocate, prefill, decode, write its CSV row."""
     name = Path(args.model_path.rstrip("/")).name
     model = BY_NAME.get(name)
     if model is None:
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True, help="the cell CSV to write")
     parser.add_argument("--hardware", default="demo", help="the CSV's hardware column")
     parser.add_argument("--budget-mib", type=int, default=BUDGET_MIB)
-    return run_cell(parser.parse_args(argv))
+    return benchmark(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from oomrec.errors import OomrecError
 DEFAULT_TRAILER = "OOM-Fix"
 # Appended to the fix trailer's key: the trailer that names a fix across copies that change it.
 ID_SUFFIX = "-Id"
-SHORT_SHA = 7
 
 # Every git command oomrec runs gets these, so user config cannot change what git answers.
 GIT_CONFIG = (

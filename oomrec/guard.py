@@ -21,7 +21,7 @@ import psutil
 
 from oomrec.errors import OomrecError
 from oomrec.hardware import parse_size
-from oomrec.records import show_bytes as _gib
+from oomrec.records import show_bytes
 
 # How often a guarded cell's memory is checked: fast enough to act within one allocation step
 # of a typical runner (benchmarks/perf/bench_guard.py measures the reaction time), cheap enough
@@ -33,7 +33,6 @@ GRACE_S = 1.0
 OFF = "off"
 _MEMINFO = "/proc/meminfo"
 _AVAILABLE = b"MemAvailable:"
-MIB = 1024**2
 _LIMIT_HELP = "give e.g. 110G, 512M, 85% (of this host's memory) or off"
 
 
@@ -171,8 +170,3 @@ class AvailableMemory:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-
-
-def show_bytes(n: int) -> str:
-    """A memory size for people; MiB under 1 GiB, where cell budgets of tests and demos live."""
-    return f"{n / MIB:.0f} MiB" if n < 1024 * MIB else _gib(n)

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from oomrec.errors import OomrecError
-from oomrec.records import KIND_FAKE, NotARecord, OomRecord, RecordFile, parse_line
+from oomrec.records import (
+    KIND_FAKE,
+    NotARecord,
+    OomRecord,
+    RecordFile,
+    parse_line,
+    read_commit,
+    short_commit,
+)
 
 if TYPE_CHECKING:
     import git
@@ -217,9 +225,8 @@ def plan_push(repo: git.Repo, record_file: RecordFile, host: str, remote: str) -
         if found is None or found.sha is None:
             plan.kept_back.append((text, f"commit {rec.commit} is not in this repository"))
         elif found.sha in off_remote:
-            plan.kept_back.append(
-                (text, f"commit {rec.commit[:7]} is on no branch of {remote} (push it first)")
-            )
+            why = f"commit {short_commit(rec.commit)} is on no branch of {remote} (push it first)"
+            plan.kept_back.append((text, why))
         else:
             plan.publish.setdefault(found.sha, []).append(text)
     return plan
@@ -232,13 +239,11 @@ def _why_local(rec: OomRecord) -> str:
         return "no hardware tag (it would apply to every machine)"
     if rec.mem_bytes is None:
         return "memory unknown (it would apply to machines of any size)"
-    commit = rec.commit.strip().lower()
-    if not commit or commit == "unknown":
-        return "no commit recorded"
-    if commit.endswith("-dirty"):
+    commit = read_commit(rec.commit)
+    if commit.hex is None:
+        return commit.unknown
+    if commit.dirty:
         return "measured on uncommitted changes"
-    if not re.fullmatch(r"[0-9a-f]{4,64}", commit):
-        return f"{rec.commit!r} is not a commit SHA"
     return ""
 
 

@@ -15,8 +15,7 @@ from fnmatch import fnmatchcase
 
 from oomrec import archive, gitutil
 from oomrec.errors import OomrecError
-from oomrec.fixes import SHORT_SHA
-from oomrec.records import Loaded, OomRecord, RecordFile, RecordLine
+from oomrec.records import Loaded, OomRecord, RecordFile, RecordLine, short_commit
 from oomrec.stale import Fix, History, Judgement, Status, open_history
 
 
@@ -82,7 +81,7 @@ def plan(
         if found is None:
             if not models:
                 raise OomrecError(
-                    f"{since!r} ({fix_sha[:SHORT_SHA]}) carries no {key} trailer and is no copy "
+                    f"{since!r} ({short_commit(fix_sha)}) carries no {key} trailer and is no copy "
                     f"of a fix: say which models it fixed with --model GLOB, or add the trailer "
                     f"(git commit --amend --trailer '{key}: <model glob>')"
                 )
@@ -92,9 +91,9 @@ def plan(
         root, fix = found
         if not history.in_effect_at(root):
             raise OomrecError(
-                f"HEAD ({history.sha_at()[:SHORT_SHA]}) does not have fix {fix_sha[:SHORT_SHA]} "
-                "in effect (not merged here, or reverted): no record is lifted by it on this "
-                "checkout; check out a branch that has the fix, then prune"
+                f"HEAD ({short_commit(history.sha_at())}) does not have fix "
+                f"{short_commit(fix_sha)} in effect (not merged here, or reverted): no record is "
+                "lifted by it on this checkout; check out a branch that has the fix, then prune"
             )
     result = PrunePlan(fix)
     judgements = history.judge([rec for _, rec in chosen])

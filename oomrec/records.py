@@ -24,14 +24,18 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import date as Date
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.bulk import no_cycle_collection
 from oomrec.errors import OomrecError
 from oomrec.files import kind as file_kind
 from oomrec.hardware import GIB, normalize
+
+if TYPE_CHECKING:
+    from oomrec.stale import Judgement
 
 FIELDS = (
     "model",
@@ -52,6 +56,12 @@ KIND_GUARD = "guard"
 # and a listing shows it for what it is.
 KIND_FAKE = "fake"
 UNKNOWN_COMMIT = "unknown"
+# How many hex digits of a commit people are shown, everywhere (git's own default abbreviation).
+SHORT_SHA = 7
+_DIRTY = "-dirty"
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+# git resolves an object name from 4 hex digits up; 64 is a SHA-256 object name.
+_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 LOCK_TIMEOUT_S = 60.0
 # Lengths, peaks and memory sizes are 64-bit non-negative integers; 19 digits hold any of them,
 # and checking the digit count first keeps int() away from 5,000-digit fields.
@@ -65,6 +75,9 @@ SIDE_SUFFIXES = (".lock", ".archive", ".archive.lock", ".torn")
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# What a record field cannot hold as is: control characters (the harness reads the record line by
+# line) and lone surrogates (bytes of a file name that are not UTF-8).
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 _EOL = re.compile(r"(\r\n|\r|\n)")
 _BOM = "\ufeff"
 _TORN = "no line ending (an append cut short?)"
@@ -120,29 +133,152 @@ def evidence_key(record: OomRecord) -> EvidenceKey:
     )
 
 
-def not_applying_because(record: OomRecord, host_tag: str, host_mem: int | None) -> str | None:
-    """Why `record` does not apply on this host, or None when it does.
+class Applicability(StrEnum):
+    """Whether a record pre-skips its cells on a host at HEAD, and if not, which part of the
+    rule says so (hardware, then memory, then the staleness verdict)."""
 
-    It applies iff its hardware tag is this host's (or it has none) and its memory is unknown,
-    this host's is unknown, or this host has no more memory than it (within MEM_JITTER): an OOM
-    on a 96 GiB machine says nothing about a 512 GiB one of the same chip.
+    APPLIES = "applies"
+    OTHER_HARDWARE = "other hardware"
+    MORE_MEMORY = "this host has more memory"
+    # A fix in effect at HEAD took it out of play (stale.py's verdict); kept as evidence.
+    LIFTED = "lifted by a fix"
+
+    @property
+    def on_host(self) -> bool:
+        """The record is about this host's hardware and memory, applying or lifted."""
+        return self in (Applicability.APPLIES, Applicability.LIFTED)
+
+
+def applicability(
+    record: OomRecord,
+    host_tag: str | None,
+    host_mem: int | None,
+    verdict: Judgement | None = None,
+) -> Applicability:
+    """The one decision "does this record apply here", for the sweep and the import.
+
+    A record applies iff its hardware tag is this host's (or it has none; `host_tag` None: any
+    host), its memory is unknown, this host's is unknown, or this host has no more memory than
+    it (within MEM_JITTER): an OOM on a 96 GiB machine says nothing about a 512 GiB one of the
+    same chip; and `verdict` (stale.py's judgement at HEAD; None: not judged) does not lift it.
     """
-    if record.hardware is not None and record.hardware != host_tag:
+    if record.hardware is not None and host_tag is not None and record.hardware != host_tag:
+        return Applicability.OTHER_HARDWARE
+    if (
+        record.mem_bytes is not None
+        and host_mem is not None
+        and host_mem > record.mem_bytes * (1 + MEM_JITTER)
+    ):
+        return Applicability.MORE_MEMORY
+    if verdict is not None and not verdict.applies:
+        return Applicability.LIFTED
+    return Applicability.APPLIES
+
+
+def not_applying_because(
+    record: OomRecord,
+    host_tag: str | None,
+    host_mem: int | None,
+    verdict: Judgement | None = None,
+) -> str | None:
+    """Why `record` does not apply on this host (see `applicability`), or None when it does."""
+    reach = applicability(record, host_tag, host_mem, verdict)
+    if reach == Applicability.OTHER_HARDWARE:
         return f"recorded on {record.hardware}, this host is {host_tag}"
-    if record.mem_bytes is None or host_mem is None:
-        return None
-    if host_mem <= record.mem_bytes * (1 + MEM_JITTER):
-        return None
-    return f"recorded on {show_bytes(record.mem_bytes)}, this host has {show_bytes(host_mem)}"
+    if reach == Applicability.MORE_MEMORY:
+        recorded, here = show_bytes(record.mem_bytes or 0), show_bytes(host_mem or 0)
+        return f"recorded on {recorded}, this host has {here}"
+    if reach == Applicability.LIFTED:
+        return str(verdict)
+    return None
 
 
-def applies_on(record: OomRecord, host_tag: str, host_mem: int | None) -> bool:
-    """True when `record` pre-skips its cells on this host (see `not_applying_because`)."""
-    return not_applying_because(record, host_tag, host_mem) is None
+def applies_on(
+    record: OomRecord,
+    host_tag: str | None,
+    host_mem: int | None,
+    verdict: Judgement | None = None,
+) -> bool:
+    """True when `record` pre-skips its cells on this host (see `applicability`)."""
+    return applicability(record, host_tag, host_mem, verdict) == Applicability.APPLIES
+
+
+class CommitField(NamedTuple):
+    """A record's commit field as git will see it: hex to resolve (lower case), whether it was
+    measured on uncommitted changes (`<sha>-dirty`), or why there is no commit (`unknown`)."""
+
+    hex: str | None
+    dirty: bool = False
+    unknown: str = ""
+
+
+def read_commit(text: str) -> CommitField:
+    """The commit field read: `unknown` or empty is no commit, `<hex>[-dirty]` is one."""
+    value = text.strip()
+    if not value or value.lower() == UNKNOWN_COMMIT:
+        return CommitField(None, unknown="no commit recorded")
+    base = value.removesuffix(_DIRTY)
+    if not _HEX.fullmatch(base):
+        return CommitField(None, unknown=f"{value!r} is not a commit SHA")
+    return CommitField(base.lower(), dirty=base != value)
+
+
+def short_commit(commit: str) -> str:
+    """A commit as people are shown it: `abcdef1`, `abcdef1-dirty`, or the text as written when
+    it is not hex (`unknown`, a tag name), so nothing that is not a SHA is cut."""
+    base = commit.removesuffix(_DIRTY)
+    if base and all(c in _HEX_DIGITS for c in base):
+        return base[:SHORT_SHA] + commit[len(base) :]
+    return commit
+
+
+def source_path(
+    path: str | os.PathLike[str], root: str | os.PathLike[str] | None, *, resolved: bool = False
+) -> str:
+    """How a record names the CSV at `path` (its `source_csv`): relative to `root` (the
+    repository's top level; None: the working directory) when under it, as posix; else absolute.
+
+    The folders on both sides are resolved, so a CSV reached through a symlinked folder is named
+    once; the file's own name is kept, so a symlinked CSV keeps the name git tracks it under.
+    `resolved`: `path` is absolute with its folders resolved and `root` is resolved (the import
+    resolves every path once while finding the files, and names thousands of them).
+    """
+    if resolved:
+        where, base = os.fspath(path), os.fspath(root if root is not None else os.getcwd())
+    else:
+        folder, name = os.path.split(os.path.abspath(path))
+        where = os.path.join(os.path.realpath(folder), name)
+        base = os.path.realpath(root if root is not None else os.getcwd())
+    prefix = base.rstrip(os.sep) + os.sep
+    relative = where[len(prefix) :] if where.startswith(prefix) else where
+    return relative.replace(os.sep, "/")
+
+
+def source_field(source: str) -> str:
+    """A source as the record file holds it and reads it back: stripped, and any control
+    character or byte that is not UTF-8 escaped (see `printable`)."""
+    return printable(source).strip()
+
+
+def printable(text: str) -> str:
+    """Control characters and undecodable bytes (surrogateescape) as `\\xNN`: text a record
+    field can hold, one line, as UTF-8."""
+    if text.isprintable() or not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(_escape_one, text)
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    # A surrogate from surrogateescape stands for the byte `code - 0xDC00`.
+    return f"\\x{code - 0xDC00 if code >= 0xDC00 else code:02x}"
 
 
 def show_bytes(n: int) -> str:
-    """A memory size for people: `96 GiB`, `7.5 GiB`."""
+    """A memory size for people: `96 GiB`, `7.5 GiB`; MiB under 1 GiB (`512 MiB`), where the
+    cell budgets of tests and demos live."""
+    if n < GIB:
+        return f"{n / 2**20:.0f} MiB"
     gib = n / GIB
     return f"{gib:.0f} GiB" if gib >= 10 or gib == int(gib) else f"{gib:.1f} GiB"
 
@@ -221,7 +357,7 @@ def read_line(text: str) -> tuple[OomRecord, str | None]:
     notes = []
     # A field the harness does not read is evidence oomrec can do without: the line still
     # pre-skips (as the harness's would), with that field unknown.
-    if day and not _is_date(day):
+    if day and not is_date(day):
         notes.append(f"date {shorten(day)} is not YYYY-MM-DD")
         day = ""
     peak_bytes = bounded_int(peak) if peak else None
@@ -252,9 +388,14 @@ def read_line(text: str) -> tuple[OomRecord, str | None]:
 
 
 def bounded_int(text: str) -> int | None:
-    """A non-negative 64-bit integer written in ASCII digits, else None (never a traceback)."""
-    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_DIGITS:
+    """A non-negative 64-bit integer written in ASCII digits (leading zeros allowed), else None
+    (never a traceback). The one check of every length, peak and memory size oomrec reads."""
+    if not (text.isascii() and text.isdigit()):
         return None
+    if len(text) > _MAX_DIGITS:
+        text = text.lstrip("0") or "0"
+        if len(text) > _MAX_DIGITS:
+            return None
     value = int(text)
     return value if value <= MAX_INT else None
 
@@ -333,7 +474,8 @@ def parse_text(text: str) -> list[RecordLine]:
 
 
 @lru_cache(maxsize=4096)
-def _is_date(text: str) -> bool:
+def is_date(text: str) -> bool:
+    """Whether `text` is a record's date: a real calendar day written `YYYY-MM-DD`."""
     # Cached: a record file holds few distinct dates and many lines.
     if not _DATE.fullmatch(text):
         return False

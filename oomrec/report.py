@@ -24,6 +24,7 @@ from oomrec import csvscan, schema
 from oomrec.backfill import BACKENDS, DEFAULT_COMMIT_COLUMNS, LENGTH_COLUMNS, find_csv_files
 from oomrec.hardware import normalize
 from oomrec.records import UNKNOWN_COMMIT, OomRecord
+from oomrec.schema import RECORDED_TOKENS, Token
 
 if TYPE_CHECKING:
     from oomrec.archive import ArchivedLine
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 GIB = 1024**3
-# Written by a pre-launch memory guard: as true an OOM as SKIP:oom, never a capacity estimate.
-OOM_GUARD = "SKIP:oom_guard"
 _MEM = re.compile(r"(\d+)\s*GB$", re.IGNORECASE)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -82,13 +81,13 @@ def outcome_of(token: str | None) -> Outcome:
     """A row's outcome from its trailing token (None: it ran)."""
     if token is None:
         return Outcome.RAN
-    if token in (schema.TRUE_OOM, OOM_GUARD):
+    if token in RECORDED_TOKENS:
         return Outcome.OOM
-    if token == schema.OOM_BACKSTOP:
+    if token == Token.OOM_BACKSTOP:
         return Outcome.BACKSTOP
-    if token == schema.OOM_RECORD:
+    if token == Token.OOM_RECORD:
         return Outcome.RECORD
-    if token == schema.FAIL_TIMEOUT:
+    if token == Token.FAIL_TIMEOUT:
         return Outcome.TIMEOUT
     return Outcome.FAILED if token.startswith("FAIL:") else Outcome.SKIPPED
 

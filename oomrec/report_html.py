@@ -16,8 +16,9 @@ from html import escape
 from pathlib import Path
 
 from oomrec.errors import OomrecError
+from oomrec.records import short_commit
 from oomrec.report import CONTRADICTED_GLYPH, GLYPHS, LEGEND, Machine, Outcome, Report
-from oomrec.report_text import frontier_text, grid_cells, short_length, short_sha
+from oomrec.report_text import frontier_text, grid_cells, short_length
 
 DATA_ID = "oomrec-report"
 
@@ -81,7 +82,7 @@ def _page(report: Report) -> Iterator[str]:
     yield "<title>OOM frontier</title>"
     yield f"<style>{_CSS}</style></head><body>"
     yield "<h1>OOM frontier</h1>"
-    head = short_sha(report.head) if report.head else "no git"
+    head = short_commit(report.head) if report.head else "no git"
     yield (
         f"<p>At {escape(head)}: {report.files_read} CSV files, {report.rows} rows, "
         f"{len(report.ooms)} OOMs, {len(report.contradictions)} contradicted.</p>"
@@ -201,14 +202,14 @@ def _timeline(report: Report, model: str) -> Iterator[str]:
         fx = x(f.date)
         yield f'<line class="fix" x1="{fx:.1f}" y1="12" x2="{fx:.1f}" y2="{_H - 24}"/>'
         yield (
-            f'<text class="fixlabel" x="{fx + 3:.1f}" y="12">fix {escape(f.sha[:7])}'
+            f'<text class="fixlabel" x="{fx + 3:.1f}" y="12">fix {escape(short_commit(f.sha))}'
             f"<title>{escape(f.subject)} ({escape(', '.join(f.globs))})</title></text>"
         )
     for i, (machine, pts) in enumerate(series.items()):
         coords = " ".join(f"{x(d):.1f},{y(n):.1f}" for d, _, n in pts)
         yield f'<polyline class="series" points="{coords}"/>'
         for d, commit, n in pts:
-            tip = f"{machine.id} {d} {short_sha(commit)}: ran at {n}"
+            tip = f"{machine.id} {d} {short_commit(commit)}: ran at {n}"
             yield (
                 f'<circle class="dot" cx="{x(d):.1f}" cy="{y(n):.1f}" r="3">'
                 f"<title>{escape(tip)}</title></circle>"

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from rich.table import Table
 from rich.text import Text
 
+from oomrec.records import UNKNOWN_COMMIT, short_commit
 from oomrec.report import (
     CONTRADICTED_GLYPH,
     GLYPHS,
@@ -38,20 +39,16 @@ def short_length(n: int) -> str:
     return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
-def short_sha(commit: str) -> str:
-    return commit[:7] if len(commit) >= 7 and commit[:7].isalnum() else commit
-
-
 def frontier_text(f: Frontier) -> str:
     """One matrix cell: `ok <=8k | oom >=32k since 9bef3f2`, with what took an OOM out of play
     and whether a later run contradicts it."""
     parts = [f"ok <={short_length(f.ran_max[0])}" if f.ran_max else "ok -"]
     if f.oom_min is not None:
         since = f.oom_min.evidence.since
-        when = short_sha(since.commit) if since.commit != "unknown" else (since.date or "?")
+        when = short_commit(since.commit) if since.commit != UNKNOWN_COMMIT else (since.date or "?")
         parts.append(f"oom >={short_length(f.oom_min.evidence.length)} since {when}")
     if f.lifted_min is not None:
-        fix = short_sha(f.lifted_min.fix or "?")
+        fix = short_commit(f.lifted_min.fix or "?")
         parts.append(f"oom >={short_length(f.lifted_min.evidence.length)} lifted by fix {fix}")
     text = " | ".join(parts)
     return f"{text} {CONTRADICTED_GLYPH}contradicted" if f.contradicted else text

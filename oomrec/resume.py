@@ -20,14 +20,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from oomrec.errors import OomrecError
-from oomrec.schema import line_token, split_row
+from oomrec.records import short_commit
+from oomrec.schema import RECORDED_TOKENS, Token, line_token, split_row
 
 SIDECAR_SUFFIX = ".oomrec.json"
-# What a resumed sweep reports for a cell an earlier run did: no row is written for it.
-DONE = "done"
 SCHEMA_VERSION = 1
-# Tokens whose cells stay done whatever changed: the OOM evidence itself.
-_NEVER_AGAIN = ("SKIP:oom", "SKIP:oom_guard")
 
 
 class Mode(StrEnum):
@@ -66,15 +63,17 @@ class Prior:
     def true_ooms(self) -> Iterable[tuple[str, int]]:
         """The cells whose row is a true OOM: the backstop starts from them."""
         for key, entry in self.entries.items():
-            if entry.token in _NEVER_AGAIN:
+            if entry.token in RECORDED_TOKENS:
                 yield key
         for key, row in self.unknown.items():
-            if line_token(row) in _NEVER_AGAIN:
+            if line_token(row) in RECORDED_TOKENS:
                 yield key
 
 
 @dataclass(frozen=True)
-class Verdict:
+class PriorCell:
+    """A cell the earlier run has a row for: whether it counts as done, and why."""
+
     done: bool
     reason: str
 
@@ -143,7 +142,7 @@ def _cell_of(row: str, columns: list[str]) -> tuple[str, int] | None:
     return model, length
 
 
-def judge(
+def prior_cell(
     prior: Prior,
     model: str,
     length: int,
@@ -151,7 +150,7 @@ def judge(
     *,
     rerun_failed: bool = False,
     mode: Mode = Mode.RERUN,
-) -> Verdict | None:
+) -> PriorCell | None:
     """Whether the cell is done; None when the earlier run has no row for it."""
     key = (model, length)
     entry = prior.entries.get(key)
@@ -159,26 +158,27 @@ def judge(
         row = prior.unknown.get(key)
         if row is None:
             return None
-        token = line_token(row) or "ok"
-        if token in _NEVER_AGAIN:
-            return Verdict(True, f"earlier {token}")
+        token = line_token(row) or Token.SUCCESS
+        if token in RECORDED_TOKENS:
+            return PriorCell(True, f"earlier {token}")
         if mode == Mode.KEEP:
-            return Verdict(True, "kept (no provenance: not written by oomrec --resume)")
-        return Verdict(False, "its row has no provenance (not written by an oomrec sweep)")
-    if entry.token in _NEVER_AGAIN:
-        return Verdict(True, f"earlier {entry.token}")
+            return PriorCell(True, "kept (no provenance: not written by oomrec --resume)")
+        return PriorCell(False, "its row has no provenance (not written by an oomrec sweep)")
+    if entry.token in RECORDED_TOKENS:
+        return PriorCell(True, f"earlier {entry.token}")
     if entry.token.startswith("FAIL:") and rerun_failed:
-        return Verdict(False, f"earlier {entry.token}, --rerun-failed")
+        return PriorCell(False, f"earlier {entry.token}, --rerun-failed")
     changed = []
     if entry.commit != now.commit:
-        changed.append(f"ran at commit {entry.commit[:12]}, now {now.commit[:12]}")
+        then, head = short_commit(entry.commit), short_commit(now.commit)
+        changed.append(f"ran at commit {then}, now {head}")
     if entry.runner != now.runner:
         changed.append(f"ran with runner {entry.runner!r}, now {now.runner!r}")
     if changed and mode == Mode.RERUN:
-        return Verdict(False, "; ".join(changed))
+        return PriorCell(False, "; ".join(changed))
     if changed:
-        return Verdict(True, f"kept ({'; '.join(changed)})")
-    return Verdict(True, f"earlier {entry.token}")
+        return PriorCell(True, f"kept ({'; '.join(changed)})")
+    return PriorCell(True, f"earlier {entry.token}")
 
 
 class Sidecar:

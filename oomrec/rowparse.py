@@ -1,7 +1,7 @@
 """Parsing the candidate lines `csvscan` found: the csv module for a few, polars for many.
 
-Each candidate line becomes an OomRow (the cells of the columns the import reads), a BadRow (a
-`SKIP:oom` line that does not fit its header) or nothing (its last field is not `SKIP:oom` after
+Each candidate line becomes an OomRow (the cells of the columns the import reads), an UnreadRow
+(a `SKIP:oom` line that does not fit its header) or nothing (its last field is not `SKIP:oom` after
 all). Both parsers give the same answer. polars is handed only the lines it reads as the csv
 module does (each field bare, or wholly wrapped in quotes with no quote inside; no CR, NUL or
 BOM: every harness row), and it only picks out the clean OOM rows among them; every other line
@@ -23,8 +23,9 @@ from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING
 
 from oomrec import csvscan, schema
-from oomrec.csvscan import BadRow, OomRow, ScannedFile
+from oomrec.csvscan import OomRow, ScannedFile, UnreadRow
 from oomrec.errors import OomrecError
+from oomrec.schema import Token
 
 if TYPE_CHECKING:
     import polars as pl
@@ -115,21 +116,21 @@ def _layout(width: int, columns: tuple[int, ...]) -> _Layout:
     return _Layout(width, columns)
 
 
-def _parse_with_csv(lineno: int, raw: bytes, layout: _Layout) -> OomRow | BadRow | None:
+def _parse_with_csv(lineno: int, raw: bytes, layout: _Layout) -> OomRow | UnreadRow | None:
     """One line's verdict, read with the csv module: the reference both parsers give."""
     try:
         text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError:
-        return BadRow(lineno, csvscan.ROW_NOT_UTF8, "not UTF-8 text")
+        return UnreadRow(lineno, csvscan.ROW_NOT_UTF8, "not UTF-8 text")
     try:
         fields = _split(text)
     except csv.Error as exc:
-        return BadRow(lineno, csvscan.ROW_QUOTING, f"bad CSV quoting ({exc})")
+        return UnreadRow(lineno, csvscan.ROW_QUOTING, f"bad CSV quoting ({exc})")
     if not schema.is_true_oom(schema.trailing_token(fields)):
-        if text.rstrip(' \t"').rsplit(",", 1)[-1].strip() == schema.TRUE_OOM:
+        if text.rstrip(' \t"').rsplit(",", 1)[-1].strip() == Token.TRUE_OOM:
             # The text ends in `,SKIP:oom`, but an open quote (the harness does not escape the
             # prompt) swallowed it into another field.
-            return BadRow(
+            return UnreadRow(
                 lineno,
                 csvscan.ROW_QUOTING,
                 "CSV quoting makes its last field other than SKIP:oom",
@@ -139,7 +140,7 @@ def _parse_with_csv(lineno: int, raw: bytes, layout: _Layout) -> OomRow | BadRow
     extra = len(fields) - layout.width
     if extra == 1 or (extra == 2 and not fields[-2].strip()):
         return OomRow(lineno, layout.take(fields))
-    return BadRow(
+    return UnreadRow(
         lineno,
         csvscan.ROW_FIELDS,
         f"{len(fields)} fields where the header names {layout.width} and a token follows them; "
@@ -159,7 +160,7 @@ def _split(text: str) -> list[str]:
         csv.field_size_limit(_FIELD_LIMIT)
 
 
-def _add(file: ScannedFile, parsed: OomRow | BadRow | None) -> None:
+def _add(file: ScannedFile, parsed: OomRow | UnreadRow | None) -> None:
     if isinstance(parsed, OomRow):
         file.oom_rows.append(parsed)
     elif parsed is not None:
@@ -272,10 +273,10 @@ def _clean_oom_rows(
     first, second, third = (pl.col(names[i]) for i in range(width, width + 3))
     clean = (
         pl.when(second == _END)
-        .then(first.str.strip_chars() == schema.TRUE_OOM)
+        .then(first.str.strip_chars() == Token.TRUE_OOM.value)
         .otherwise(
             (third == _END)
-            & (second.str.strip_chars() == schema.TRUE_OOM)
+            & (second.str.strip_chars() == Token.TRUE_OOM.value)
             & (first.str.strip_chars() == "")
         )
         .fill_null(False)

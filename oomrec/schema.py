@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import re
+from enum import StrEnum
 
 HEADER_14 = (
     "model,model_path,prompt_tokens,generated_tokens,prefill_ms,prefill_tok_s,decode_ms,"
@@ -17,19 +18,31 @@ HEADER_14 = (
 HEADER_15 = HEADER_14 + ",prompt_target_len"
 HEADER = HEADER_15
 
-TRUE_OOM = "SKIP:oom"
-OOM_BACKSTOP = "SKIP:oom_backstop"
-OOM_RECORD = "SKIP:oom_record"
-# Stopped by the memory guard before it could run out of memory: the operator declared that the
-# cell does not fit, so it feeds the backstop and the record as SKIP:oom does.
-OOM_GUARD = "SKIP:oom_guard"
-RECORDED_TOKENS = (TRUE_OOM, OOM_GUARD)
-FAIL_TIMEOUT = "FAIL:timeout"
-FAIL_BENCH = "FAIL:bench"
-FAIL_NO_OUTPUT = "FAIL:no_output"
-# Killed by SIGKILL from someone other than oomrec and not by the kernel's OOM killer.
-FAIL_KILLED = "FAIL:killed"
-SUCCESS = "ok"
+
+class Token(StrEnum):
+    """The verdicts oomrec writes (a row's trailing token; `ok` for success, which has none).
+
+    A row may end in a token oomrec does not know (the harness's own `SKIP:oom_estimate`, a
+    future one): it is read and kept as a plain string, never dropped or rewritten.
+    """
+
+    TRUE_OOM = "SKIP:oom"
+    OOM_BACKSTOP = "SKIP:oom_backstop"
+    OOM_RECORD = "SKIP:oom_record"
+    # Stopped by the memory guard before it could run out of memory: the operator declared that
+    # the cell does not fit, so it feeds the backstop and the record as SKIP:oom does.
+    OOM_GUARD = "SKIP:oom_guard"
+    FAIL_TIMEOUT = "FAIL:timeout"
+    FAIL_BENCH = "FAIL:bench"
+    FAIL_NO_OUTPUT = "FAIL:no_output"
+    # Killed by SIGKILL from someone other than oomrec and not by the kernel's OOM killer.
+    FAIL_KILLED = "FAIL:killed"
+    SUCCESS = "ok"
+
+
+# The verdicts that are OOM evidence: they feed the backstop and the record, and a resumed sweep
+# never runs their cells again.
+RECORDED_TOKENS = frozenset({Token.TRUE_OOM, Token.OOM_GUARD})
 
 FAKE_OOM_PROMPT = "(faked via MLXCEL_BENCH_FAKE_OOM)"
 
@@ -54,7 +67,7 @@ def trailing_token(fields: list[str]) -> str | None:
 
 def is_true_oom(token: str | None) -> bool:
     """Only `SKIP:oom` itself is OOM evidence; `SKIP:oom_estimate` and the rest are not."""
-    return token == TRUE_OOM
+    return token == Token.TRUE_OOM
 
 
 def skip_row(

@@ -27,7 +27,6 @@ in Python, carrying per commit a bit set of the events in its history.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,15 +36,12 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from oomrec.errors import OomrecError
-from oomrec.fixes import SHORT_SHA, Event, first_match
-from oomrec.records import UNKNOWN_COMMIT, OomRecord
+from oomrec.fixes import Event, first_match
+from oomrec.records import OomRecord, read_commit, short_commit
 
 if TYPE_CHECKING:
     import git
 
-# git resolves an object name from 4 hex digits up; 64 is a SHA-256 object name.
-_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
-_DIRTY = "-dirty"
 _UNSHALLOW = "git fetch --unshallow, then retry"
 
 
@@ -67,7 +63,7 @@ class Fix:
 
     @property
     def short(self) -> str:
-        return self.sha[:SHORT_SHA]
+        return short_commit(self.sha)
 
     def describe(self) -> str:
         return f"fix {self.short} ({self.subject})"
@@ -93,25 +89,6 @@ class Judgement:
 
 
 APPLIES = Judgement(Status.APPLIES)
-
-
-@dataclass(frozen=True, slots=True)
-class _Commit:
-    """A record's commit field as git will see it: hex to resolve, or why there is none."""
-
-    hex: str | None
-    dirty: bool = False
-    unknown: str = ""
-
-
-def read_commit(text: str) -> _Commit:
-    value = text.strip()
-    if not value or value.lower() == UNKNOWN_COMMIT:
-        return _Commit(None, unknown="no commit recorded")
-    base = value.removesuffix(_DIRTY)
-    if not _HEX.fullmatch(base):
-        return _Commit(None, unknown=f"{value!r} is not a commit SHA")
-    return _Commit(base.lower(), dirty=base != value)
 
 
 class _Classes:
@@ -483,7 +460,7 @@ def hygiene(history: History, models: Collection[str]) -> list[str]:
     """What is wrong with the fix trailers in the history, for `record stale` to warn about."""
     out: list[str] = []
     for sha, event in history.events.items():
-        short = sha[:SHORT_SHA]
+        short = short_commit(sha)
         for glob in event.globs:
             if " " in glob.strip():
                 out.append(

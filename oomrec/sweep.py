@@ -19,13 +19,14 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from oomrec import cellcsv, resume
 from oomrec.bulk import no_cycle_collection
 from oomrec.classify import (
-    EVIDENCE_FAKE,
+    HowKnown,
     Verdict,
     verdict_from_exit,
     verdict_from_guard,
@@ -36,25 +37,19 @@ from oomrec.records import (
     KIND_FAKE,
     KIND_GUARD,
     UNKNOWN_COMMIT,
+    Applicability,
     Loaded,
     OomRecord,
     RecordFile,
-    applies_on,
+    applicability,
     evidence_key,
     format_line,
+    short_commit,
+    source_field,
+    source_path,
 )
 from oomrec.runner import CellRun, run_cell
-from oomrec.schema import (
-    FAIL_BENCH,
-    FAKE_OOM_PROMPT,
-    HEADER,
-    OOM_BACKSTOP,
-    OOM_GUARD,
-    OOM_RECORD,
-    RECORDED_TOKENS,
-    TRUE_OOM,
-    skip_row,
-)
+from oomrec.schema import FAKE_OOM_PROMPT, HEADER, RECORDED_TOKENS, Token, skip_row
 from oomrec.stale import APPLIES, Judgement
 from oomrec.sweep_config import (
     FAKE_OOM_ENV,
@@ -66,7 +61,18 @@ from oomrec.sweep_config import (
 if TYPE_CHECKING:
     from oomrec.archive import ArchivedLine
 
-RUN = "run"
+
+class Action(StrEnum):
+    """What the sweep does with a cell before launching anything (a dry run's `action`)."""
+
+    RUN = "run"
+    # Skipped without launching: the token its row gets.
+    BACKSTOP = Token.OOM_BACKSTOP
+    RECORD = Token.OOM_RECORD
+    # Not launched either: --fake-oom, a true OOM as far as the backstop and the record know.
+    FAKE_OOM = Token.TRUE_OOM
+    # With --resume: an earlier run did it; no row is written.
+    DONE = "done"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +85,16 @@ class Cell:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What to do with a cell before launching anything: RUN, a skip token, or a fake OOM."""
+    """What to do with a cell before launching anything, and why."""
 
-    action: str
+    action: Action
     reason: str = ""
-    # `path:lineno: line` of the record that pre-skips the cell (or, for RUN, that a fix lifted).
+    # `path:lineno: line` of the record that pre-skips the cell (or, to run, that a fix lifted).
     record_line: str | None = None
 
     @property
     def fake(self) -> bool:
-        return self.action == TRUE_OOM
+        return self.action == Action.FAKE_OOM
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,7 @@ def plan_cells(config: SweepConfig) -> Plan:
     return Plan(tuple(cells), tuple(missing), dir_missing)
 
 
-class Evidence(NamedTuple):
+class JudgedLine(NamedTuple):
     """A record line (of the record or its archive) and its judgement at HEAD.
 
     A NamedTuple: a sweep over a 100k-line record builds one per line before its first cell.
@@ -143,7 +149,7 @@ class Planner:
 
     def __init__(
         self,
-        evidence: Sequence[Evidence],
+        evidence: Sequence[JudgedLine],
         hardware: str,
         *,
         ignore_record: bool = False,
@@ -159,16 +165,17 @@ class Planner:
         # Per model, the records of this hardware (or of none) and memory, smallest length
         # first: those that apply at HEAD, and those a fix in effect at HEAD lifted (for the
         # dry run's why).
-        self.records: dict[str, list[Evidence]] = {}
-        self.lifted: dict[str, list[Evidence]] = {}
+        self.records: dict[str, list[JudgedLine]] = {}
+        self.lifted: dict[str, list[JudgedLine]] = {}
         for item in evidence:
             rec = item.record
-            if not applies_on(rec, hardware, host_mem):
+            reach = applicability(rec, hardware, host_mem, item.judgement)
+            if not reach.on_host:
                 continue
             # Guard stops are the operator's budget: lifted alone when the budget changed.
             if ignore_guard_records and rec.kind == KIND_GUARD:
                 continue
-            into = self.records if item.judgement.applies else self.lifted
+            into = self.records if reach == Applicability.APPLIES else self.lifted
             into.setdefault(rec.model, []).append(item)
         for hits in (*self.records.values(), *self.lifted.values()):
             hits.sort(key=_length)
@@ -181,12 +188,12 @@ class Planner:
     def lifted_records(self) -> int:
         return sum(len(hits) for hits in self.lifted.values())
 
-    def record_hit(self, model: str, length: int) -> Evidence | None:
+    def record_hit(self, model: str, length: int) -> JudgedLine | None:
         """The applying record with the smallest length <= `length` for `model`, if any."""
         hits = self.records.get(model)
         return hits[0] if hits and hits[0].length <= length else None
 
-    def lifted_hit(self, model: str, length: int) -> Evidence | None:
+    def lifted_hit(self, model: str, length: int) -> JudgedLine | None:
         """The lifted record with the smallest length <= `length` for `model`, if any."""
         hits = self.lifted.get(model)
         return hits[0] if hits and hits[0].length <= length else None
@@ -194,29 +201,29 @@ class Planner:
     def decide(self, cell: Cell) -> Decision:
         oom_at = self.oom_min.get(cell.model)
         if oom_at is not None and cell.length >= oom_at:
-            token = self.oom_token.get(cell.model, TRUE_OOM)
+            token = self.oom_token.get(cell.model, Token.TRUE_OOM)
             return Decision(
-                OOM_BACKSTOP,
+                Action.BACKSTOP,
                 f"{cell.model} was {token} at {oom_at} <= {cell.length} tokens in this sweep",
             )
         if not self.ignore_record:
             hit = self.record_hit(cell.model, cell.length)
             if hit is not None:
                 return Decision(
-                    OOM_RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
+                    Action.RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
                 )
         if (cell.model, cell.length) in self.fake_oom:
-            return Decision(TRUE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
+            return Decision(Action.FAKE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
         lifted = self.lifted_hit(cell.model, cell.length)
         if lifted is not None:
             return Decision(
-                RUN,
+                Action.RUN,
                 f"recorded OOM at {lifted.length} {lifted.judgement}",
                 str(lifted),
             )
-        return Decision(RUN)
+        return Decision(Action.RUN)
 
-    def note_oom(self, model: str, length: int, token: str = TRUE_OOM) -> None:
+    def note_oom(self, model: str, length: int, token: str = Token.TRUE_OOM) -> None:
         """`model` ran out of memory (`token`: SKIP:oom, or SKIP:oom_guard) at `length`."""
         if length <= self.oom_min.get(model, length):
             self.oom_min[model] = length
@@ -230,7 +237,7 @@ def gather_evidence(
     hardware: str,
     judge: bool = True,
     parked: Sequence[ArchivedLine] | None = None,
-) -> list[Evidence]:
+) -> list[JudgedLine]:
     """Every record line of the record, its archive (`parked`, read here when None) and (when
     `judge`) the other hosts' shared notes, judged at HEAD (when `judge`); a line in two of
     them is read once."""
@@ -245,7 +252,7 @@ def _gather(
     hardware: str,
     judge: bool,
     parked: Sequence[ArchivedLine] | None,
-) -> list[Evidence]:
+) -> list[JudgedLine]:
     from oomrec import archive
 
     shown = record_file.shown_as
@@ -265,7 +272,7 @@ def _gather(
 
         known = {item[2] for item in items}
         items += [
-            (f"notes {line.host}@{line.commit[:7]}", 0, line.text, line.record)
+            (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record)
             for line in notes.shared(known, hardware)
             if line.record is not None
         ]
@@ -276,23 +283,23 @@ def _gather(
         judgements = judge_all(open_history(key, {r.commit for r in records}), records)
     else:
         judgements = [APPLIES] * len(records)
-    return [Evidence(*item, j) for item, j in zip(items, judgements, strict=True)]
+    return [JudgedLine(*item, j) for item, j in zip(items, judgements, strict=True)]
 
 
-def _length(item: Evidence) -> int:
+def _length(item: JudgedLine) -> int:
     return item.record.prompt_target_len
 
 
 def preview(
-    plan: Plan, planner: Planner, done: dict[tuple[str, int], resume.Verdict] | None = None
+    plan: Plan, planner: Planner, done: dict[tuple[str, int], resume.PriorCell] | None = None
 ) -> list[tuple[Cell, Decision]]:
     """Every cell's decision as a dry run sees it: faked OOMs feed the backstop, nothing runs.
-    `done`: with --resume, the earlier run's verdicts (a done cell is not run again)."""
+    `done`: with --resume, the cells the earlier run did (a done cell is not run again)."""
     decided = []
     for cell in plan.cells:
         earlier = (done or {}).get((cell.model, cell.length))
         if earlier is not None and earlier.done:
-            decided.append((cell, Decision(resume.DONE, earlier.reason)))
+            decided.append((cell, Decision(Action.DONE, earlier.reason)))
             continue
         decision = planner.decide(cell)
         if earlier is not None:
@@ -316,9 +323,8 @@ class CellResult:
     recorded: str | None = None
     # The record line of a true OOM the record already held (the same evidence key).
     already_recorded: str | None = None
-    # How a true OOM is known: "kernel counter", "signature", "runner row", "unconfirmed" or
-    # "faked"; "memory guard" for a guard stop; None for any other verdict.
-    oom_evidence: str | None = None
+    # How a true OOM (or a guard stop) is known; None for any other verdict.
+    oom_evidence: HowKnown | None = None
     # What else the log should say about the cell: leftover processes killed, rows dropped.
     notes: tuple[str, ...] = ()
 
@@ -420,7 +426,7 @@ class Sweep:
         self.sidecar: resume.Sidecar | None = None
         self._prior = resume.Prior(None, [])
         # With --resume: the cells an earlier run did, and why each counts as done.
-        self.done: dict[tuple[str, int], resume.Verdict] = {}
+        self.done: dict[tuple[str, int], resume.PriorCell] = {}
         self.result = SweepResult()
         self._commit: str | None = None
         self._last_launched: Cell | None = None
@@ -466,7 +472,7 @@ class Sweep:
         runner = f"{c.runner.text} (max_tokens={c.max_tokens}, warmup_tokens={c.warmup_tokens})"
         return resume.Provenance(self._head(), runner)
 
-    def resume_verdicts(self, plan: Plan) -> dict[tuple[str, int], resume.Verdict]:
+    def prior_cells(self, plan: Plan) -> dict[tuple[str, int], resume.PriorCell]:
         """With --resume, each planned cell the earlier run has a row for, and whether it is
         done; the backstop starts from the earlier run's true OOMs."""
         c = self.config
@@ -478,23 +484,23 @@ class Sweep:
         now = self.provenance()
         found = {}
         for cell in plan.cells:
-            verdict = resume.judge(
+            earlier = resume.prior_cell(
                 prior, cell.model, cell.length, now, rerun_failed=c.rerun_failed, mode=c.resume
             )
-            if verdict is not None:
-                found[(cell.model, cell.length)] = verdict
+            if earlier is not None:
+                found[(cell.model, cell.length)] = earlier
         self._prior = prior
         return found
 
     def _start_csv(self, plan: Plan) -> None:
         """A fresh CSV and provenance file; with --resume, the earlier run's rows of the cells
         that are done (and of cells not in this plan) kept byte for byte, the others dropped."""
-        verdicts = self.resume_verdicts(plan)
-        if not verdicts and self.config.resume is None:
+        earlier = self.prior_cells(plan)
+        if not earlier and self.config.resume is None:
             self.sidecar = resume.Sidecar(self.config.output, [])
             return
         prior = self._prior
-        redo = {key for key, v in verdicts.items() if not v.done}
+        redo = {key for key, v in earlier.items() if not v.done}
         drop = {e.row for key, e in prior.entries.items() if key in redo}
         drop |= {row for key, row in prior.unknown.items() if key in redo}
         kept = [row for row in prior.rows if row not in drop]
@@ -505,28 +511,33 @@ class Sweep:
         self.sidecar = resume.Sidecar(
             self.config.output, [e for e in prior.entries.values() if e.row in kept_rows]
         )
-        self.done = {key: v for key, v in verdicts.items() if v.done}
+        self.done = {key: v for key, v in earlier.items() if v.done}
 
     def _one(self, cell: Cell, cell_csv: Path) -> CellResult:
         done = self.done.get((cell.model, cell.length))
         if done is not None:
-            return CellResult(cell, resume.DONE, f"done in an earlier run: {done.reason}")
+            return CellResult(cell, Action.DONE, f"done in an earlier run: {done.reason}")
         decision = self.planner.decide(cell)
-        if decision.action in (OOM_BACKSTOP, OOM_RECORD):
-            self._write([self._skip_row(cell, decision.action)], HEADER, decision.action, cell)
-            return CellResult(
-                cell, decision.action, decision.reason, record_line=decision.record_line
-            )
+        if decision.action in (Action.BACKSTOP, Action.RECORD):
+            token = Token(decision.action)
+            self._write([self._skip_row(cell, token)], HEADER, token, cell)
+            return CellResult(cell, token, decision.reason, record_line=decision.record_line)
         if decision.fake:
-            result = CellResult(cell, TRUE_OOM, decision.reason, oom_evidence=EVIDENCE_FAKE)
-            rows, header = [self._skip_row(cell, TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
+            result = CellResult(cell, Token.TRUE_OOM, decision.reason, oom_evidence=HowKnown.FAKE)
+            rows, header = [self._skip_row(cell, Token.TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
         else:
             result, rows, header = self._launch(cell, cell_csv)
         if result.token in RECORDED_TOKENS:
             # The record before the row: it is what keeps later sweeps from launching this
             # cell, so a failed CSV write or a signal between the two must not lose it.
             self.planner.note_oom(cell.model, cell.length, result.token)
-            kind = KIND_GUARD if result.token == OOM_GUARD else KIND_FAKE if decision.fake else None
+            kind = (
+                KIND_GUARD
+                if result.token == Token.OOM_GUARD
+                else KIND_FAKE
+                if decision.fake
+                else None
+            )
             line, new = self._append_record(cell, result.peak_rss_bytes, kind)
             if new:
                 result.recorded = line
@@ -622,7 +633,7 @@ class Sweep:
             date=self.config.date,
             commit=self._head(),
             peak_bytes=peak,
-            source_csv=source_name(self.config.output, self.config.repo_root),
+            source_csv=source_field(source_path(self.config.output, self.config.repo_root)),
             hardware=self.config.hardware,
             mem_bytes=self.config.host_mem,
             kind=kind,
@@ -677,7 +688,7 @@ def _check_writable(output: Path) -> None:
 
 def _verdict_without_row(run: CellRun) -> Verdict:
     if run.exec_error is not None:
-        return Verdict(FAIL_BENCH, f"cannot run {run.argv[0]}: {run.exec_error}")
+        return Verdict(Token.FAIL_BENCH, f"cannot run {run.argv[0]}: {run.exec_error}")
     verdict = verdict_from_exit(run.returncode, run.signature, run.kills, timed_out=run.timed_out)
     if verdict.is_true_oom:
         return verdict
@@ -685,16 +696,6 @@ def _verdict_without_row(run: CellRun) -> Verdict:
     lines = [line.strip() for line in run.output_tail.splitlines() if line.strip()]
     last = f"; last output: {lines[-1][:200]!r}" if lines else ""
     return Verdict(verdict.token, verdict.reason + last)
-
-
-def source_name(output: Path, repo_root: Path | None) -> str:
-    """How a record names the aggregate CSV: relative to the repo root when under it."""
-    resolved = output.resolve()
-    for base in (repo_root, Path.cwd()):
-        if base is not None:
-            with contextlib.suppress(ValueError):
-                return str(resolved.relative_to(base.resolve()))
-    return str(resolved)
 
 
 @contextlib.contextmanager

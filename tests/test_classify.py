@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import csv
+import json
 import signal
 
 import pytest
 
 from oomrec.classify import verdict_from_exit, verdict_from_row
 from oomrec.oomkill import KillEvidence, OomCounters, compare, read_counters
-from oomrec.schema import line_token
+from oomrec.schema import RECORDED_TOKENS, Token, line_token
 from oomrec.signatures import match_signature
+from oomrec.sweep import Action
 from tests.conftest import SHARED_CORPUS
 
 # What the kernel's OOM-kill counters can say about a cell.
@@ -122,3 +124,25 @@ def test_the_counters_readable_here_compare_as_the_kernel_counts() -> None:
     assert compare(before, grown).grew == tuple((where, 2) for where, _ in before.values)
     # A counter readable only before (or only after) says nothing either way.
     assert compare(before, OomCounters(())).unreadable
+
+
+def test_tokens_are_one_enum_and_unknown_ones_stay_plain_strings() -> None:
+    """Every token oomrec writes is a Token, equal to the text the harness writes; a token oomrec
+    does not know is read as the row wrote it, so nothing a harness adds is lost."""
+    assert [t.value for t in Token] == [
+        "SKIP:oom", "SKIP:oom_backstop", "SKIP:oom_record", "SKIP:oom_guard", "FAIL:timeout",
+        "FAIL:bench", "FAIL:no_output", "FAIL:killed", "ok",
+    ]  # fmt: skip
+    assert {"SKIP:oom", "SKIP:oom_guard"} == RECORDED_TOKENS
+    known = line_token('m,m,,,,,,,2026-07-03,,,,32,"",512,SKIP:oom_guard')
+    assert known == Token.OOM_GUARD and known in RECORDED_TOKENS
+    unknown = line_token('m,m,,,,,,,2026-07-03,,,,32,"",512,SKIP:oom_estimate')
+    assert unknown == "SKIP:oom_estimate" and type(unknown) is str
+    assert unknown not in set(Token)
+    # Written as the text itself, wherever a token goes: rows, JSON, messages.
+    assert json.dumps({Token.TRUE_OOM: Token.TRUE_OOM}) == '{"SKIP:oom": "SKIP:oom"}'
+    assert f"{Token.FAIL_BENCH}" == "FAIL:bench"
+    # The dry run's actions are the tokens their rows get, or words for what writes no row.
+    assert [a.value for a in Action] == [
+        "run", "SKIP:oom_backstop", "SKIP:oom_record", "SKIP:oom", "done",
+    ]  # fmt: skip

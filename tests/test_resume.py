@@ -132,3 +132,17 @@ def test_a_changed_runner_runs_again_with_the_reason_unless_kept(repo: Repo) -> 
     rerun = run(repo, [*changed, "--resume"])
     assert rerun.returncode == 0, rerun.stderr
     assert launched(log) == ["a:512", "b:512", "b:2048", "b:4096"]
+
+
+def test_a_new_commit_runs_again_naming_both_commits_short(repo: Repo) -> None:
+    argv, _ = setup(repo)
+    before = repo.head()
+    first = run(repo, argv)
+    assert first.returncode == 0, first.stderr
+    after = repo.commit("a change to the code")
+    dry = run(repo, [*argv, "--resume", "--dry-run", "--json"])
+    assert dry.returncode == 0, dry.stderr
+    cells = {(c["model"], c["length"]): c for c in json.loads(dry.stdout)["cells"]}
+    assert cells[("b", 512)]["action"] == "run"
+    # Seven characters, as every other view shows a commit.
+    assert cells[("b", 512)]["reason"] == f"again: ran at commit {before[:7]}, now {after[:7]}"

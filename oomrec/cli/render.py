@@ -19,7 +19,7 @@ from rich.table import Table
 
 from oomrec.cli.output import console, info, is_tty
 from oomrec.commands import SCHEMA_VERSION
-from oomrec.records import OomRecord
+from oomrec.records import OomRecord, short_commit
 
 GIB = 1024**3
 # Long listings (import, stale, prune, restore) show a screenful; -v or --json shows all.
@@ -28,14 +28,6 @@ TTY_MAX_ROWS = 500
 MIN_TABLE_WIDTH = 40
 # Columns in the order they go when a terminal is too narrow; model, length and commit stay.
 _DROP_ORDER = ("source", "mem GiB", "date", "peak GiB", "hardware")
-
-
-def short_commit(commit: str) -> str:
-    """`abcdef12`, `abcdef12-dirty`, or the text as written when it is not hex."""
-    base, dirty, _ = commit.partition("-dirty")
-    if base and all(c in "0123456789abcdefABCDEF" for c in base):
-        return base[:8] + ("-dirty" if dirty else "")
-    return commit or "-"
 
 
 def peak_gib(peak_bytes: int | None) -> str:
@@ -149,7 +141,7 @@ def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) ->
         ("length", lambda r: str(r.prompt_target_len)),
         ("hardware", lambda r: r.hardware or "-"),
         ("date", lambda r: r.date or "-"),
-        ("commit", lambda r: short_commit(r.commit)),
+        ("commit", lambda r: short_commit(r.commit) or "-"),
         ("peak GiB", lambda r: peak_gib(r.peak_bytes)),
         ("mem GiB", lambda r: peak_gib(r.mem_bytes)),
         ("source", lambda r: escape(r.source_csv) or "-"),

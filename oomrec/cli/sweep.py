@@ -29,11 +29,10 @@ from oomrec.cli.render import plural, print_json, verb
 from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
 from oomrec.config import display_path
 from oomrec.errors import EXIT_INTERRUPTED
-from oomrec.records import RecordLine, not_applying_because
-from oomrec.resume import DONE
-from oomrec.schema import OOM_BACKSTOP, OOM_GUARD, OOM_RECORD, SUCCESS, TRUE_OOM
+from oomrec.records import Applicability, RecordLine, applicability, not_applying_because
+from oomrec.schema import Token
 from oomrec.sweep import (
-    RUN,
+    Action,
     Cell,
     CellResult,
     Decision,
@@ -47,7 +46,13 @@ from oomrec.sweep_config import (
 
 MIB = 1024 * 1024
 # Summary columns in this order; any other token follows, alphabetically.
-_TOKEN_ORDER = (SUCCESS, TRUE_OOM, OOM_GUARD, OOM_BACKSTOP, OOM_RECORD)
+_TOKEN_ORDER = (
+    Token.SUCCESS,
+    Token.TRUE_OOM,
+    Token.OOM_GUARD,
+    Token.OOM_BACKSTOP,
+    Token.OOM_RECORD,
+)
 
 
 @app.command("sweep")
@@ -311,10 +316,10 @@ def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list
     said = []
     for line in lines:
         rec = line.record
-        if rec is None or rec.hardware not in (None, config.hardware):
+        if rec is None:
             continue
-        why = not_applying_because(rec, config.hardware, config.host_mem)
-        if why is not None:
+        if applicability(rec, config.hardware, config.host_mem) == Applicability.MORE_MEMORY:
+            why = not_applying_because(rec, config.hardware, config.host_mem)
             said.append(f"  not applied: {config.record.shown_as}:{line.lineno} ({why})")
     if len(said) > MAX_EXCLUSIONS_SHOWN:
         more = len(said) - MAX_EXCLUSIONS_SHOWN
@@ -371,8 +376,8 @@ def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
         elif decision.reason:
             line += f" ({decision.reason})"
         lines.append(line)
-    to_run = sum(1 for _, d in decided if d.action == RUN)
-    done = sum(1 for _, d in decided if d.action == DONE)
+    to_run = sum(1 for _, d in decided if d.action == Action.RUN)
+    done = sum(1 for _, d in decided if d.action == Action.DONE)
     already = f"{done} done, " if done else ""
     lines.append(
         f"dry run: {already}{to_run} to run, {len(decided) - to_run - done} to skip; "
@@ -391,7 +396,7 @@ def _cell_line(done: int, total: int, result: CellResult) -> str:
         details.append(f"peak {result.peak_rss_bytes / MIB:.0f} MiB")
     elif result.launched:
         details.append("peak unknown")
-    if result.token != SUCCESS:
+    if result.token != Token.SUCCESS:
         reason = result.reason
         if result.record_line:
             reason += f": {result.record_line}"
@@ -494,7 +499,8 @@ def _summary(stream: TextIO, outcome: SweepOutcome, demo: bool) -> None:
     )
     if config.guard.on:
         info(
-            f"guard: {plural(totals[OOM_GUARD], 'cell')} stopped by the memory guard", stream=stream
+            f"guard: {plural(totals[Token.OOM_GUARD], 'cell')} stopped by the memory guard",
+            stream=stream,
         )
     if result.interrupted:
         killed = result.killed_cell
@@ -512,7 +518,7 @@ def _summary(stream: TextIO, outcome: SweepOutcome, demo: bool) -> None:
                 "cells (SKIP:oom_record)",
                 stream=stream,
             )
-        elif totals[OOM_RECORD]:
+        elif totals[Token.OOM_RECORD]:
             info(
                 "next: `oomrec sweep --demo --ignore-record` re-tests the skipped cells",
                 stream=stream,

@@ -29,7 +29,7 @@ from oomrec.fixes import trailer_key
 from oomrec.guard import AvailableMemory
 from oomrec.hardware import detect, detect_memory
 from oomrec.records import Loaded, RecordFile
-from oomrec.schema import OOM_GUARD
+from oomrec.schema import Token
 from oomrec.sweep import (
     Cell,
     CellResult,
@@ -149,7 +149,7 @@ class SweepOutcome(Result):
             else [r.to_dict() for r in self.result.results],
             "counts": {model: dict(counts) for model, counts in per_model.items()},
             "totals": dict(self.totals()),
-            "guard_stops": sum(1 for r in self.result.results if r.token == OOM_GUARD),
+            "guard_stops": sum(1 for r in self.result.results if r.token == Token.OOM_GUARD),
             "new_records": self.new_records(),
             "already_recorded": self.already_recorded(),
         }
@@ -227,7 +227,7 @@ class Prepared:
     def preview(self, reporter: Reporter | None = None) -> SweepOutcome:
         """The dry run: every cell's verdict; nothing launched, nothing written."""
         sweep = Sweep(self.config, self.planner, reporter or QuietReporter())
-        decided = preview(self.plan, self.planner, sweep.resume_verdicts(self.plan))
+        decided = preview(self.plan, self.planner, sweep.prior_cells(self.plan))
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=True, decided=decided)
 
     def run(self, reporter: Reporter | None = None) -> SweepOutcome:
