@@ -11,16 +11,20 @@ one on that alone.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from functools import lru_cache
+from itertools import count, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from oomrec import csvscan, schema
+from oomrec import csvscan, report_bytes, schema
 from oomrec.backfill import BACKENDS, DEFAULT_COMMIT_COLUMNS, LENGTH_COLUMNS, find_csv_files
 from oomrec.hardware import normalize
 from oomrec.records import UNKNOWN_COMMIT, OomRecord
@@ -197,150 +201,393 @@ class Scan:
 
 
 def scan_csvs(
-    paths: Sequence[Path], root: Path, commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS
+    paths: Sequence[Path],
+    root: Path,
+    commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS,
+    *,
+    fast: bool = True,
 ) -> Scan:
     """Every data row of every CSV under `paths` (files and folders, recursive `*.csv`), folded.
 
     Files are found and skipped as `record import-csv` does (not regular, no `model` column,
     empty, binary, header not UTF-8). Rows without a length (and that ran) say nothing here.
+    A clean harness file is read from its bytes (report_bytes); `fast=False` parses every row of
+    every file one by one, the reference that path is tested against.
     """
     files, refused = find_csv_files(paths)
-    result = Scan()
+    scanner = _Scanner(Scan(), str(root.resolve()).rstrip("/") + "/", tuple(commit_columns))
+    out = scanner.out
     for bad in refused:
-        result.files_skipped[bad.skipped or ""] = result.files_skipped.get(bad.skipped or "", 0) + 1
-    root_text = str(root.resolve()).rstrip("/") + "/"
+        out.files_skipped[bad.skipped or ""] = out.files_skipped.get(bad.skipped or "", 0) + 1
     for path in files:
-        problem = _scan_file(path, root_text, tuple(commit_columns), result)
+        problem = scanner.file(path, fast)
         if problem is None:
-            result.files_read += 1
+            out.files_read += 1
         else:
-            result.files_skipped[problem] = result.files_skipped.get(problem, 0) + 1
-    return result
+            out.files_skipped[problem] = out.files_skipped.get(problem, 0) + 1
+    return scanner.finish()
 
 
-def _scan_file(path: str, root: str, commit_columns: tuple[str, ...], out: Scan) -> str | None:
+# A row's commit: text, or its commit columns' raw field or fields (decoded if the row is kept).
+_Commit = str | bytes | tuple[bytes, ...]
+# A row as the fold keeps it: date, source (index or path), line number, commit (text or raw).
+_Row = tuple[str | None, int | str, int, _Commit]
+# Distinct rows held before they are folded: ~400 bytes each. Folding early is always exact (a
+# row equal to one already folded changes nothing), it only folds some rows twice.
+_PENDING_MAX = 100_000
+
+
+class _Scanner:
+    """Folds rows into a Scan in file and line order: a clean file's distinct rows through
+    `pending` (each kept at its first occurrence, folded in that order by `flush`), any other
+    file's rows one by one, after the pending ones.
+
+    A row equal to an earlier one in every fact the fold reads (model, machine, length, outcome,
+    date, aimed) changes nothing: each test the fold makes is strict, so the earlier row already
+    won it. Hence only the first occurrence of each distinct row is folded."""
+
+    def __init__(self, out: Scan, root: str, commit_columns: tuple[str, ...]) -> None:
+        self.out = out
+        self.root = root
+        self.commit_columns = commit_columns
+        # (prefix id, key fields) -> (source id, line number, commit fields) of its first row.
+        self.pending: dict[tuple[int, tuple[bytes, ...]], tuple[int, int, _Commit]] = {}
+        self.sources: list[str] = []
+        # A prefix is what a row's key means apart from its fields: (header width, file host).
+        self.prefixes: dict[tuple[int, str | None], int] = {}
+        self.prefix_list: list[tuple[int, str | None]] = []
+        self.headers: dict[bytes, tuple[str, ...] | None] = {}
+        self.layouts: dict[tuple[str, ...], report_bytes.Layout | None] = {}
+        self.tails: dict[tuple[int, bytes], Outcome | None] = {}
+        self.models: dict[bytes, str] = {}
+        self.machines: dict[tuple[bytes, str | None], Machine] = {}
+        self.days: dict[bytes, str | None] = {}
+        self.lengths: dict[tuple[bytes, bytes], tuple[str, bool]] = {}
+        # The fold's state: per cell and outcome [first, latest] row; per fit (length, commit).
+        self.cells: dict[CellKey, dict[Outcome, list[_Row]]] = {}
+        self.fits: dict[tuple[str, Machine, str], tuple[int, _Commit]] = {}
+
+    def file(self, path: str, fast: bool) -> str | None:
+        """Fold one file's rows; why it was not read, or None."""
+        data = _read(path)
+        if isinstance(data, str):
+            return data
+        data = data.removeprefix(b"\xef\xbb\xbf")
+        if not data.strip():
+            return csvscan.EMPTY
+        if b"\0" in data[:8000]:
+            return csvscan.BINARY
+        source = path[len(self.root) :] if path.startswith(self.root) else path
+        if fast:
+            done = self._clean_file(data, source, file_host(path))
+            if done is not False:
+                return done
+            self.flush()
+        return self._any_file(data, source, file_host(path))
+
+    def _clean_file(self, data: bytes, source: str, host: str | None) -> str | bool | None:
+        """A clean file's rows into `pending`: why the file was not read, None, or False when it
+        is not clean (nothing is folded then)."""
+        split = report_bytes.clean_lines(data)
+        if split is None:
+            return False
+        head, body = split
+        if head not in self.headers:
+            text = head.decode("utf-8", errors="replace")
+            # A first line the reference would pass over (blank, a comment) or not read as a
+            # header (not UTF-8): the reference decides.
+            clean = text.strip() and not text.startswith("#") and "\ufffd" not in text
+            self.headers[head] = (
+                tuple(name.strip() for name in schema.split_row(text)) if clean else None
+            )
+        header = self.headers[head]
+        if header is None:
+            return False
+        if csvscan.MODEL_COLUMN not in header:
+            return csvscan.NO_MODEL
+        if header not in self.layouts:
+            self.layouts[header] = report_bytes.layout(header, self.commit_columns)
+        lay = self.layouts[header]
+        if lay is None:
+            return False
+        found = report_bytes.rows(body, lay)
+        if found is None:
+            return False
+        out = self.out
+        out.rows += len(found)
+        width = lay.width
+        for tail in filter(None, map(lay.tail, found)):
+            if self._tail(width, tail) is None:
+                out.unreadable_rows += 1
+        prefix = self.prefixes.get((width, host))
+        if prefix is None:
+            prefix = self.prefixes[(width, host)] = len(self.prefix_list)
+            self.prefix_list.append((width, host))
+        self.sources.append(source)
+        commits = map(lay.commits, found) if lay.commits is not None else repeat(())
+        # In C, one step per row: first occurrences kept, in order.
+        deque(
+            map(
+                self.pending.setdefault,
+                zip(repeat(prefix), map(lay.key, found)),
+                zip(repeat(len(self.sources) - 1), count(2), commits),
+            ),
+            0,
+        )
+        if len(self.pending) > _PENDING_MAX:
+            self.flush()
+        return None
+
+    def flush(self) -> None:
+        """Fold the pending rows, in the order of their first occurrence."""
+        ran, oom = Outcome.RAN, Outcome.OOM
+        for (prefix, fields), (source, lineno, commits) in self.pending.items():
+            model_b, hardware_b, date_b, tokens_b, target_b, tail = fields
+            width, host = self.prefix_list[prefix]
+            if tail:
+                outcome = self._tail(width, tail)
+                if outcome is None:
+                    continue
+            else:
+                outcome = ran
+            length_text, aimed = self._length(target_b, tokens_b)
+            if length_text.isascii() and length_text.isdigit():
+                length = int(length_text)
+            elif not length_text and outcome is oom:
+                length = 0
+            else:
+                continue
+            model = self.models.get(model_b)
+            if model is None:
+                model = self.models[model_b] = model_b.decode("utf-8", errors="replace").strip()
+            if not model:
+                continue
+            machine = self.machines.get((hardware_b, host))
+            if machine is None:
+                hardware = hardware_b.decode("utf-8", errors="replace").strip()
+                machine = self.machines[(hardware_b, host)] = row_machine(hardware, host)
+            date = self.days.get(date_b, "")
+            if date == "":
+                date = self.days[date_b] = _day(date_b.decode("utf-8", errors="replace"))
+            if aimed:
+                self.out.targets.setdefault(machine, set()).add(length)
+            self._fold(model, machine, length, outcome, date, source, lineno, commits)
+        self.pending.clear()
+
+    def _tail(self, width: int, tail: bytes) -> Outcome | None:
+        """The outcome of a row with fields after its header's columns (`tail`, from its first
+        comma), read as the reference reads it; None: not a row of the header."""
+        known = self.tails.get((width, tail), False)
+        if known is not False:
+            return known
+        extra = tail.decode("utf-8", errors="replace").split(",")[1:]
+        fields = width + len(extra)
+        last = extra[-1]
+        token = schema.trailing_token([last]) if last.lstrip().startswith(_TOKENS) else None
+        if token is not None:
+            fields -= 1
+            if fields == width + 1 and not extra[-2].strip():
+                fields -= 1
+        outcome = outcome_of(token) if fields == width and token is not None else None
+        self.tails[(width, tail)] = outcome
+        return outcome
+
+    def _length(self, target: bytes, tokens: bytes) -> tuple[str, bool]:
+        """The length text a row is read at (`prompt_target_len`, else `prompt_tokens`) and
+        whether it names a target."""
+        known = self.lengths.get((target, tokens))
+        if known is None:
+            aimed = target.decode("utf-8", errors="replace").strip()
+            text = aimed or tokens.decode("utf-8", errors="replace").strip()
+            known = self.lengths[(target, tokens)] = (text, bool(aimed))
+        return known
+
+    def _fold(
+        self,
+        model: str,
+        machine: Machine,
+        length: int,
+        outcome: Outcome,
+        date: str | None,
+        source: int | str,
+        lineno: int,
+        commit: _Commit,
+    ) -> None:
+        """One row into its cell and the fits, as Cell.add would take it. `source` is a `sources`
+        index or a path; a commit is text, or the raw commit fields. Rows are kept as tuples,
+        made Seens only by `finish` for the rows that remain (most are replaced)."""
+        key = (model, machine, length)
+        cell = self.cells.get(key)
+        if cell is None:
+            cell = self.cells[key] = {}
+        pair = cell.get(outcome)
+        if pair is None:
+            row = (date, source, lineno, commit)
+            cell[outcome] = [row, row]
+        elif date is not None:
+            if date > (pair[1][0] or ""):
+                pair[1] = (date, source, lineno, commit)
+            if date < (pair[0][0] or "9999"):
+                pair[0] = (date, source, lineno, commit)
+        if outcome is Outcome.RAN and date is not None:
+            point = (model, machine, date)
+            best = self.fits.get(point)
+            if best is None or best[0] < length:
+                self.fits[point] = (length, commit)
+
+    def finish(self) -> Scan:
+        """The Scan, once every row is folded."""
+        self.flush()
+        seen: dict[int, Seen] = {}
+
+        def made(row: _Row) -> Seen:
+            # A row first and latest at once is one Seen, as Cell.add makes it.
+            known = seen.get(id(row))
+            if known is None:
+                date, source, lineno, commit = row
+                where = f"{self.sources[source] if isinstance(source, int) else source}:{lineno}"
+                known = seen[id(row)] = Seen(where, date, _commit(commit))
+            return known
+
+        out = self.out
+        for key, pairs in self.cells.items():
+            out.cells[key] = Cell(
+                first={o: made(first) for o, (first, _) in pairs.items()},
+                latest={o: made(latest) for o, (_, latest) in pairs.items()},
+            )
+        out.fits = {point: (n, _commit(commit)) for point, (n, commit) in self.fits.items()}
+        return out
+
+    def _any_file(self, data: bytes, source: str, host: str | None) -> str | None:
+        """Every row of any file, parsed one by one: the reference."""
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        start = 0
+        while start < len(lines) and (not lines[start].strip() or lines[start].startswith("#")):
+            start += 1
+        if start == len(lines):
+            return csvscan.EMPTY
+        if "\ufffd" in lines[start]:
+            return csvscan.NOT_UTF8
+        header = tuple(name.strip() for name in schema.split_row(lines[start]))
+        if csvscan.MODEL_COLUMN not in header:
+            return csvscan.NO_MODEL
+        self._fold_rows(lines, start, header, source, host)
+        return None
+
+    def _fold_rows(
+        self, lines: list[str], start: int, header: tuple[str, ...], source: str, host: str | None
+    ) -> None:
+        index: dict[str, int] = {}
+        for i, name in enumerate(header):
+            index.setdefault(name, i)
+        model_at = index[csvscan.MODEL_COLUMN]
+        length_at = [index[n] for n in LENGTH_COLUMNS if n in index]
+        target_at = index.get(LENGTH_COLUMNS[0])
+        date_at = index.get("date")
+        hw_at = index.get("hardware")
+        commit_at = [index[n] for n in self.commit_columns if n in index]
+        split = splitter(header)
+        width = len(header)
+        out = self.out
+        aimed: set[tuple[Machine, int]] = set()
+        machines: dict[str, Machine] = {}
+        dates: dict[str, str | None] = {}
+        ran, oom = Outcome.RAN, Outcome.OOM
+        # Each line is a row (the harness never breaks a line inside a quoted field), so a line
+        # number is the row's own even when a line is not what its header says.
+        for lineno in range(start + 2, len(lines) + 1):
+            line = lines[lineno - 1]
+            if not line or line.isspace():
+                continue
+            out.rows += 1
+            fields = split(line)
+            # The token is read from the end, as the harness reads it; a row may carry it, and
+            # an empty field before it, beyond the header's columns.
+            token = None
+            if fields[-1].lstrip().startswith(_TOKENS):
+                token = schema.trailing_token(fields)
+            if token is not None and len(fields) > width:
+                fields = fields[:-1]
+                if len(fields) == width + 1 and not fields[-1].strip():
+                    fields = fields[:-1]
+            if len(fields) != width:
+                out.unreadable_rows += 1
+                continue
+            model = fields[model_at].strip()
+            outcome = ran if token is None else outcome_of(token)
+            length_text = ""
+            for i in length_at:
+                length_text = fields[i].strip()
+                if length_text:
+                    break
+            if length_text.isascii() and length_text.isdigit():
+                length = int(length_text)
+            elif not length_text and outcome is oom:
+                # No length at all: as the import does, an OOM then stands at the shortest
+                # prompt.
+                length = 0
+            else:
+                continue
+            if not model:
+                continue
+            hardware = fields[hw_at] if hw_at is not None else ""
+            machine = machines.get(hardware)
+            if machine is None:
+                machine = machines[hardware] = row_machine(hardware.strip(), host)
+            day = fields[date_at] if date_at is not None else ""
+            date = dates.get(day, "")
+            if date == "":
+                date = dates[day] = _day(day)
+            commit = UNKNOWN_COMMIT
+            for i in commit_at:
+                if fields[i].strip():
+                    commit = fields[i].strip()
+                    break
+            if target_at is not None and fields[target_at].strip():
+                aimed.add((machine, length))
+            self._fold(model, machine, length, outcome, date, source, lineno, commit)
+        for machine, length in aimed:
+            out.targets.setdefault(machine, set()).add(length)
+
+
+_TOKENS = ("SKIP:", "FAIL:")
+
+
+def _commit(commit: _Commit) -> str:
+    """A row's commit: the first commit column with a value (`commit` as text already, or those
+    columns' raw field or fields)."""
+    if isinstance(commit, str):
+        return commit
+    for raw in (commit,) if isinstance(commit, bytes) else commit:
+        text = raw.decode("utf-8", errors="replace").strip()
+        if text:
+            return text
+    return UNKNOWN_COMMIT
+
+
+def _read(path: str) -> bytes | str:
+    """A file's bytes (one read), or why it cannot be read. As the import reads: opened without
+    blocking and checked to be a regular file, so a FIFO cannot hang the report."""
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return csvscan.UNREADABLE
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    if not data.strip():
-        return csvscan.EMPTY
-    if b"\0" in data[:8000]:
-        return csvscan.BINARY
-    text = data.decode("utf-8", errors="replace")
-    lines = text.splitlines()
-    start = 0
-    while start < len(lines) and (not lines[start].strip() or lines[start].startswith("#")):
-        start += 1
-    if start == len(lines):
-        return csvscan.EMPTY
-    if "\ufffd" in lines[start]:
-        return csvscan.NOT_UTF8
-    header = tuple(name.strip() for name in schema.split_row(lines[start]))
-    if csvscan.MODEL_COLUMN not in header:
-        return csvscan.NO_MODEL
-    source = path[len(root) :] if path.startswith(root) else path
-    _fold_rows(lines, start, header, source, file_host(path), commit_columns, out)
-    return None
-
-
-def _fold_rows(
-    lines: list[str],
-    start: int,
-    header: tuple[str, ...],
-    source: str,
-    host: str | None,
-    commit_columns: tuple[str, ...],
-    out: Scan,
-) -> None:
-    index: dict[str, int] = {}
-    for i, name in enumerate(header):
-        index.setdefault(name, i)
-    model_at = index[csvscan.MODEL_COLUMN]
-    length_at = [index[n] for n in LENGTH_COLUMNS if n in index]
-    target_at = index.get(LENGTH_COLUMNS[0])
-    date_at = index.get("date")
-    hw_at = index.get("hardware")
-    commit_at = [index[n] for n in commit_columns if n in index]
-    split = splitter(header)
-    width = len(header)
-    cells, fits, targets = out.cells, out.fits, out.targets
-    aimed: set[tuple[Machine, int]] = set()
-    machines: dict[str, Machine] = {}
-    dates: dict[str, str | None] = {}
-    ran, oom = Outcome.RAN, Outcome.OOM
-    # Each line is a row (the harness never breaks a line inside a quoted field), so a line
-    # number is the row's own even when a line is not what its header says.
-    for lineno in range(start + 2, len(lines) + 1):
-        line = lines[lineno - 1]
-        if not line or line.isspace():
-            continue
-        out.rows += 1
-        fields = split(line)
-        # The token is read from the end, as the harness reads it; a row may carry it, and an
-        # empty field before it, beyond the header's columns.
-        token = None
-        if fields[-1].lstrip().startswith(("SKIP:", "FAIL:")):
-            token = schema.trailing_token(fields)
-        if token is not None and len(fields) > width:
-            fields = fields[:-1]
-            if len(fields) == width + 1 and not fields[-1].strip():
-                fields = fields[:-1]
-        if len(fields) != width:
-            out.unreadable_rows += 1
-            continue
-        model = fields[model_at].strip()
-        outcome = ran if token is None else outcome_of(token)
-        length_text = ""
-        for i in length_at:
-            length_text = fields[i].strip()
-            if length_text:
-                break
-        if length_text.isascii() and length_text.isdigit():
-            length = int(length_text)
-        elif not length_text and outcome is oom:
-            # No length at all: as the import does, an OOM then stands at the shortest prompt.
-            length = 0
-        else:
-            continue
-        if not model:
-            continue
-        hardware = fields[hw_at] if hw_at is not None else ""
-        machine = machines.get(hardware)
-        if machine is None:
-            machine = machines[hardware] = row_machine(hardware.strip(), host)
-        day = fields[date_at] if date_at is not None else ""
-        date = dates.get(day, "")
-        if date == "":
-            date = dates[day] = _day(day)
-        commit = UNKNOWN_COMMIT
-        for i in commit_at:
-            if fields[i].strip():
-                commit = fields[i].strip()
-                break
-        if target_at is not None and fields[target_at].strip():
-            aimed.add((machine, length))
-        key = (model, machine, length)
-        cell = cells.get(key)
-        if cell is None:
-            cell = cells[key] = Cell()
-        # A Seen is made only for a row that becomes its cell's first or latest (Cell.add's
-        # test, inlined: this loop runs once per row of every file).
-        latest = cell.latest.get(outcome)
-        if (
-            latest is None
-            or (date is not None and date > (latest.date or ""))
-            or (date is not None and date < (cell.first[outcome].date or "9999"))
-        ):
-            cell.add(outcome, Seen(f"{source}:{lineno}", date, commit))
-        if outcome is ran and date is not None:
-            point = (model, machine, date)
-            best = fits.get(point)
-            if best is None or best[0] < length:
-                fits[point] = (length, commit)
-    for machine, length in aimed:
-        targets.setdefault(machine, set()).add(length)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return csvscan.NOT_A_FILE
+        if info.st_size > csvscan.MAX_FILE_BYTES:
+            return csvscan.TOO_LARGE
+        chunks = []
+        left = info.st_size
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return csvscan.UNREADABLE
+    finally:
+        os.close(fd)
 
 
 def _day(text: str) -> str | None:

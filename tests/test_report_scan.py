@@ -1,0 +1,171 @@
+"""The report's scan: the bytes-level path over clean harness files must fold exactly what the
+per-row parse (the reference, `scan_csvs(fast=False)`) folds, on any file, clean or not."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oomrec import report_bytes
+from oomrec.report import Scan, build, scan_csvs
+from oomrec.schema import HEADER_14, HEADER_15
+from tests.conftest import SHARED_CORPUS
+
+HEADER_17 = HEADER_15.replace("mlx_version", "mlxcel_version") + ",mlxcel_commit,mlx_commit"
+HEADERS = [
+    HEADER_14,
+    HEADER_15,
+    HEADER_17,
+    HEADER_17 + ",mlx_rocm_overlay_commit,hip_version",
+    "model,prompt_target_len,date,hardware,commit",
+    "model, prompt_tokens ,model,date",
+    "model",
+]
+VALUES = {
+    "model": ["m-4bit", " m-4bit", "n-4bit", "", "caf\xe9", "SKIP:oom"],
+    "hardware": ["NVIDIA_GB10_CUDA13.0_122GB", "Apple_M1_Ultra_128GB", "", " NVIDIA_GB10_122GB "],
+    "date": ["2026-07-03", "2026-07-04", "2026-07-03T10:00", "", "bad", "9999-12-31"],
+    "prompt_tokens": ["512", "2048", "", " 512", "\xb2", "7"],
+    "prompt_target_len": ["512", "2048", "", "32768", "x", "SKIP:oom"],
+    "prompt": [
+        '"Hello, how are you?"',
+        '""',
+        '"a, SKIP:oom"',
+        '"SKIP:oom"',
+        "plain",
+        '"a""b"',
+        '"x, y',
+        '"1,\xa0\u2028é"',
+    ],
+    "commit": ["abc1234", "", " def5678 ", "c0ffee-dirty", " SKIP:oom", "FAIL:bench"],
+}
+OTHER = ["", "1.5", "0.7.0", "release", "x y", "9a795735", "SKIP:oom_guard"]
+TAILS = [
+    "",
+    "",
+    "",
+    ",SKIP:oom",
+    ",,SKIP:oom",
+    ", ,FAIL:bench",
+    ",SKIP:oom_estimate",
+    ",SKIP:oom_guard",
+    ",FAIL:timeout",
+    ",junk",
+    ",SKIP:oom extra",
+    ",,,SKIP:oom",
+    ",\xa0SKIP:oom ",
+    ",SKIP:oom,",
+]
+JUNK = st.one_of(
+    st.sampled_from(["", "   ", "#x", "short,row", "\ufeffmodel", "a\x0bb,c", "a\x85b", "a\rb"]),
+    st.text(alphabet=',"ab \r\t\x0c\xa0\u2028é:SKIPoom', max_size=30),
+)
+
+
+@st.composite
+def row(draw: st.DrawFn, names: list[str]) -> str:
+    fields = []
+    for name in names:
+        key = "commit" if name.endswith("commit") else name.strip()
+        fields.append(draw(st.sampled_from(VALUES.get(key, OTHER))))
+    return ",".join(fields) + draw(st.sampled_from(TAILS))
+
+
+@st.composite
+def csv_file(draw: st.DrawFn) -> bytes:
+    header = draw(st.sampled_from(HEADERS))
+    names = header.split(",")
+    lines = [header]
+    if draw(st.integers(0, 5)) == 0:
+        lines.insert(0, draw(st.sampled_from(["# a comment", "", "  "])))
+    for _ in range(draw(st.integers(0, 12))):
+        lines.append(draw(JUNK) if draw(st.integers(0, 15)) == 0 else draw(row(names)))
+    eol = draw(st.sampled_from(["\n"] * 6 + ["\r\n"] * 2 + ["\r"]))
+    text = eol.join(lines) + draw(st.sampled_from([eol, "", eol * 2]))
+    data = text.encode("utf-8")
+    if draw(st.integers(0, 8)) == 0:
+        data = data.replace(b"\xc3\xa9", b"\xe9")  # not UTF-8
+    bom = b"\xef\xbb\xbf" if draw(st.integers(0, 4)) == 0 else b""
+    return bom + data
+
+
+NAMES = ["cuda_gb10_a.csv", "metal_m1ultra_b.csv", "plain.csv", "rocm_strixhalo_c.csv"]
+FILES = st.lists(st.tuples(st.sampled_from(NAMES), csv_file()), min_size=1, max_size=5)
+
+
+def facts(scan: Scan) -> dict:
+    """Everything a Scan holds, orders included (the report's JSON follows them)."""
+    return {
+        "cells": [(k, c.first, c.latest) for k, c in scan.cells.items()],
+        "fits": list(scan.fits.items()),
+        "targets": scan.targets,
+        "counts": (scan.files_read, scan.files_skipped, scan.rows, scan.unreadable_rows),
+    }
+
+
+def both(folder: Path, commit_columns: tuple[str, ...]) -> tuple[Scan, Scan]:
+    fast = scan_csvs([folder], folder, commit_columns)
+    slow = scan_csvs([folder], folder, commit_columns, fast=False)
+    return fast, slow
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=FILES, commit_columns=st.sampled_from([("mlxcel_commit", "commit"), ("date",), ()]))
+def test_the_fast_scan_folds_exactly_what_the_per_row_parse_folds(
+    files: list[tuple[str, bytes]], commit_columns: tuple[str, ...]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for i, (name, data) in enumerate(files):
+            (folder / f"{i:02d}{name}").write_bytes(data)
+        fast, slow = both(folder, commit_columns)
+        assert facts(fast) == facts(slow)
+        assert json.dumps(build(fast, []).to_json()) == json.dumps(build(slow, []).to_json())
+
+
+def test_harness_files_take_the_fast_path(tmp_path: Path) -> None:
+    """Not vacuous: the clean files of the test above (every row as the harness writes it, CRLF
+    or not) are read from their bytes, and yield one tuple per row."""
+    rows = [
+        'm-4bit,./m,512,32,1.0,2.0,3.0,4.0,2026-07-03,GB10,0.4.0,release,32,"Hi, you",512',
+        'm-4bit,./m,,,,,,,2026-07-03,GB10,0.4.0,release,32,"Hi, you",2048,,SKIP:oom',
+    ]
+    for eol in ("\n", "\r\n"):
+        data = (eol.join([HEADER_15, *rows]) + eol).encode()
+        lines = report_bytes.clean_lines(data)
+        assert lines is not None
+        lay = report_bytes.layout(HEADER_15.split(","), ("mlxcel_commit",))
+        assert lay is not None
+        found = report_bytes.rows(lines[1], lay)
+        assert found is not None
+        assert [lay.key(r) for r in found] == [
+            (b"m-4bit", b"GB10", b"2026-07-03", b"512", b"512", b""),
+            (b"m-4bit", b"GB10", b"2026-07-03", b"", b"2048", b",,SKIP:oom"),
+        ]
+    # A lone CR, a blank line among the rows, a quote outside the prompt: the per-row parse.
+    assert report_bytes.clean_lines(b"model\r1\n") is None
+    assert report_bytes.rows(f"{rows[0]}\n\n{rows[0]}".encode(), lay) is None
+    assert report_bytes.rows(rows[0].replace("m-4bit", '"m"', 1).encode(), lay) is None
+
+
+def test_the_real_corpus_reads_alike_and_mostly_from_bytes(tmp_path: Path) -> None:
+    if not SHARED_CORPUS.is_dir():
+        pytest.skip(f"the real harness corpus is not at {SHARED_CORPUS}")
+    folder = SHARED_CORPUS / "benchmarks"
+    fast, slow = both(folder, ("mlxcel_commit", "commit"))
+    assert facts(fast) == facts(slow)
+    clean = 0
+    files = sorted(folder.glob("*.csv"))
+    for path in files:
+        lines = report_bytes.clean_lines(path.read_bytes().removeprefix(b"\xef\xbb\xbf"))
+        if lines is None:
+            continue
+        header = [n.strip() for n in lines[0].decode().split(",")]
+        lay = report_bytes.layout(header, ("mlxcel_commit", "commit"))
+        clean += lay is not None and report_bytes.rows(lines[1], lay) is not None
+    assert clean >= 0.9 * len(files)
