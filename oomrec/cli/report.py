@@ -59,6 +59,7 @@ def report_command(
     from oomrec import report_text
     from oomrec.backfill import default_paths
     from oomrec.bulk import no_cycle_collection
+    from oomrec.cli import report_tables
     from oomrec.report import gather
 
     record_file, settings = open_record(record)
@@ -98,12 +99,12 @@ def report_command(
         return
     console = output_console()
     if chosen is not None:
-        for table in report_text.grid_tables(result, chosen, console.width):
+        for table in report_tables.grid_tables(result, chosen, console.width):
             console.print(table)
         for line in report_text.legend_lines():
             console.print(line, markup=False, highlight=False)
     else:
-        for table in report_text.matrix_tables(result, console.width):
+        for table in report_tables.matrix_tables(result, console.width):
             console.print(table)
     for line in report_text.contradiction_lines(result.contradictions):
         console.print(line, markup=False, highlight=False)
