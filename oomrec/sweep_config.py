@@ -162,49 +162,60 @@ def ignore_record_from_env() -> str | None:
     return env_flag(IGNORE_RECORD_ENVS)
 
 
-@dataclass(frozen=True)
-class Options:
-    """What the user asked for on the command line; None means "not given"."""
+@dataclass(frozen=True, kw_only=True)
+class SweepOptions:
+    """What to sweep, as asked (flags, or a library caller); None means "not given":
+    `[tool.oomrec]`, then the defaults, decide."""
 
-    models: str | None = None
-    lengths: str | None = None
+    # Repeated flags accumulate: each item may itself hold several space-separated names.
+    models: Sequence[str] | None = None
+    lengths: Sequence[int | str] | None = None
+    # A template run without a shell, with {model} {model_path} {length} ... placeholders.
     runner: str | None = None
     # As typed, so rows carry `./models/x` exactly as the harness writes it.
     models_dir: str | None = None
     output: Path | None = None
+    record: Path | None = None
     timeout: float | None = None
     cooldown: float = 0.0
     big_cooldown: float = 0.0
     max_tokens: int = DEFAULT_MAX_TOKENS
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    # `MODEL:LEN[,...]`: cells treated as true OOMs without a launch (testing the layers).
     fake_oom: str | None = None
     ignore_record: bool = False
     ignore_guard_records: bool = False
+    # `I/N`: only the models of shard I of N.
     shard: str | None = None
+    # Continue the aggregate CSV: "rerun" runs rows of another commit or runner again, "keep"
+    # keeps them; None replaces the CSV.
     resume: str | None = None
     rerun_failed: bool = False
     # As typed: `110G`, `85%`, `off`.
     max_cell_memory: str | None = None
     min_available: str | None = None
-    # Where `--demo` reads and writes; None without --demo.
-    demo: demo.DemoLayout | None = None
+    # Zero runnable cells (every model missing, an empty shard) is an error unless allowed.
+    allow_empty: bool = False
+    # The built-in synthetic models under a real memory limit, in ./oomrec-demo/.
+    demo: bool = False
 
 
 def configure(
-    opts: Options,
+    opts: SweepOptions,
     settings: Settings,
     record: RecordFile,
     *,
     hardware: str,
     day: str,
     host_mem: int | None = None,
+    demo_dirs: demo.DemoLayout | None = None,
 ) -> SweepConfig:
     """The sweep's configuration: flags first, then `[tool.oomrec]`, then defaults.
 
-    `--demo` ignores `[tool.oomrec]` and defaults everything to the demo under ./oomrec-demo/.
+    `--demo` (`demo_dirs`: where it reads and writes) ignores `[tool.oomrec]` and defaults
+    everything to the demo under ./oomrec-demo/.
     """
     where = f"{settings.source} [tool.oomrec]"
-    demo_dirs = opts.demo
     tool: dict[str, Any] = {} if demo_dirs else settings.tool
 
     if demo_dirs is not None:
@@ -226,7 +237,7 @@ def configure(
         )
 
     if opts.models is not None:
-        models = parse_models(opts.models, "--models")
+        models = parse_models(" ".join(opts.models), "--models")
     elif demo_dirs is not None:
         models = tuple(m.name for m in demo.MODELS)
     elif "models" in tool:
@@ -240,7 +251,7 @@ def configure(
         models = tuple(m for m in models if shard_of(m, shard[1]) == shard[0])
 
     if opts.lengths is not None:
-        lengths = parse_lengths(opts.lengths, "--lengths")
+        lengths = parse_lengths(" ".join(map(str, opts.lengths)), "--lengths")
     elif "lengths" in tool:
         lengths = parse_lengths(tool["lengths"], f"{where} lengths")
     else:
@@ -326,7 +337,7 @@ def _resume_mode(value: str | None) -> Mode | None:
         ) from None
 
 
-def _guard_limits(opts: Options, tool: dict[str, Any], where: str) -> GuardLimits:
+def _guard_limits(opts: SweepOptions, tool: dict[str, Any], where: str) -> GuardLimits:
     """Each limit from its flag, else `[tool.oomrec]`, else off."""
     total = host_total()
     limits = []

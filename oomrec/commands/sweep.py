@@ -13,10 +13,9 @@ sweep. `sweep()` does both for a caller with nothing to show in between.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oomrec import config as config_mod
@@ -46,49 +45,7 @@ from oomrec.sweep import (
 
 if TYPE_CHECKING:
     pass
-from oomrec.sweep_config import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_WARMUP_TOKENS,
-    Options,
-    SweepConfig,
-    configure,
-)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SweepOptions:
-    """What to sweep; None means "not given": `[tool.oomrec]`, then the defaults, decide."""
-
-    models: Sequence[str] | None = None
-    lengths: Sequence[int | str] | None = None
-    # A template run without a shell, with {model} {model_path} {length} ... placeholders.
-    runner: str | None = None
-    # As the rows should show it: `./models` is written `./models/x`, as the harness does.
-    models_dir: str | None = None
-    output: Path | None = None
-    record: Path | None = None
-    timeout: float | None = None
-    cooldown: float = 0.0
-    big_cooldown: float = 0.0
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
-    # `MODEL:LEN[,...]`: cells treated as true OOMs without a launch (testing the layers).
-    fake_oom: str | None = None
-    ignore_record: bool = False
-    ignore_guard_records: bool = False
-    # `I/N`: only the models of shard I of N.
-    shard: str | None = None
-    # Continue the aggregate CSV: "rerun" runs rows of another commit or runner again, "keep"
-    # keeps them; None replaces the CSV.
-    resume: str | None = None
-    rerun_failed: bool = False
-    # As typed: `110G`, `85%`, `off`.
-    max_cell_memory: str | None = None
-    min_available: str | None = None
-    # Zero runnable cells (every model missing, an empty shard) is an error unless allowed.
-    allow_empty: bool = False
-    # The built-in synthetic models under a real memory limit, in ./oomrec-demo/.
-    demo: bool = False
+from oomrec.sweep_config import SweepConfig, SweepOptions, configure
 
 
 @dataclass(kw_only=True)
@@ -260,12 +217,13 @@ def prepare(options: SweepOptions) -> Prepared:
             options.record, writing=True, on_notice=relay
         )
     config = configure(
-        _config_options(options, demo_dirs),
+        options,
         settings,
         record_file,
         hardware=hardware,
         day=day,
         host_mem=detect_memory(),
+        demo_dirs=demo_dirs,
     )
     loaded = record_file.load()
     parked, warnings = record_warnings(loaded, record_file)
@@ -312,30 +270,6 @@ def dry_run(options: SweepOptions) -> SweepOutcome:
     if prepared.empty is not None:
         raise prepared.empty
     return prepared.preview()
-
-
-def _config_options(options: SweepOptions, demo_dirs: demo_mod.DemoLayout | None) -> Options:
-    return Options(
-        models=None if options.models is None else " ".join(options.models),
-        lengths=None if options.lengths is None else " ".join(map(str, options.lengths)),
-        runner=options.runner,
-        models_dir=options.models_dir,
-        output=options.output,
-        timeout=options.timeout,
-        cooldown=options.cooldown,
-        big_cooldown=options.big_cooldown,
-        max_tokens=options.max_tokens,
-        warmup_tokens=options.warmup_tokens,
-        fake_oom=options.fake_oom,
-        ignore_record=options.ignore_record,
-        ignore_guard_records=options.ignore_guard_records,
-        shard=options.shard,
-        resume=options.resume,
-        rerun_failed=options.rerun_failed,
-        max_cell_memory=options.max_cell_memory,
-        min_available=options.min_available,
-        demo=demo_dirs,
-    )
 
 
 def _guard_warnings(config: SweepConfig) -> list[str]:
