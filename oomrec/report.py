@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -206,32 +207,99 @@ def scan_csvs(
     commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS,
     *,
     fast: bool = True,
+    workers: int | None = None,
 ) -> Scan:
     """Every data row of every CSV under `paths` (files and folders, recursive `*.csv`), folded.
 
     Files are found and skipped as `record import-csv` does (not regular, no `model` column,
     empty, binary, header not UTF-8). Rows without a length (and that ran) say nothing here.
     A clean harness file is read from its bytes (report_bytes); `fast=False` parses every row of
-    every file one by one, the reference that path is tested against.
+    every file one by one, the reference that path is tested against. Many files are scanned by
+    `workers` processes (default: one per CPU from PARALLEL_MIN_FILES files on, on Linux), each
+    folding a run of consecutive files; the runs are merged in file order, so the Scan is the one
+    a single process folds.
     """
     files, refused = find_csv_files(paths)
     scanner = _Scanner(Scan(), str(root.resolve()).rstrip("/") + "/", tuple(commit_columns))
     out = scanner.out
     for bad in refused:
         out.files_skipped[bad.skipped or ""] = out.files_skipped.get(bad.skipped or "", 0) + 1
-    for path in files:
-        problem = scanner.file(path, fast)
-        if problem is None:
-            out.files_read += 1
-        else:
-            out.files_skipped[problem] = out.files_skipped.get(problem, 0) + 1
+    n = _default_workers(len(files)) if workers is None else max(1, min(workers, len(files)))
+    if n <= 1:
+        scanner.files(files, fast)
+    else:
+        _scan_in_parallel(scanner, files, fast, n)
     return scanner.finish()
+
+
+# Below this many files one process scans (a run of fewer than half as many would not repay its
+# worker: the break-even measured on 2 cores lies at 250-500 files).
+PARALLEL_MIN_FILES = 500
+_MAX_WORKERS = 8
+
+
+def _default_workers(n_files: int) -> int:
+    # fork starts a worker in milliseconds with the modules already imported; spawn (macOS,
+    # Windows) would import them again in each, a cost the scan of a few thousand files won't
+    # repay.
+    if n_files < PARALLEL_MIN_FILES or sys.platform != "linux":
+        return 1
+    return min(len(os.sched_getaffinity(0)), _MAX_WORKERS, 2 * n_files // PARALLEL_MIN_FILES)
+
+
+def _scan_in_parallel(scanner: _Scanner, files: Sequence[str], fast: bool, n: int) -> None:
+    """`files` cut into `n` runs of consecutive files: the first folded here, the others by
+    forked workers while it is, each merged in turn after it."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    step = -(-len(files) // n)
+    runs = [files[i : i + step] for i in range(0, len(files), step)]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(len(runs) - 1, mp_context=context) as pool:
+        parts = [
+            pool.submit(_scan_part, run, scanner.root, scanner.commit_columns, fast)
+            for run in runs[1:]
+        ]
+        scanner.files(runs[0], fast)
+        scanner.flush()
+        for part in parts:
+            scanner.merge(part.result())
+
+
+class _Part(NamedTuple):
+    """What a worker folded from its run of files, for `_Scanner.merge`: per cell (in the order
+    cells were first seen) and outcome, the run's first row of that outcome, its earliest and its
+    latest (each once, in that order); rows as (date, source path, line, commit)."""
+
+    cells: list[tuple[CellKey, list[tuple[Outcome, tuple[_Row, ...]]]]]
+    fits: list[tuple[tuple[str, Machine, str], tuple[int, str]]]
+    targets: dict[Machine, set[int]]
+    files_read: int
+    files_skipped: dict[str, int]
+    rows: int
+    unreadable_rows: int
+
+
+def _scan_part(
+    files: Sequence[str], root: str, commit_columns: tuple[str, ...], fast: bool
+) -> _Part:
+    """A worker's run of files, folded (in a worker process)."""
+    scanner = _Scanner(Scan(), root, commit_columns, undated_first=_AFTER_EVERY_DATE)
+    scanner.files(files, fast)
+    return scanner.part()
 
 
 # A row's commit: text, or its commit columns' raw field or fields (decoded if the row is kept).
 _Commit = str | bytes | tuple[bytes, ...]
 # A row as the fold keeps it: date, source (index or path), line number, commit (text or raw).
 _Row = tuple[str | None, int | str, int, _Commit]
+# An outcome's first row is its earliest unless a dated row is earlier; an undated row counts as
+# this late, so a dated row of year 9999 does not displace it (as Cell.add does).
+_UNDATED_FIRST = "9999"
+# A worker has no earlier rows to keep: it takes its run's earliest dated row, whatever the year,
+# for the merge to judge against the rows before the run (its opening row goes along).
+_AFTER_EVERY_DATE = "\uffff"
 # Distinct rows held before they are folded: ~400 bytes each. Folding early is always exact (a
 # row equal to one already folded changes nothing), it only folds some rows twice.
 _PENDING_MAX = 100_000
@@ -246,10 +314,18 @@ class _Scanner:
     date, aimed) changes nothing: each test the fold makes is strict, so the earlier row already
     won it. Hence only the first occurrence of each distinct row is folded."""
 
-    def __init__(self, out: Scan, root: str, commit_columns: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        out: Scan,
+        root: str,
+        commit_columns: tuple[str, ...],
+        undated_first: str = _UNDATED_FIRST,
+    ) -> None:
         self.out = out
         self.root = root
         self.commit_columns = commit_columns
+        # The date an undated first row of an outcome is taken to have: see _AFTER_EVERY_DATE.
+        self.undated_first = undated_first
         # (prefix id, key fields) -> (source id, line number, commit fields) of its first row.
         self.pending: dict[tuple[int, tuple[bytes, ...]], tuple[int, int, _Commit]] = {}
         self.sources: list[str] = []
@@ -263,9 +339,20 @@ class _Scanner:
         self.machines: dict[tuple[bytes, str | None], Machine] = {}
         self.days: dict[bytes, str | None] = {}
         self.lengths: dict[tuple[bytes, bytes], tuple[str, bool]] = {}
-        # The fold's state: per cell and outcome [first, latest] row; per fit (length, commit).
+        # The fold's state: per cell and outcome [first, latest, opening] row (opening: the one
+        # that made it, kept for `part`); per fit (length, commit).
         self.cells: dict[CellKey, dict[Outcome, list[_Row]]] = {}
         self.fits: dict[tuple[str, Machine, str], tuple[int, _Commit]] = {}
+
+    def files(self, paths: Iterable[str], fast: bool) -> None:
+        """Fold these files' rows, counting those read and those skipped, by why."""
+        out = self.out
+        for path in paths:
+            problem = self.file(path, fast)
+            if problem is None:
+                out.files_read += 1
+            else:
+                out.files_skipped[problem] = out.files_skipped.get(problem, 0) + 1
 
     def file(self, path: str, fast: bool) -> str | None:
         """Fold one file's rows; why it was not read, or None."""
@@ -423,11 +510,11 @@ class _Scanner:
         pair = cell.get(outcome)
         if pair is None:
             row = (date, source, lineno, commit)
-            cell[outcome] = [row, row]
+            cell[outcome] = [row, row, row]
         elif date is not None:
             if date > (pair[1][0] or ""):
                 pair[1] = (date, source, lineno, commit)
-            if date < (pair[0][0] or "9999"):
+            if date < (pair[0][0] or self.undated_first):
                 pair[0] = (date, source, lineno, commit)
         if outcome is Outcome.RAN and date is not None:
             point = (model, machine, date)
@@ -452,11 +539,74 @@ class _Scanner:
         out = self.out
         for key, pairs in self.cells.items():
             out.cells[key] = Cell(
-                first={o: made(first) for o, (first, _) in pairs.items()},
-                latest={o: made(latest) for o, (_, latest) in pairs.items()},
+                first={o: made(first) for o, (first, _, _) in pairs.items()},
+                latest={o: made(latest) for o, (_, latest, _) in pairs.items()},
             )
         out.fits = {point: (n, _commit(commit)) for point, (n, commit) in self.fits.items()}
         return out
+
+    def part(self) -> _Part:
+        """What this scanner folded, for another to merge after its own rows (see _Part)."""
+        self.flush()
+        sources = self.sources
+
+        def plain(row: _Row) -> _Row:
+            date, source, lineno, commit = row
+            return (
+                date,
+                sources[source] if isinstance(source, int) else source,
+                lineno,
+                _commit(commit),
+            )
+
+        cells = []
+        for key, pairs in self.cells.items():
+            outcomes = []
+            for outcome, (first, latest, opening) in pairs.items():
+                rows = [opening]
+                if first is not opening:
+                    rows.append(first)
+                if latest is not opening and latest is not first:
+                    rows.append(latest)
+                outcomes.append((outcome, tuple(map(plain, rows))))
+            cells.append((key, outcomes))
+        fits = [(point, (n, _commit(commit))) for point, (n, commit) in self.fits.items()]
+        out = self.out
+        return _Part(
+            cells,
+            fits,
+            out.targets,
+            out.files_read,
+            out.files_skipped,
+            out.rows,
+            out.unreadable_rows,
+        )
+
+    def merge(self, part: _Part) -> None:
+        """Fold a run of files that follows every row folded so far, from its `part`.
+
+        Folding only some rows of the run, in their order, folds what the whole run does when
+        they include, per cell and outcome, its first row (which makes the cell's entry when it
+        is new), its latest and its earliest: each is the first of its kind in the run, so no
+        row left out could have won a strict test the ones kept lose. The fits go first: a kept
+        row that ran then ties the run's best fit, which it does not follow, and changes nothing.
+        """
+        for point, (n, commit) in part.fits:
+            best = self.fits.get(point)
+            if best is None or best[0] < n:
+                self.fits[point] = (n, commit)
+        for (model, machine, length), outcomes in part.cells:
+            for outcome, rows in outcomes:
+                for date, source, lineno, commit in rows:
+                    self._fold(model, machine, length, outcome, date, source, lineno, commit)
+        out = self.out
+        for machine, lengths in part.targets.items():
+            out.targets.setdefault(machine, set()).update(lengths)
+        out.files_read += part.files_read
+        for why, n in part.files_skipped.items():
+            out.files_skipped[why] = out.files_skipped.get(why, 0) + n
+        out.rows += part.rows
+        out.unreadable_rows += part.unreadable_rows
 
     def _any_file(self, data: bytes, source: str, host: str | None) -> str | None:
         """Every row of any file, parsed one by one: the reference."""

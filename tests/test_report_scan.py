@@ -1,5 +1,6 @@
 """The report's scan: the bytes-level path over clean harness files must fold exactly what the
-per-row parse (the reference, `scan_csvs(fast=False)`) folds, on any file, clean or not."""
+per-row parse (the reference, `scan_csvs(fast=False)`) folds, on any file, clean or not; and
+worker processes, each folding a run of files, exactly what one process folds."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from oomrec import report_bytes
-from oomrec.report import Scan, build, scan_csvs
+from oomrec.report import PARALLEL_MIN_FILES, Scan, build, scan_csvs
 from oomrec.schema import HEADER_14, HEADER_15
 from tests.conftest import SHARED_CORPUS
 
@@ -29,7 +30,7 @@ HEADERS = [
 VALUES = {
     "model": ["m-4bit", " m-4bit", "n-4bit", "", "caf\xe9", "SKIP:oom"],
     "hardware": ["NVIDIA_GB10_CUDA13.0_122GB", "Apple_M1_Ultra_128GB", "", " NVIDIA_GB10_122GB "],
-    "date": ["2026-07-03", "2026-07-04", "2026-07-03T10:00", "", "bad", "9999-12-31"],
+    "date": ["2026-07-03", "2026-07-04", "2026-07-03T10:00", "", "bad", "9999-12-31", "9999-01-01"],
     "prompt_tokens": ["512", "2048", "", " 512", "\xb2", "7"],
     "prompt_target_len": ["512", "2048", "", "32768", "x", "SKIP:oom"],
     "prompt": [
@@ -94,6 +95,43 @@ def csv_file(draw: st.DrawFn) -> bytes:
     return bom + data
 
 
+@st.composite
+def alike_files(draw: st.DrawFn) -> list[bytes]:
+    """Files of rows that differ only in date, length and token: one cell's rows spread over
+    files, as a corpus's are, so runs of files fold the same cells."""
+    header = draw(st.sampled_from(HEADERS[:-1]))
+    names = header.split(",")
+    base = {name: draw(row([name])) for name in names if name.strip() not in VARIED}
+    files = []
+    for _ in range(draw(st.integers(2, 6))):
+        lines = [header]
+        for _ in range(draw(st.integers(1, 5))):
+            fields = [
+                draw(st.sampled_from(VARIED[n.strip()])) if n.strip() in VARIED else base[n]
+                for n in names
+            ]
+            lines.append(",".join(fields) + draw(st.sampled_from(TAILS[:5])))
+        files.append(("\n".join(lines) + "\n").encode())
+    return files
+
+
+VARIED = {
+    "date": ["2026-07-03", "2026-07-04", "", "9999-12-31", "9999-01-01"],
+    "prompt_target_len": ["512", "2048"],
+    "prompt_tokens": ["512", "2048"],
+    "commit": ["abc1234", "def5678", ""],
+}
+# Undated rows and the year 9999: an outcome's undated first row stays first against a dated row
+# of that year (as Cell.add keeps it), but such a row of a later run can be the earliest.
+EDGE = "model,prompt_target_len,date,hardware,commit\n" + "m,512,{},NVIDIA_GB10_122GB,{}\n" * 3
+EARLIEST_FROM_A_LATER_RUN = [
+    b"model,prompt_target_len,date,hardware,commit\nm,512,9999-12-31,NVIDIA_GB10_122GB,a\n",
+    EDGE.format("", "b", "9999-01-01", "c", "9999-12-31", "d").encode(),
+]
+UNDATED_FIRST_OF_A_LATER_RUN = [
+    b"model,prompt_target_len,date,hardware,commit\nn,512,2026-07-03,NVIDIA_GB10_122GB,a\n",
+    EDGE.format("", "b", "9999-01-01", "c", "2026-07-03", "d").encode(),
+]
 NAMES = ["cuda_gb10_a.csv", "metal_m1ultra_b.csv", "plain.csv", "rocm_strixhalo_c.csv"]
 FILES = st.lists(st.tuples(st.sampled_from(NAMES), csv_file()), min_size=1, max_size=5)
 
@@ -114,10 +152,22 @@ def both(folder: Path, commit_columns: tuple[str, ...]) -> tuple[Scan, Scan]:
     return fast, slow
 
 
+def report_json(scan: Scan) -> str:
+    return json.dumps(build(scan, []).to_json())
+
+
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(files=FILES, commit_columns=st.sampled_from([("mlxcel_commit", "commit"), ("date",), ()]))
-def test_the_fast_scan_folds_exactly_what_the_per_row_parse_folds(
-    files: list[tuple[str, bytes]], commit_columns: tuple[str, ...]
+@given(
+    files=FILES,
+    commit_columns=st.sampled_from([("mlxcel_commit", "commit"), ("date",), ()]),
+    workers=st.integers(2, 4),
+    fast_workers=st.booleans(),
+)
+def test_the_fast_and_parallel_scans_fold_exactly_what_the_per_row_parse_folds(
+    files: list[tuple[str, bytes]],
+    commit_columns: tuple[str, ...],
+    workers: int,
+    fast_workers: bool,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -125,7 +175,48 @@ def test_the_fast_scan_folds_exactly_what_the_per_row_parse_folds(
             (folder / f"{i:02d}{name}").write_bytes(data)
         fast, slow = both(folder, commit_columns)
         assert facts(fast) == facts(slow)
-        assert json.dumps(build(fast, []).to_json()) == json.dumps(build(slow, []).to_json())
+        assert report_json(fast) == report_json(slow)
+        # Each file its own run when there are no more files than workers.
+        parallel = scan_csvs([folder], folder, commit_columns, fast=fast_workers, workers=workers)
+        assert facts(parallel) == facts(slow)
+        assert report_json(parallel) == report_json(slow)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=alike_files(), workers=st.integers(2, 4), fast=st.booleans())
+@example(files=EARLIEST_FROM_A_LATER_RUN, workers=2, fast=True)
+@example(files=UNDATED_FIRST_OF_A_LATER_RUN, workers=2, fast=True)
+def test_runs_of_files_folding_the_same_cells_merge_to_what_one_process_folds(
+    files: list[bytes], workers: int, fast: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for i, data in enumerate(files):
+            (folder / f"cuda_gb10_{i:02d}.csv").write_bytes(data)
+        one = scan_csvs([folder], folder, ("commit",), fast=False, workers=1)
+        parallel = scan_csvs([folder], folder, ("commit",), fast=fast, workers=workers)
+        assert facts(parallel) == facts(one)
+        assert report_json(parallel) == report_json(one)
+
+
+def test_many_files_are_scanned_in_parallel_to_the_same_scan(tmp_path: Path) -> None:
+    """From PARALLEL_MIN_FILES files on, the default scan (workers when this machine has more
+    than one CPU) folds what one process folds; the files repeat cells across the runs, some
+    clean, some not, an OOM first undated in a later run."""
+    rows = [
+        'm-4bit,./m,512,32,1.0,2.0,3.0,4.0,{date},GB10,0.4.0,release,{sha},"Hi, you",512',
+        'm-4bit,./m,,,,,,,{date},GB10,0.4.0,release,{sha},"Hi, you",2048,,SKIP:oom',
+    ]
+    for i in range(PARALLEL_MIN_FILES * 2):
+        date = ["", "2026-07-03", "2026-07-0" + str(i % 9 + 1), "9999-12-31"][i % 4]
+        lines = [HEADER_15] + [r.format(date=date, sha=f"c{i:06x}") for r in rows]
+        if i % 7 == 0:
+            lines.append("short,row")
+        (tmp_path / f"cuda_gb10_{i:04d}.csv").write_text("\n".join(lines) + "\n")
+    one = scan_csvs([tmp_path], tmp_path, workers=1)
+    assert facts(scan_csvs([tmp_path], tmp_path)) == facts(one)
+    assert facts(scan_csvs([tmp_path], tmp_path, workers=3)) == facts(one)
+    assert one.files_read == PARALLEL_MIN_FILES * 2
 
 
 def test_harness_files_take_the_fast_path(tmp_path: Path) -> None:
