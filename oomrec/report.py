@@ -251,20 +251,33 @@ def _scan_in_parallel(scanner: _Scanner, files: Sequence[str], fast: bool, n: in
     """`files` cut into `n` runs of consecutive files: the first folded here, the others by
     forked workers while it is, each merged in turn after it."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     step = -(-len(files) // n)
     runs = [files[i : i + step] for i in range(0, len(files), step)]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(len(runs) - 1, mp_context=context) as pool:
-        parts = [
-            pool.submit(_scan_part, run, scanner.root, scanner.commit_columns, fast)
-            for run in runs[1:]
-        ]
+        parts: list[Future[_Part] | None] = []
+        for run in runs[1:]:
+            try:
+                parts.append(
+                    pool.submit(_scan_part, run, scanner.root, scanner.commit_columns, fast)
+                )
+            except (OSError, BrokenProcessPool):
+                parts.append(None)  # no process to fork (EAGAIN, ENOMEM): folded here below
         scanner.files(runs[0], fast)
         scanner.flush()
-        for part in parts:
-            scanner.merge(part.result())
+        for run, part in zip(runs[1:], parts, strict=True):
+            try:
+                folded = part.result() if part is not None else None
+            except BrokenProcessPool:
+                # A worker died (the OOM killer, a kill -9): its run folded here is the same
+                # part, so the report stays exact, only slower.
+                folded = None
+            if folded is None:
+                folded = _scan_part(run, scanner.root, scanner.commit_columns, fast)
+            scanner.merge(folded)
 
 
 class _Part(NamedTuple):

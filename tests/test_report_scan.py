@@ -5,9 +5,14 @@ worker processes, each folding a run of files, exactly what one process folds.""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import tempfile
+import threading
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -217,6 +222,36 @@ def test_many_files_are_scanned_in_parallel_to_the_same_scan(tmp_path: Path) -> 
     assert facts(scan_csvs([tmp_path], tmp_path)) == facts(one)
     assert facts(scan_csvs([tmp_path], tmp_path, workers=3)) == facts(one)
     assert one.files_read == PARALLEL_MIN_FILES * 2
+
+
+def test_a_worker_killed_mid_scan_leaves_the_scan_exact(tmp_path: Path) -> None:
+    """A worker SIGKILLed (as by the OOM killer) while it folds its run: the report folds that
+    run itself and gives what one process gives, not a traceback."""
+    row = 'm-4bit,./m,,,,,,,2026-07-0{d},GB10,0.4.0,release,c{i:06x},"Hi, you",{n},,SKIP:oom'
+    for i in range(PARALLEL_MIN_FILES * 4):
+        lines = [HEADER_15] + [row.format(d=i % 9 + 1, i=i, n=512 * (1 + k)) for k in range(40)]
+        (tmp_path / f"cuda_gb10_{i:04d}.csv").write_text("\n".join(lines) + "\n")
+    one = scan_csvs([tmp_path], tmp_path, workers=1)
+    killed: list[int] = []
+    me = psutil.Process()
+
+    def kill_first_worker() -> None:
+        deadline = time.monotonic() + 30
+        while not killed and time.monotonic() < deadline:
+            for child in me.children():
+                os.kill(child.pid, signal.SIGKILL)
+                killed.append(child.pid)
+                return
+            time.sleep(0.001)
+
+    killer = threading.Thread(target=kill_first_worker)
+    killer.start()
+    try:
+        parallel = scan_csvs([tmp_path], tmp_path, workers=2)
+    finally:
+        killer.join()
+    assert killed, "no worker was seen to kill"
+    assert facts(parallel) == facts(one)
 
 
 def test_harness_files_take_the_fast_path(tmp_path: Path) -> None:
