@@ -3,12 +3,13 @@ runner processes, it returns what it did and prints nothing."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from oomrec.commands.sweep import SweepOptions, dry_run, prepare, sweep
+from oomrec.commands.sweep import SweepOptions, SweepOutcome, dry_run, prepare, sweep
 from oomrec.errors import OomrecError
 from oomrec.sweep import Cell, CellResult
 from tests.gitrepo import Repo
@@ -98,3 +99,30 @@ def test_nothing_to_run_is_an_error_unless_allowed(
         sweep(options(runner(512)))
     outcome = sweep(options(runner(512), allow_empty=True))
     assert outcome.result.results == [] and outcome.plan.missing == ("a", "b")
+
+
+def test_a_sweep_runs_from_a_thread_that_is_not_the_main_one(
+    repo: Repo, runner: Callable[[int], str]
+) -> None:
+    """A library caller (a GUI, a server) may sweep from a worker thread, where Python allows no
+    signal handler: the sweep runs and records as from the main thread."""
+    (repo.path / "models" / "a").mkdir(parents=True)
+    done: list[SweepOutcome] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            done.append(sweep(options(runner(2048), models=["a"])))
+        except BaseException as exc:  # the test reports it, in the main thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join(timeout=60)
+    assert failed == []
+    assert [r.token for r in done[0].result.results] == [
+        "FAIL:no_output",
+        "SKIP:oom",
+        "SKIP:oom_backstop",
+    ]
+    assert len(done[0].new_records()) == 1
