@@ -70,11 +70,13 @@ def layout(header: Sequence[str], commit_columns: Sequence[str]) -> Layout | Non
         if capture:
             group_of[i] = len(group_of)
         if first.get(PROMPT) == i:
-            inner = rb'[^"]*'
+            # Possessive (`*+`): a field never gives back what it matched (the byte after it, a
+            # quote, comma or line break, cannot be one), so the engine keeps no state to.
+            inner = rb'[^"]*+'
             part = rb'"' + (_NO_QUOTED_TOKEN if i == last else b"")
             part += (b"(" + inner + b")" if capture else inner) + rb'"'
         else:
-            field = rb"[^,\n]*" if i == last else rb"[^,]*"
+            field = rb"[^,\n]*+" if i == last else rb"[^,]*+"
             part = (_NO_TOKEN if i == last else b"") + (b"(" + field + b")" if capture else field)
         parts.append(part)
     tail = len(group_of)
@@ -89,7 +91,7 @@ def layout(header: Sequence[str], commit_columns: Sequence[str]) -> Layout | Non
         else:
             key_groups.append(empty + absent)
             absent += 1
-    pattern = b"^" + b",".join(parts) + rb"([^\n]*)" + b"()" * absent
+    pattern = b"^" + b",".join(parts) + rb"([^\n]*+)" + b"()" * absent
     commits = [group_of[first[n]] for n in commit_columns if n in first]
     return Layout(
         pattern=re.compile(pattern, re.MULTILINE),
