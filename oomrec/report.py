@@ -11,12 +11,14 @@ one on that alone.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import stat
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
@@ -201,6 +203,23 @@ class Scan:
     unreadable_rows: int = 0
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a while (as a decorator: while the function
+    runs). The scan and the build make millions of tuples and dicts, alive until they are done
+    and in no reference cycle: the collector would walk them again and again and free nothing
+    (0.15-0.25 s of the report's 1.4 s over 1,000,000 rows, benchmarks/perf/bench_report.py).
+    Reference counting still frees every object at once; the collector is back on afterwards."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+@_no_cycle_collection()
 def scan_csvs(
     paths: Sequence[Path],
     root: Path,
@@ -286,7 +305,8 @@ class _Part(NamedTuple):
     latest (each once, in that order); rows as (date, source path, line, commit)."""
 
     cells: list[tuple[CellKey, list[tuple[Outcome, tuple[_Row, ...]]]]]
-    fits: list[tuple[tuple[str, Machine, str], tuple[int, str]]]
+    # The points, their lengths, their commits.
+    fits: tuple[list[tuple[str, Machine, str]], list[int], list[str]]
     targets: dict[Machine, set[int]]
     files_read: int
     files_skipped: dict[str, int]
@@ -555,7 +575,9 @@ class _Scanner:
                 first={o: made(first) for o, (first, _, _) in pairs.items()},
                 latest={o: made(latest) for o, (_, latest, _) in pairs.items()},
             )
-        out.fits = {point: (n, _commit(commit)) for point, (n, commit) in self.fits.items()}
+        fits = self.fits.values()
+        texts = _commits(c for _, c in fits)
+        out.fits = dict(zip(self.fits, zip([n for n, _ in fits], texts, strict=True), strict=True))
         return out
 
     def part(self) -> _Part:
@@ -583,11 +605,13 @@ class _Scanner:
                     rows.append(latest)
                 outcomes.append((outcome, tuple(map(plain, rows))))
             cells.append((key, outcomes))
-        fits = [(point, (n, _commit(commit))) for point, (n, commit) in self.fits.items()]
+        fits = self.fits.values()
+        # Three flat lists, not a pair per point: fewer objects to pickle and unpickle.
+        fit_lists = (list(self.fits), [n for n, _ in fits], _commits(c for _, c in fits))
         out = self.out
         return _Part(
             cells,
-            fits,
+            fit_lists,
             out.targets,
             out.files_read,
             out.files_skipped,
@@ -604,7 +628,7 @@ class _Scanner:
         row left out could have won a strict test the ones kept lose. The fits go first: a kept
         row that ran then ties the run's best fit, which it does not follow, and changes nothing.
         """
-        for point, (n, commit) in part.fits:
+        for point, n, commit in zip(*part.fits, strict=True):
             best = self.fits.get(point)
             if best is None or best[0] < n:
                 self.fits[point] = (n, commit)
@@ -726,6 +750,19 @@ def _commit(commit: _Commit) -> str:
         if text:
             return text
     return UNKNOWN_COMMIT
+
+
+def _commits(commits: Iterable[_Commit]) -> list[str]:
+    """_commit of each, a single field decoded inline: ~100,000 points each need one, and a
+    call per point would cost more than the decoding."""
+    return [
+        commit
+        if type(commit) is str
+        else (commit.decode("utf-8", errors="replace").strip() or UNKNOWN_COMMIT)
+        if type(commit) is bytes
+        else _commit(commit)
+        for commit in commits
+    ]
 
 
 def _read(path: str) -> bytes | str:
@@ -981,6 +1018,7 @@ class Report:
         """The fix commits whose globs match `model`."""
         return [f for f in self.fixes if any(fnmatchcase(model, g) for g in f.globs)]
 
+    @_no_cycle_collection()
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
@@ -1016,6 +1054,7 @@ class Report:
         }
 
 
+@_no_cycle_collection()
 def build(
     scan: Scan,
     records: Sequence[Evidence],
