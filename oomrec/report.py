@@ -319,6 +319,9 @@ _UNDATED_FIRST = "9999"
 # A worker has no earlier rows to keep: it takes its run's earliest dated row, whatever the year,
 # for the merge to judge against the rows before the run (its opening row goes along).
 _AFTER_EVERY_DATE = "\uffff"
+# A clean row's fields the fold reads but its date: model, hardware, prompt_tokens,
+# prompt_target_len, tail.
+_Key = tuple[bytes, ...]
 # Distinct rows held before they are folded: ~400 bytes each. Folding early is always exact (a
 # row equal to one already folded changes nothing), it only folds some rows twice.
 _PENDING_MAX = 100_000
@@ -345,8 +348,11 @@ class _Scanner:
         self.commit_columns = commit_columns
         # The date an undated first row of an outcome is taken to have: see _AFTER_EVERY_DATE.
         self.undated_first = undated_first
-        # (prefix id, key fields) -> (source id, line number, commit fields) of its first row.
-        self.pending: dict[tuple[int, tuple[bytes, ...]], tuple[int, int, _Commit]] = {}
+        # (prefix id, key, date field) -> (source id, line number, commit fields) of its first
+        # row; the key is the row's other fields the fold reads (report_bytes.Layout.key).
+        self.pending: dict[tuple[int, _Key, bytes], tuple[int, int, _Commit]] = {}
+        # Per prefix id, what each key says: its cell and outcome, or None (no row to fold).
+        self.meanings: list[dict[_Key, tuple[CellKey, Outcome] | None]] = []
         self.sources: list[str] = []
         # A prefix is what a row's key means apart from its fields: (header width, file host).
         self.prefixes: dict[tuple[int, str | None], int] = {}
@@ -354,7 +360,6 @@ class _Scanner:
         self.headers: dict[bytes, tuple[str, ...] | None] = {}
         self.layouts: dict[tuple[str, ...], report_bytes.Layout | None] = {}
         self.tails: dict[tuple[int, bytes], Outcome | None] = {}
-        self.models: dict[bytes, str] = {}
         self.machines: dict[tuple[bytes, str | None], Machine] = {}
         self.days: dict[bytes, str | None] = {}
         self.lengths: dict[tuple[bytes, bytes], tuple[str, bool]] = {}
@@ -429,13 +434,14 @@ class _Scanner:
         if prefix is None:
             prefix = self.prefixes[(width, host)] = len(self.prefix_list)
             self.prefix_list.append((width, host))
+            self.meanings.append({})
         self.sources.append(source)
         commits = map(lay.commits, found) if lay.commits is not None else repeat(())
         # In C, one step per row: first occurrences kept, in order.
         deque(
             map(
                 self.pending.setdefault,
-                zip(repeat(prefix), map(lay.key, found)),
+                zip(repeat(prefix), map(lay.key, found), map(lay.date, found)),
                 zip(repeat(len(self.sources) - 1), count(2), commits),
             ),
             0,
@@ -445,40 +451,74 @@ class _Scanner:
         return None
 
     def flush(self) -> None:
-        """Fold the pending rows, in the order of their first occurrence."""
-        ran, oom = Outcome.RAN, Outcome.OOM
-        for (prefix, fields), (source, lineno, commits) in self.pending.items():
-            model_b, hardware_b, date_b, tokens_b, target_b, tail = fields
-            width, host = self.prefix_list[prefix]
-            if tail:
-                outcome = self._tail(width, tail)
-                if outcome is None:
-                    continue
-            else:
-                outcome = ran
-            length_text, aimed = self._length(target_b, tokens_b)
-            if length_text.isascii() and length_text.isdigit():
-                length = int(length_text)
-            elif not length_text and outcome is oom:
-                length = 0
-            else:
+        """Fold the pending rows, in the order of their first occurrence. What a key says is
+        read once (`meanings`); the loop per row is _fold inlined, the one Python code that
+        runs per distinct row."""
+        ran = Outcome.RAN
+        cells = self.cells
+        fits = self.fits
+        days = self.days
+        undated_first = self.undated_first
+        for (prefix, key, date_b), (source, lineno, commit) in self.pending.items():
+            meanings = self.meanings[prefix]
+            meaning = meanings.get(key, False)
+            if meaning is False:
+                meaning = meanings[key] = self._meaning(prefix, key)
+            if meaning is None:
                 continue
-            model = self.models.get(model_b)
-            if model is None:
-                model = self.models[model_b] = model_b.decode("utf-8", errors="replace").strip()
-            if not model:
-                continue
-            machine = self.machines.get((hardware_b, host))
-            if machine is None:
-                hardware = hardware_b.decode("utf-8", errors="replace").strip()
-                machine = self.machines[(hardware_b, host)] = row_machine(hardware, host)
-            date = self.days.get(date_b, "")
+            cell_key, outcome = meaning
+            date = days.get(date_b, "")
             if date == "":
-                date = self.days[date_b] = _day(date_b.decode("utf-8", errors="replace"))
-            if aimed:
-                self.out.targets.setdefault(machine, set()).add(length)
-            self._fold(model, machine, length, outcome, date, source, lineno, commits)
+                date = days[date_b] = _day(date_b.decode("utf-8", errors="replace"))
+            # _fold, inlined.
+            cell = cells.get(cell_key)
+            if cell is None:
+                cell = cells[cell_key] = {}
+            pair = cell.get(outcome)
+            if pair is None:
+                row = (date, source, lineno, commit)
+                cell[outcome] = [row, row, row]
+            elif date is not None:
+                if date > (pair[1][0] or ""):
+                    pair[1] = (date, source, lineno, commit)
+                if date < (pair[0][0] or undated_first):
+                    pair[0] = (date, source, lineno, commit)
+            if outcome is ran and date is not None:
+                point = (cell_key[0], cell_key[1], date)
+                best = fits.get(point)
+                if best is None or best[0] < cell_key[2]:
+                    fits[point] = (cell_key[2], commit)
         self.pending.clear()
+
+    def _meaning(self, prefix: int, key: _Key) -> tuple[CellKey, Outcome] | None:
+        """The cell and outcome of a clean row's key, None when the reference folds no such
+        row (no length, no model, not a row of its header); notes the target it names."""
+        model_b, hardware_b, tokens_b, target_b, tail = key
+        width, host = self.prefix_list[prefix]
+        if tail:
+            outcome = self._tail(width, tail)
+            if outcome is None:
+                return None
+        else:
+            outcome = Outcome.RAN
+        length_text, aimed = self._length(target_b, tokens_b)
+        if length_text.isascii() and length_text.isdigit():
+            length = int(length_text)
+        elif not length_text and outcome is Outcome.OOM:
+            length = 0
+        else:
+            return None
+        model = model_b.decode("utf-8", errors="replace").strip()
+        if not model:
+            return None
+        machine = self.machines.get((hardware_b, host))
+        if machine is None:
+            hardware = hardware_b.decode("utf-8", errors="replace").strip()
+            machine = self.machines[(hardware_b, host)] = row_machine(hardware, host)
+        if aimed:
+            # Per key, not per row: the targets are a set.
+            self.out.targets.setdefault(machine, set()).add(length)
+        return (model, machine, length), outcome
 
     def _tail(self, width: int, tail: bytes) -> Outcome | None:
         """The outcome of a row with fields after its header's columns (`tail`, from its first

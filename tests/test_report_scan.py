@@ -269,9 +269,9 @@ def test_harness_files_take_the_fast_path(tmp_path: Path) -> None:
         assert lay is not None
         found = report_bytes.rows(lines[1], lay)
         assert found is not None
-        assert [lay.key(r) for r in found] == [
-            (b"m-4bit", b"GB10", b"2026-07-03", b"512", b"512", b""),
-            (b"m-4bit", b"GB10", b"2026-07-03", b"", b"2048", b",,SKIP:oom"),
+        assert [(lay.key(r), lay.date(r)) for r in found] == [
+            ((b"m-4bit", b"GB10", b"512", b"512", b""), b"2026-07-03"),
+            ((b"m-4bit", b"GB10", b"", b"2048", b",,SKIP:oom"), b"2026-07-03"),
         ]
     # A lone CR, a blank line among the rows, a quote outside the prompt: the per-row parse.
     assert report_bytes.clean_lines(b"model\r1\n") is None
