@@ -1104,9 +1104,17 @@ def build(
         return _build(scan, evidence, [None] * len(evidence), fixes, head)
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(1) as pool:
-        judging = pool.submit(judge, [e.record for e in evidence])
-        return _build(scan, evidence, judging.result, fixes, head)
+    # Each time git answers, the judging thread waits for the GIL, which this thread holds for
+    # up to the switch interval (5 ms): at 0.5 ms the build over 3,000 OOMs takes 0.165 s, not
+    # 0.21 s (no better than judging first). Restored afterwards.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, 0.0005))
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            judging = pool.submit(judge, [e.record for e in evidence])
+            return _build(scan, evidence, judging.result, fixes, head)
+    finally:
+        sys.setswitchinterval(switch)
 
 
 def _build(
