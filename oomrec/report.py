@@ -204,7 +204,7 @@ class Scan:
 
 # The cyclic collector off (the CLI turns it off around `gather`; here library callers and
 # `to_json` get it too): the scan and the build make millions of acyclic tuples and dicts that a
-# collection would walk again and again and not free (0.2-0.35 s of a 1.2-2.2 s scan and build of
+# collection would walk again and again and not free (0.19-0.37 s of a 1.2-2.2 s scan and build of
 # 1,000,000 rows in process, measured with bench_report.py's corpus).
 @no_cycle_collection()
 def scan_csvs(
