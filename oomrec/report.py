@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from oomrec import csvscan, report_bytes, schema
 from oomrec.backfill import BACKENDS, DEFAULT_COMMIT_COLUMNS, LENGTH_COLUMNS, find_csv_files
+from oomrec.bulk import no_cycle_collection
 from oomrec.hardware import normalize
 from oomrec.records import UNKNOWN_COMMIT, OomRecord
 from oomrec.schema import RECORDED_TOKENS, Token
@@ -201,6 +202,11 @@ class Scan:
     unreadable_rows: int = 0
 
 
+# The cyclic collector off (the CLI turns it off around `gather`; here library callers and
+# `to_json` get it too): the scan and the build make millions of acyclic tuples and dicts that a
+# collection would walk again and again and not free (0.19-0.37 s of a 1.2-2.2 s scan and build of
+# 1,000,000 rows in process, measured with bench_report.py's corpus).
+@no_cycle_collection()
 def scan_csvs(
     paths: Sequence[Path],
     root: Path,
@@ -236,6 +242,10 @@ def scan_csvs(
 # worker: the break-even measured on 2 cores lies at 250-500 files).
 PARALLEL_MIN_FILES = 500
 _MAX_WORKERS = 8
+# The run this process folds, against a worker's: a worker also forks, flushes and sends what it
+# folded, so the runs end together when this one is longer (on 2 cores and bench_report.py's
+# 10,000 files, this process's run at 54-58% of the files waits least for the worker).
+_OWN_SHARE = 1.2
 
 
 def _default_workers(n_files: int) -> int:
@@ -248,14 +258,17 @@ def _default_workers(n_files: int) -> int:
 
 
 def _scan_in_parallel(scanner: _Scanner, files: Sequence[str], fast: bool, n: int) -> None:
-    """`files` cut into `n` runs of consecutive files: the first folded here, the others by
-    forked workers while it is, each merged in turn after it."""
+    """`files` cut into `n` runs of consecutive files: the first (longer, see _OWN_SHARE)
+    folded here, the others by forked workers while it is, each merged in turn after it."""
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    step = -(-len(files) // n)
-    runs = [files[i : i + step] for i in range(0, len(files), step)]
+    first = round(len(files) * _OWN_SHARE / (_OWN_SHARE + n - 1))
+    first = max(1, min(len(files) - (n - 1), first))
+    rest = files[first:]
+    step = -(-len(rest) // (n - 1))
+    runs = [files[:first], *(rest[i : i + step] for i in range(0, len(rest), step))]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(len(runs) - 1, mp_context=context) as pool:
         parts: list[Future[_Part] | None] = []
@@ -286,7 +299,8 @@ class _Part(NamedTuple):
     latest (each once, in that order); rows as (date, source path, line, commit)."""
 
     cells: list[tuple[CellKey, list[tuple[Outcome, tuple[_Row, ...]]]]]
-    fits: list[tuple[tuple[str, Machine, str], tuple[int, str]]]
+    # The points, their lengths, their commits.
+    fits: tuple[list[tuple[str, Machine, str]], list[int], list[str]]
     targets: dict[Machine, set[int]]
     files_read: int
     files_skipped: dict[str, int]
@@ -313,6 +327,9 @@ _UNDATED_FIRST = "9999"
 # A worker has no earlier rows to keep: it takes its run's earliest dated row, whatever the year,
 # for the merge to judge against the rows before the run (its opening row goes along).
 _AFTER_EVERY_DATE = "\uffff"
+# A clean row's fields the fold reads but its date: model, hardware, prompt_tokens,
+# prompt_target_len, tail.
+_Key = tuple[bytes, ...]
 # Distinct rows held before they are folded: ~400 bytes each. Folding early is always exact (a
 # row equal to one already folded changes nothing), it only folds some rows twice.
 _PENDING_MAX = 100_000
@@ -339,8 +356,11 @@ class _Scanner:
         self.commit_columns = commit_columns
         # The date an undated first row of an outcome is taken to have: see _AFTER_EVERY_DATE.
         self.undated_first = undated_first
-        # (prefix id, key fields) -> (source id, line number, commit fields) of its first row.
-        self.pending: dict[tuple[int, tuple[bytes, ...]], tuple[int, int, _Commit]] = {}
+        # (prefix id, key, date field) -> (source id, line number, commit fields) of its first
+        # row; the key is the row's other fields the fold reads (report_bytes.Layout.key).
+        self.pending: dict[tuple[int, _Key, bytes], tuple[int, int, _Commit]] = {}
+        # Per prefix id, what each key says: its cell and outcome, or None (no row to fold).
+        self.meanings: list[dict[_Key, tuple[CellKey, Outcome] | None]] = []
         self.sources: list[str] = []
         # A prefix is what a row's key means apart from its fields: (header width, file host).
         self.prefixes: dict[tuple[int, str | None], int] = {}
@@ -348,7 +368,6 @@ class _Scanner:
         self.headers: dict[bytes, tuple[str, ...] | None] = {}
         self.layouts: dict[tuple[str, ...], report_bytes.Layout | None] = {}
         self.tails: dict[tuple[int, bytes], Outcome | None] = {}
-        self.models: dict[bytes, str] = {}
         self.machines: dict[tuple[bytes, str | None], Machine] = {}
         self.days: dict[bytes, str | None] = {}
         self.lengths: dict[tuple[bytes, bytes], tuple[str, bool]] = {}
@@ -373,9 +392,10 @@ class _Scanner:
         if isinstance(data, str):
             return data
         data = data.removeprefix(b"\xef\xbb\xbf")
-        if not data.strip():
+        # As `not data.strip()` and `b"\0" in data[:8000]`, without copying the file twice.
+        if not data or data.isspace():
             return csvscan.EMPTY
-        if b"\0" in data[:8000]:
+        if data.find(b"\0", 0, 8000) >= 0:
             return csvscan.BINARY
         source = path[len(self.root) :] if path.startswith(self.root) else path
         if fast:
@@ -423,13 +443,14 @@ class _Scanner:
         if prefix is None:
             prefix = self.prefixes[(width, host)] = len(self.prefix_list)
             self.prefix_list.append((width, host))
+            self.meanings.append({})
         self.sources.append(source)
         commits = map(lay.commits, found) if lay.commits is not None else repeat(())
         # In C, one step per row: first occurrences kept, in order.
         deque(
             map(
                 self.pending.setdefault,
-                zip(repeat(prefix), map(lay.key, found)),
+                zip(repeat(prefix), map(lay.key, found), map(lay.date, found)),
                 zip(repeat(len(self.sources) - 1), count(2), commits),
             ),
             0,
@@ -439,40 +460,74 @@ class _Scanner:
         return None
 
     def flush(self) -> None:
-        """Fold the pending rows, in the order of their first occurrence."""
-        ran, oom = Outcome.RAN, Outcome.OOM
-        for (prefix, fields), (source, lineno, commits) in self.pending.items():
-            model_b, hardware_b, date_b, tokens_b, target_b, tail = fields
-            width, host = self.prefix_list[prefix]
-            if tail:
-                outcome = self._tail(width, tail)
-                if outcome is None:
-                    continue
-            else:
-                outcome = ran
-            length_text, aimed = self._length(target_b, tokens_b)
-            if length_text.isascii() and length_text.isdigit():
-                length = int(length_text)
-            elif not length_text and outcome is oom:
-                length = 0
-            else:
+        """Fold the pending rows, in the order of their first occurrence. What a key says is
+        read once (`meanings`); the loop per row is _fold inlined, the one Python code that
+        runs per distinct row."""
+        ran = Outcome.RAN
+        cells = self.cells
+        fits = self.fits
+        days = self.days
+        undated_first = self.undated_first
+        for (prefix, key, date_b), (source, lineno, commit) in self.pending.items():
+            meanings = self.meanings[prefix]
+            meaning = meanings.get(key, False)
+            if meaning is False:
+                meaning = meanings[key] = self._meaning(prefix, key)
+            if meaning is None:
                 continue
-            model = self.models.get(model_b)
-            if model is None:
-                model = self.models[model_b] = model_b.decode("utf-8", errors="replace").strip()
-            if not model:
-                continue
-            machine = self.machines.get((hardware_b, host))
-            if machine is None:
-                hardware = hardware_b.decode("utf-8", errors="replace").strip()
-                machine = self.machines[(hardware_b, host)] = row_machine(hardware, host)
-            date = self.days.get(date_b, "")
+            cell_key, outcome = meaning
+            date = days.get(date_b, "")
             if date == "":
-                date = self.days[date_b] = _day(date_b.decode("utf-8", errors="replace"))
-            if aimed:
-                self.out.targets.setdefault(machine, set()).add(length)
-            self._fold(model, machine, length, outcome, date, source, lineno, commits)
+                date = days[date_b] = _day(date_b.decode("utf-8", errors="replace"))
+            # _fold, inlined.
+            cell = cells.get(cell_key)
+            if cell is None:
+                cell = cells[cell_key] = {}
+            pair = cell.get(outcome)
+            if pair is None:
+                row = (date, source, lineno, commit)
+                cell[outcome] = [row, row, row]
+            elif date is not None:
+                if date > (pair[1][0] or ""):
+                    pair[1] = (date, source, lineno, commit)
+                if date < (pair[0][0] or undated_first):
+                    pair[0] = (date, source, lineno, commit)
+            if outcome is ran and date is not None:
+                point = (cell_key[0], cell_key[1], date)
+                best = fits.get(point)
+                if best is None or best[0] < cell_key[2]:
+                    fits[point] = (cell_key[2], commit)
         self.pending.clear()
+
+    def _meaning(self, prefix: int, key: _Key) -> tuple[CellKey, Outcome] | None:
+        """The cell and outcome of a clean row's key, None when the reference folds no such
+        row (no length, no model, not a row of its header); notes the target it names."""
+        model_b, hardware_b, tokens_b, target_b, tail = key
+        width, host = self.prefix_list[prefix]
+        if tail:
+            outcome = self._tail(width, tail)
+            if outcome is None:
+                return None
+        else:
+            outcome = Outcome.RAN
+        length_text, aimed = self._length(target_b, tokens_b)
+        if length_text.isascii() and length_text.isdigit():
+            length = int(length_text)
+        elif not length_text and outcome is Outcome.OOM:
+            length = 0
+        else:
+            return None
+        model = model_b.decode("utf-8", errors="replace").strip()
+        if not model:
+            return None
+        machine = self.machines.get((hardware_b, host))
+        if machine is None:
+            hardware = hardware_b.decode("utf-8", errors="replace").strip()
+            machine = self.machines[(hardware_b, host)] = row_machine(hardware, host)
+        if aimed:
+            # Per key, not per row: the targets are a set.
+            self.out.targets.setdefault(machine, set()).add(length)
+        return (model, machine, length), outcome
 
     def _tail(self, width: int, tail: bytes) -> Outcome | None:
         """The outcome of a row with fields after its header's columns (`tail`, from its first
@@ -555,7 +610,9 @@ class _Scanner:
                 first={o: made(first) for o, (first, _, _) in pairs.items()},
                 latest={o: made(latest) for o, (_, latest, _) in pairs.items()},
             )
-        out.fits = {point: (n, _commit(commit)) for point, (n, commit) in self.fits.items()}
+        fits = self.fits.values()
+        texts = _commits(c for _, c in fits)
+        out.fits = dict(zip(self.fits, zip([n for n, _ in fits], texts, strict=True), strict=True))
         return out
 
     def part(self) -> _Part:
@@ -583,11 +640,13 @@ class _Scanner:
                     rows.append(latest)
                 outcomes.append((outcome, tuple(map(plain, rows))))
             cells.append((key, outcomes))
-        fits = [(point, (n, _commit(commit))) for point, (n, commit) in self.fits.items()]
+        fits = self.fits.values()
+        # Three flat lists, not a pair per point: fewer objects to pickle and unpickle.
+        fit_lists = (list(self.fits), [n for n, _ in fits], _commits(c for _, c in fits))
         out = self.out
         return _Part(
             cells,
-            fits,
+            fit_lists,
             out.targets,
             out.files_read,
             out.files_skipped,
@@ -604,7 +663,7 @@ class _Scanner:
         row left out could have won a strict test the ones kept lose. The fits go first: a kept
         row that ran then ties the run's best fit, which it does not follow, and changes nothing.
         """
-        for point, (n, commit) in part.fits:
+        for point, n, commit in zip(*part.fits, strict=True):
             best = self.fits.get(point)
             if best is None or best[0] < n:
                 self.fits[point] = (n, commit)
@@ -726,6 +785,19 @@ def _commit(commit: _Commit) -> str:
         if text:
             return text
     return UNKNOWN_COMMIT
+
+
+def _commits(commits: Iterable[_Commit]) -> list[str]:
+    """_commit of each, a single field decoded inline: tens of thousands of fit points each
+    need one, and a call per point would cost more than the decoding."""
+    return [
+        commit
+        if type(commit) is str
+        else (commit.decode("utf-8", errors="replace").strip() or UNKNOWN_COMMIT)
+        if type(commit) is bytes
+        else _commit(commit)
+        for commit in commits
+    ]
 
 
 def _read(path: str) -> bytes | str:
@@ -981,6 +1053,7 @@ class Report:
         """The fix commits whose globs match `model`."""
         return [f for f in self.fixes if any(fnmatchcase(model, g) for g in f.globs)]
 
+    @no_cycle_collection()
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
@@ -1016,6 +1089,7 @@ class Report:
         }
 
 
+@no_cycle_collection()
 def build(
     scan: Scan,
     records: Sequence[Evidence],
@@ -1024,12 +1098,34 @@ def build(
     head: str | None = None,
 ) -> Report:
     """The report from the folded CSVs and the record's evidence. `judge(records)` returns a
-    `stale.Judgement` per record (None: every OOM applies)."""
+    `stale.Judgement` per record (None: every OOM applies); it runs in a thread while what does
+    not need it is built (a judge mostly waits for git: ~0.15 s over 3,000 OOMs)."""
     evidence = csv_evidence(scan) + list(records)
-    judgements: Sequence[Judgement | None] = (
-        judge([e.record for e in evidence]) if judge is not None else [None] * len(evidence)
-    )
-    judged = [_judged(e, j) for e, j in zip(evidence, judgements, strict=True)]
+    if judge is None:
+        return _build(scan, evidence, [None] * len(evidence), fixes, head)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Each time git answers, the judging thread waits for the GIL, which this thread holds for
+    # up to the switch interval (5 ms): at 0.5 ms the build over 3,000 OOMs takes 0.165 s, not
+    # 0.21 s (no better than judging first). Restored afterwards.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, 0.0005))
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            judging = pool.submit(judge, [e.record for e in evidence])
+            return _build(scan, evidence, judging.result, fixes, head)
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def _build(
+    scan: Scan,
+    evidence: list[Evidence],
+    judgements: Sequence[Judgement | None] | Callable[[], Sequence[Judgement]],
+    fixes: Sequence[FixMarker],
+    head: str | None,
+) -> Report:
+    """build's work; `judgements` called (to wait for them) once nothing else can be built."""
     contra = contradictions(evidence, scan)
     contradicted = {id(c.evidence) for c in contra}
 
@@ -1055,6 +1151,12 @@ def build(
         best = ran.get((model, machine))
         if seen is not None and (best is None or best[0] < length):
             ran[(model, machine)] = (length, seen)
+    timeline: dict[tuple[str, Machine], list[tuple[str, str, int]]] = {}
+    for (model, machine, date), (n, commit) in sorted(scan.fits.items(), key=lambda kv: kv[0][2]):
+        timeline.setdefault((model, machine), []).append((date, commit, n))
+    if callable(judgements):
+        judgements = judgements()
+    judged = [_judged(e, j) for e, j in zip(evidence, judgements, strict=True)]
     by_class: dict[tuple[str, Machine], list[Judged]] = {}
     for j in judged:
         ev = j.evidence
@@ -1090,9 +1192,6 @@ def build(
             never_tried=tuple(sorted(lengths[m] - done)),
             contradicted=any(id(j.evidence) in contradicted for j in ooms),
         )
-    timeline: dict[tuple[str, Machine], list[tuple[str, str, int]]] = {}
-    for (model, machine, date), (n, commit) in sorted(scan.fits.items(), key=lambda kv: kv[0][2]):
-        timeline.setdefault((model, machine), []).append((date, commit, n))
     return Report(
         head=head,
         machines=machines,

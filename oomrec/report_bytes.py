@@ -31,8 +31,9 @@ from typing import Any
 # of UTF-8 text, each is one of these substrings.
 _OTHER_BREAKS = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
 _NON_ASCII_BREAKS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
-# The fields a row's key is made of, in this order, then the tail.
-KEY_COLUMNS = ("model", "hardware", "date", "prompt_tokens", "prompt_target_len")
+# The fields a row's key is made of, in this order, then the tail; the date is apart.
+KEY_COLUMNS = ("model", "hardware", "prompt_tokens", "prompt_target_len")
+DATE = "date"
 PROMPT = "prompt"
 # A field that may be a token: the reference then reads the row's outcome from it.
 _NO_TOKEN = rb"(?![^,\n]*(?:SKIP|FAIL):)"
@@ -41,14 +42,16 @@ _NO_QUOTED_TOKEN = rb'(?![^"]*(?:SKIP|FAIL):)'
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """How to read the rows of one header: `key(row)` is (model, hardware, date, prompt_tokens,
-    prompt_target_len, tail) (b"" for a column the header lacks), `commits(row)` the commit
-    columns' field, or fields in the order they are tried (None: the header has none)."""
+    """How to read the rows of one header: `key(row)` is (model, hardware, prompt_tokens,
+    prompt_target_len, tail) and `date(row)` the date (b"" for a column the header lacks),
+    `commits(row)` the commit columns' field, or fields in the order they are tried (None: the
+    header has none)."""
 
     pattern: re.Pattern[bytes]
     width: int
     quotes: int
     key: Any
+    date: Any
     tail: Any
     commits: Any | None
 
@@ -61,7 +64,7 @@ def layout(header: Sequence[str], commit_columns: Sequence[str]) -> Layout | Non
     first: dict[str, int] = {}
     for i, name in enumerate(header):
         first.setdefault(name, i)
-    wanted = [first[n] for n in (*KEY_COLUMNS, *commit_columns) if n in first]
+    wanted = [first[n] for n in (*KEY_COLUMNS, DATE, *commit_columns) if n in first]
     group_of: dict[int, int] = {}
     parts = []
     last = len(header) - 1
@@ -70,11 +73,13 @@ def layout(header: Sequence[str], commit_columns: Sequence[str]) -> Layout | Non
         if capture:
             group_of[i] = len(group_of)
         if first.get(PROMPT) == i:
-            inner = rb'[^"]*'
+            # Possessive (`*+`): a field never gives back what it matched (the byte after it, a
+            # quote, comma or line break, cannot be one), so the engine keeps no state to.
+            inner = rb'[^"]*+'
             part = rb'"' + (_NO_QUOTED_TOKEN if i == last else b"")
             part += (b"(" + inner + b")" if capture else inner) + rb'"'
         else:
-            field = rb"[^,\n]*" if i == last else rb"[^,]*"
+            field = rb"[^,\n]*+" if i == last else rb"[^,]*+"
             part = (_NO_TOKEN if i == last else b"") + (b"(" + field + b")" if capture else field)
         parts.append(part)
     tail = len(group_of)
@@ -83,19 +88,21 @@ def layout(header: Sequence[str], commit_columns: Sequence[str]) -> Layout | Non
     empty = tail + 1
     absent = 0
     key_groups = []
-    for name in KEY_COLUMNS:
+    for name in (*KEY_COLUMNS, DATE):
         if name in first:
             key_groups.append(group_of[first[name]])
         else:
             key_groups.append(empty + absent)
             absent += 1
-    pattern = b"^" + b",".join(parts) + rb"([^\n]*)" + b"()" * absent
+    date_group = key_groups.pop()
+    pattern = b"^" + b",".join(parts) + rb"([^\n]*+)" + b"()" * absent
     commits = [group_of[first[n]] for n in commit_columns if n in first]
     return Layout(
         pattern=re.compile(pattern, re.MULTILINE),
         width=len(header),
         quotes=2 if PROMPT in first else 0,
         key=itemgetter(*key_groups, tail),
+        date=itemgetter(date_group),
         tail=itemgetter(tail),
         # A field for one commit column (the harness's case), a tuple of fields for several.
         commits=itemgetter(*commits) if commits else None,

@@ -4,9 +4,11 @@ worker processes, each folding a run of files, exactly what one process folds.""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -18,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from oomrec import report_bytes
+from oomrec.errors import OomrecError
 from oomrec.report import PARALLEL_MIN_FILES, Scan, build, scan_csvs
 from oomrec.schema import HEADER_14, HEADER_15
 from tests.conftest import SHARED_CORPUS
@@ -269,9 +272,9 @@ def test_harness_files_take_the_fast_path(tmp_path: Path) -> None:
         assert lay is not None
         found = report_bytes.rows(lines[1], lay)
         assert found is not None
-        assert [lay.key(r) for r in found] == [
-            (b"m-4bit", b"GB10", b"2026-07-03", b"512", b"512", b""),
-            (b"m-4bit", b"GB10", b"2026-07-03", b"", b"2048", b",,SKIP:oom"),
+        assert [(lay.key(r), lay.date(r)) for r in found] == [
+            ((b"m-4bit", b"GB10", b"512", b"512", b""), b"2026-07-03"),
+            ((b"m-4bit", b"GB10", b"", b"2048", b",,SKIP:oom"), b"2026-07-03"),
         ]
     # A lone CR, a blank line among the rows, a quote outside the prompt: the per-row parse.
     assert report_bytes.clean_lines(b"model\r1\n") is None
@@ -295,3 +298,27 @@ def test_the_real_corpus_reads_alike_and_mostly_from_bytes(tmp_path: Path) -> No
         lay = report_bytes.layout(header, ("mlxcel_commit", "commit"))
         clean += lay is not None and report_bytes.rows(lines[1], lay) is not None
     assert clean >= 0.9 * len(files)
+
+
+def test_the_scan_and_the_build_leave_the_interpreter_as_they_found_it(tmp_path: Path) -> None:
+    """The scan and the build run without the cyclic collector, and the build judges in a
+    thread with a short GIL switch interval: both are restored, also when the judge fails, whose
+    error reaches the caller as it is."""
+    row = 'm-4bit,./m,,,,,,,2026-07-03,GB10,0.4.0,release,32,"Hi, you",2048,,SKIP:oom'
+    (tmp_path / "cuda_gb10_a.csv").write_text(f"{HEADER_15}\n{row}\n")
+    switch = sys.getswitchinterval()
+    assert gc.isenabled()
+    scan = scan_csvs([tmp_path], tmp_path)
+    judged: list[list[tuple[str, int]]] = []
+
+    def judge(records: list) -> list:
+        judged.append([(r.model, r.prompt_target_len) for r in records])
+        assert not gc.isenabled()
+        assert sys.getswitchinterval() < switch
+        raise OomrecError("git failed; check the repository")
+
+    with pytest.raises(OomrecError, match="git failed"):
+        build(scan, [], judge)
+    assert judged == [[("m-4bit", 2048)]]
+    assert gc.isenabled()
+    assert sys.getswitchinterval() == switch
