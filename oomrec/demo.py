@@ -76,7 +76,7 @@ def layout(root: Path, hardware: str, day: str) -> DemoLayout:
     )
 
 
-def prepare(demo: DemoLayout) -> None:
+def set_up(demo: DemoLayout) -> None:
     """Create the demo's model directories (empty: the runner knows each model by name)."""
     for model in MODELS:
         (demo.models_dir / model.name).mkdir(parents=True, exist_ok=True)

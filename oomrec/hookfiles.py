@@ -72,7 +72,7 @@ def this_oomrec() -> str | None:
     return None
 
 
-class Action(StrEnum):
+class HookAction(StrEnum):
     """What install or uninstall did to one hook."""
 
     INSTALLED = "installed"
@@ -101,14 +101,14 @@ class HookChange:
 
     hook: str
     path: str
-    action: Action
+    action: HookAction
     legacy: str | None = None
     legacy_change: Legacy | None = None
 
     @property
     def problem(self) -> str | None:
         """Why the hook needs the user, or None."""
-        if self.action != Action.CONFLICT:
+        if self.action != HookAction.CONFLICT:
             return None
         return (
             f"{self.path}: not oomrec's hook and {self.legacy} exists too; merge them into one "
@@ -140,19 +140,19 @@ def install(directory: Path, oomrec: str | None) -> list[HookChange]:
         if current == wanted:
             out.append(
                 HookChange(
-                    event, shown, Action.ALREADY_INSTALLED, legacy_shown if kept else None, kept
+                    event, shown, HookAction.ALREADY_INSTALLED, legacy_shown if kept else None, kept
                 )
             )
             continue
         if current is not None and MARKER not in current:
             if chained:
                 # Never lose a hook: both files are someone's, and only one can run first.
-                out.append(HookChange(event, shown, Action.CONFLICT, legacy_shown))
+                out.append(HookChange(event, shown, HookAction.CONFLICT, legacy_shown))
                 continue
             os.replace(path, legacy)
-            action, kept = Action.INSTALLED, Legacy.MOVED_ASIDE
+            action, kept = HookAction.INSTALLED, Legacy.MOVED_ASIDE
         else:
-            action = Action.INSTALLED if current is None else Action.UPDATED
+            action = HookAction.INSTALLED if current is None else HookAction.UPDATED
         _write(path, wanted)
         out.append(HookChange(event, shown, action, legacy_shown if kept else None, kept))
     return out
@@ -167,20 +167,20 @@ def uninstall(directory: Path) -> list[HookChange]:
         shown = display_path(path)
         current = _read_hook(path)
         if current is None and not os.path.lexists(legacy):
-            out.append(HookChange(event, shown, Action.NOT_INSTALLED))
+            out.append(HookChange(event, shown, HookAction.NOT_INSTALLED))
         elif current is not None and MARKER not in current:
-            out.append(HookChange(event, shown, Action.LEFT_AS_IS))
+            out.append(HookChange(event, shown, HookAction.LEFT_AS_IS))
         elif os.path.lexists(legacy):
             os.replace(legacy, path)
-            done = Action.REMOVED if current is not None else Action.NOT_INSTALLED
+            done = HookAction.REMOVED if current is not None else HookAction.NOT_INSTALLED
             out.append(HookChange(event, shown, done, display_path(legacy), Legacy.PUT_BACK))
         else:
             path.unlink()
-            out.append(HookChange(event, shown, Action.REMOVED))
+            out.append(HookChange(event, shown, HookAction.REMOVED))
     return out
 
 
-def hooks_dir() -> Path:
+def this_repo_hooks_dir() -> Path:
     """The repository's hooks directory, as git resolves it (core.hooksPath counts)."""
     from oomrec import gitutil
 

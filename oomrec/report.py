@@ -158,7 +158,7 @@ class Seen:
 
 
 @dataclass(slots=True)
-class Cell:
+class CellRows:
     """Every row of one (model, machine class, length): per outcome, the first and the latest
     row by date (an OOM is shown "since" its first sighting, judged against its latest)."""
 
@@ -190,7 +190,7 @@ CellKey = tuple[str, Machine, int]
 class Scan:
     """What the CSVs hold, folded into cells, and which files were read or skipped why."""
 
-    cells: dict[CellKey, Cell] = field(default_factory=dict)
+    cells: dict[CellKey, CellRows] = field(default_factory=dict)
     # (model, machine, date) -> the largest length that ran that day, and its row's commit.
     fits: dict[tuple[str, Machine, str], tuple[int, str]] = field(default_factory=dict)
     # Per machine class, the lengths runs aimed at (`prompt_target_len`): the grid's columns. A
@@ -322,7 +322,7 @@ _Commit = str | bytes | tuple[bytes, ...]
 # A row as the fold keeps it: date, source (index or path), line number, commit (text or raw).
 _Row = tuple[str | None, int | str, int, _Commit]
 # An outcome's first row is its earliest unless a dated row is earlier; an undated row counts as
-# this late, so a dated row of year 9999 does not displace it (as Cell.add does).
+# this late, so a dated row of year 9999 does not displace it (as CellRows.add does).
 _UNDATED_FIRST = "9999"
 # A worker has no earlier rows to keep: it takes its run's earliest dated row, whatever the year,
 # for the merge to judge against the rows before the run (its opening row goes along).
@@ -568,9 +568,9 @@ class _Scanner:
         lineno: int,
         commit: _Commit,
     ) -> None:
-        """One row into its cell and the fits, as Cell.add would take it. `source` is a `sources`
-        index or a path; a commit is text, or the raw commit fields. Rows are kept as tuples,
-        made Seens only by `finish` for the rows that remain (most are replaced)."""
+        """One row into its cell and the fits, as CellRows.add would take it. `source` is a
+        `sources` index or a path; a commit is text, or the raw commit fields. Rows are kept as
+        tuples, made Seens only by `finish` for the rows that remain (most are replaced)."""
         key = (model, machine, length)
         cell = self.cells.get(key)
         if cell is None:
@@ -596,7 +596,7 @@ class _Scanner:
         seen: dict[int, Seen] = {}
 
         def made(row: _Row) -> Seen:
-            # A row first and latest at once is one Seen, as Cell.add makes it.
+            # A row first and latest at once is one Seen, as CellRows.add makes it.
             known = seen.get(id(row))
             if known is None:
                 date, source, lineno, commit = row
@@ -606,7 +606,7 @@ class _Scanner:
 
         out = self.out
         for key, pairs in self.cells.items():
-            out.cells[key] = Cell(
+            out.cells[key] = CellRows(
                 first={o: made(first) for o, (first, _, _) in pairs.items()},
                 latest={o: made(latest) for o, (_, latest, _) in pairs.items()},
             )

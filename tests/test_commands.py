@@ -18,7 +18,7 @@ from oomrec.commands.record_list import record_list
 from oomrec.commands.record_prune import record_prune, record_restore
 from oomrec.commands.record_stale import record_stale
 from oomrec.errors import OomrecError
-from oomrec.hookfiles import Action, Legacy
+from oomrec.hookfiles import HookAction, Legacy
 from oomrec.hooks import EVENTS
 from tests.gitrepo import History, Repo
 from tests.harness_rows import H15, csv_text, ok_row, row
@@ -249,11 +249,11 @@ def test_hooks_install_beside_a_foreign_one_and_uninstall_puts_it_back(
     by_hook = {change.hook: change for change in installed.hooks}
     assert [change.hook for change in installed.hooks] == list(EVENTS)
     assert (by_hook["post-merge"].action, by_hook["post-merge"].legacy_change) == (
-        Action.INSTALLED,
+        HookAction.INSTALLED,
         Legacy.MOVED_ASIDE,
     )
-    assert by_hook["post-checkout"].action == Action.CONFLICT
-    assert by_hook["post-commit"].action == Action.INSTALLED
+    assert by_hook["post-checkout"].action == HookAction.CONFLICT
+    assert by_hook["post-commit"].action == HookAction.INSTALLED
     assert len(installed.problems) == 1 and "post-checkout" in installed.problems[0]
     assert (hooks / "post-merge.legacy").read_text() == theirs
     assert "/opt/oomrec/bin/oomrec" in (hooks / "post-commit").read_text()
@@ -268,15 +268,15 @@ def test_hooks_install_beside_a_foreign_one_and_uninstall_puts_it_back(
         "legacy_change": "moved aside",
     } in data["hooks"]
     again = hook_install(oomrec="/opt/oomrec/bin/oomrec")
-    assert {c.hook: c.action for c in again.hooks}["post-commit"] == Action.ALREADY_INSTALLED
+    assert {c.hook: c.action for c in again.hooks}["post-commit"] == HookAction.ALREADY_INSTALLED
 
     removed = hook_uninstall()
     by_hook = {change.hook: change for change in removed.hooks}
     assert (by_hook["post-merge"].action, by_hook["post-merge"].legacy_change) == (
-        Action.REMOVED,
+        HookAction.REMOVED,
         Legacy.PUT_BACK,
     )
-    assert by_hook["post-checkout"].action == Action.LEFT_AS_IS
+    assert by_hook["post-checkout"].action == HookAction.LEFT_AS_IS
     assert removed.problems == []
     assert (hooks / "post-merge").read_text() == theirs
     assert not (hooks / "post-commit").exists()
@@ -288,6 +288,6 @@ def test_hooks_outside_git_is_an_error(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(OomrecError, match="not inside a git repository"):
         hook_install()
     hook_dir = tmp_path / "hooks"
-    assert [c.action for c in hook_install(directory=hook_dir).hooks] == [Action.INSTALLED] * len(
-        EVENTS
-    )
+    assert [c.action for c in hook_install(directory=hook_dir).hooks] == [
+        HookAction.INSTALLED
+    ] * len(EVENTS)

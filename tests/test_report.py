@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from oomrec.records import OomRecord
 from oomrec.report import (
-    Cell,
+    CellRows,
     Machine,
     Outcome,
     Scan,
@@ -352,7 +352,7 @@ def test_no_benchmarks_folder_says_what_to_pass(repo: Repo, cli: Cli) -> None:
 def _scan_with_runs(*runs: tuple[str, Machine, int, str]) -> Scan:
     scan = Scan()
     for model, machine, length, day in runs:
-        scan.cells.setdefault((model, machine, length), Cell()).add(
+        scan.cells.setdefault((model, machine, length), CellRows()).add(
             Outcome.RAN, Seen(f"run.csv:{length}", day, "abc1234")
         )
     return scan

@@ -130,7 +130,7 @@ VARIED = {
     "commit": ["abc1234", "def5678", ""],
 }
 # Undated rows and the year 9999: an outcome's undated first row stays first against a dated row
-# of that year (as Cell.add keeps it), but such a row of a later run can be the earliest.
+# of that year (as CellRows.add keeps it), but such a row of a later run can be the earliest.
 EDGE = "model,prompt_target_len,date,hardware,commit\n" + "m,512,{},NVIDIA_GB10_122GB,{}\n" * 3
 EARLIEST_FROM_A_LATER_RUN = [
     b"model,prompt_target_len,date,hardware,commit\nm,512,9999-12-31,NVIDIA_GB10_122GB,a\n",

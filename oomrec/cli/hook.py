@@ -17,7 +17,7 @@ from oomrec.cli.output import info
 from oomrec.cli.render import print_json
 from oomrec.commands.hook import HookResult, hook_install, hook_uninstall
 from oomrec.errors import OomrecError
-from oomrec.hookfiles import Action, HookChange, Legacy
+from oomrec.hookfiles import HookAction, HookChange, Legacy
 
 
 @hook_app.command("install")
@@ -54,7 +54,7 @@ def _report(result: HookResult, as_json: bool) -> None:
     if as_json:
         print_json(result.to_json())
     else:
-        info(*(_line(change) for change in result.hooks if change.action != Action.CONFLICT))
+        info(*(_line(change) for change in result.hooks if change.action != HookAction.CONFLICT))
     if result.problems:
         # Every other hook was handled; these need the user.
         raise OomrecError("; ".join(result.problems))
@@ -62,7 +62,7 @@ def _report(result: HookResult, as_json: bool) -> None:
 
 def _line(change: HookChange) -> str:
     line = f"{change.action}: {change.path}"
-    if change.action == Action.LEFT_AS_IS:
+    if change.action == HookAction.LEFT_AS_IS:
         return line + " (not installed by oomrec)"
     if change.legacy_change == Legacy.MOVED_ASIDE:
         return line + f"; your hook moved to {change.legacy}, runs first"

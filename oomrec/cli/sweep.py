@@ -56,7 +56,7 @@ _TOKEN_ORDER = (
 
 
 @app.command("sweep")
-def sweep(
+def sweep_command(
     models: Annotated[
         list[str] | None,
         typer.Option(

@@ -38,7 +38,7 @@ def hook_install(*, directory: Path | None = None, oomrec: str | None = None) ->
     git resolves it); a hook already there that is not oomrec's moves to `<hook>.legacy` and
     runs first. The hooks call `oomrec` (default: the oomrec running now), else oomrec on PATH.
     """
-    directory = directory or hookfiles.hooks_dir()
+    directory = directory or hookfiles.this_repo_hooks_dir()
     changes = hookfiles.install(directory, oomrec or hookfiles.this_oomrec())
     return HookResult(hooks_dir=display_path(directory), hooks=changes)
 
@@ -46,5 +46,5 @@ def hook_install(*, directory: Path | None = None, oomrec: str | None = None) ->
 def hook_uninstall(*, directory: Path | None = None) -> HookResult:
     """Remove oomrec's hooks from `directory` (default: the repository's hooks directory) and
     put back each hook moved to `<hook>.legacy`."""
-    directory = directory or hookfiles.hooks_dir()
+    directory = directory or hookfiles.this_repo_hooks_dir()
     return HookResult(hooks_dir=display_path(directory), hooks=hookfiles.uninstall(directory))

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class JudgedLine:
+class StaleLine:
     """A record line and its judgement at HEAD; `line` is its line number in the record (or
     the archive), 0 for another host's record, which `host` then names."""
 
@@ -39,11 +39,11 @@ class StaleResult(Result):
     record: str
     # The --range, or "HEAD" for all of HEAD's history.
     range: str
-    no_longer_apply: list[JudgedLine] = field(default_factory=list)
-    apply_again: list[JudgedLine] = field(default_factory=list)
-    unknown: list[JudgedLine] = field(default_factory=list)
+    no_longer_apply: list[StaleLine] = field(default_factory=list)
+    apply_again: list[StaleLine] = field(default_factory=list)
+    unknown: list[StaleLine] = field(default_factory=list)
     # Other hosts' records that no longer apply: for the user to see; prune never touches them.
-    shared_no_longer_apply: list[JudgedLine] = field(default_factory=list)
+    shared_no_longer_apply: list[StaleLine] = field(default_factory=list)
     # Fix trailers that cannot work as written (also in `warnings`, as stderr lines).
     trailer_warnings: list[str] = field(default_factory=list)
     # Record lines a later CSV row contradicts: evidence for the user, never pruned on.
@@ -105,22 +105,22 @@ def record_stale(*, record: Path | None = None, range_: str | None = None) -> St
         record=record_file.shown_as,
         range=range_ or "HEAD",
         no_longer_apply=[
-            JudgedLine(live[i].lineno, records[i], j)
+            StaleLine(live[i].lineno, records[i], j)
             for i, j in enumerate(judgements[:n])
             if lifted(j)
         ],
         apply_again=[
-            JudgedLine(parked[i].lineno, records[n + i], j)
+            StaleLine(parked[i].lineno, records[n + i], j)
             for i, j in enumerate(judgements[n:m])
             if j.applies
         ],
         unknown=[
-            JudgedLine(live[i].lineno, records[i], j)
+            StaleLine(live[i].lineno, records[i], j)
             for i, j in enumerate(judgements[:n])
             if j.status == Status.UNKNOWN
         ],
         shared_no_longer_apply=[
-            JudgedLine(0, records[m + i], j, host=shared[i].host)
+            StaleLine(0, records[m + i], j, host=shared[i].host)
             for i, j in enumerate(judgements[m:])
             if lifted(j)
         ],

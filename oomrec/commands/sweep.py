@@ -196,7 +196,7 @@ class Prepared:
         # The guest notice (record added to info/exclude) goes to the log, at the first write.
         self.relay.target = reporter.log
         if self.demo is not None:
-            demo_mod.prepare(self.demo)
+            demo_mod.set_up(self.demo)
         result = Sweep(self.config, self.planner, reporter).run(self.plan)
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=False, result=result)
 
