@@ -5,6 +5,8 @@ verb is importable and testable without the CLI (README, Architecture)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import oomrec
@@ -54,3 +56,34 @@ def test_only_the_cli_imports_the_verbs() -> None:
         if name.startswith("oomrec.commands")
     ]
     assert crossings == []
+
+
+def test_a_command_loads_only_its_own_modules_and_help_loads_all() -> None:
+    """`record list` imports neither the sweep nor psutil (~60 ms of every record command);
+    options before the command do not hide it; the root help and an unknown command see all."""
+    probe = (
+        "import sys\n"
+        "from oomrec import cli\n"
+        "cli.load(sys.argv[1:])\n"
+        "print(' '.join(m for m in ('oomrec.cli.sweep', 'oomrec.sweep', 'psutil',"
+        " 'oomrec.cli.record_list', 'oomrec.cli.report') if m in sys.modules))\n"
+    )
+
+    def loaded(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    assert loaded("record", "list") == "oomrec.cli.record_list"
+    assert loaded("-q", "--color", "never", "record", "list") == "oomrec.cli.record_list"
+    assert loaded("report", "--json") == "oomrec.cli.report"
+    everything = "oomrec.cli.sweep oomrec.sweep psutil oomrec.cli.record_list oomrec.cli.report"
+    assert loaded("--help") == everything
+    assert loaded("swep") == everything
+    # And the command line itself: the root help lists every command.
+    shown = subprocess.run(
+        [sys.executable, "-m", "oomrec", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for command in ("report", "sweep", "record", "hook", "remote", "fleet"):
+        assert f"  {command} " in shown

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from oomrec.cli.app import fleet_app
+from oomrec.cli.apps import fleet_app
 from oomrec.cli.render import print_json
 from oomrec.config import display_path, find_repo_root
 from oomrec.errors import OomrecError

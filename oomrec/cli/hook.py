@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from oomrec import hooks
-from oomrec.cli.app import hook_app
+from oomrec.cli.apps import hook_app
 from oomrec.cli.output import info
 from oomrec.cli.render import print_json
 from oomrec.commands.hook import HookResult, hook_install, hook_uninstall

@@ -9,7 +9,7 @@ import typer
 
 from oomrec.backfill import ImportReport
 from oomrec.bulk import no_cycle_collection
-from oomrec.cli.app import RecordOption, record_app
+from oomrec.cli.apps import RecordOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, print_json, print_records

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from oomrec import archive
-from oomrec.cli.app import RecordOption, record_app
+from oomrec.cli.apps import RecordOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb

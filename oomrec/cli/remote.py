@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oomrec.cli.app import RecordOption, record_app, remote_app
+from oomrec.cli.apps import RecordOption, record_app, remote_app
 from oomrec.cli.common import open_record
 from oomrec.errors import OomrecError
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from oomrec.cli.app import RecordOption, app
+from oomrec.cli.apps import RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import console as output_console
 from oomrec.cli.output import info

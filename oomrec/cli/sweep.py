@@ -23,7 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from oomrec.cli import output as output_state
-from oomrec.cli.app import RecordOption, app
+from oomrec.cli.apps import RecordOption, app
 from oomrec.cli.output import info
 from oomrec.cli.render import plural, print_json, verb
 from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
