@@ -43,6 +43,7 @@ from oomrec.records import (
     source_field,
     source_path,
 )
+from oomrec.schema import FAKE_OOM_PROMPT
 
 if TYPE_CHECKING:
     from oomrec.gitutil import AddedBy
@@ -72,6 +73,9 @@ _MAX_HARDWARE_CHARS = 128
 ROW_MODEL = "model not a directory name"
 ROW_LENGTH = "length not a number"
 ROW_LENGTH_RANGE = "length over 64 bits"
+# The harness's MLXCEL_BENCH_FAKE_OOM (and `oomrec sweep --fake-oom`) writes this prompt on the
+# SKIP:oom row of a cell it never launched: no OOM was seen, so the row is no evidence.
+ROW_FAKE = "faked OOM (MLXCEL_BENCH_FAKE_OOM), no evidence"
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +345,7 @@ class _Columns:
     commits: tuple[int, ...]
     peak_bytes: tuple[int, ...]
     peak_gib: tuple[int, ...]
+    prompt: tuple[int, ...]
 
 
 @lru_cache(maxsize=256)
@@ -357,6 +362,7 @@ def _columns(header: tuple[str, ...], commit_columns: tuple[str, ...]) -> _Colum
         "commits": commit_columns,
         "peak_bytes": (PEAK_BYTES_COLUMN,),
         "peak_gib": (PEAK_GIB_COLUMN,),
+        "prompt": ("prompt",),
     }
     needed = tuple(sorted({index[n] for names in roles.values() for n in names if n in index}))
     at = {column: cell for cell, column in enumerate(needed)}
@@ -373,6 +379,7 @@ def _columns(header: tuple[str, ...], commit_columns: tuple[str, ...]) -> _Colum
         commits=cells("commits"),
         peak_bytes=cells("peak_bytes"),
         peak_gib=cells("peak_gib"),
+        prompt=cells("prompt"),
     )
 
 
@@ -409,6 +416,8 @@ def _draft(
     problem = _model_problem(model)
     if problem:
         return SkippedRow(source, row.lineno, ROW_MODEL, problem)
+    if _first_value(cells, columns.prompt) == FAKE_OOM_PROMPT:
+        return SkippedRow(source, row.lineno, ROW_FAKE, "its prompt says the OOM was faked")
     length_text = _first_value(cells, columns.lengths)
     if length_text and not (length_text.isascii() and length_text.isdigit()):
         problem = f"length {_clip(length_text)} is not a number"

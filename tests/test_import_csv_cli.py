@@ -515,3 +515,28 @@ def test_a_dry_run_and_a_real_import_have_one_json_shape(cli: Cli, repo: Repo, b
     assert len(dry["records"]) == len(real["records"]) == 2
     again = json.loads(cli("record", "import-csv", "--hardware", "gb10", "--json").stdout)
     assert (again["would_add"], again["added"], again["already_present"]) == (0, 0, 2)
+
+
+@pytest.mark.parametrize("min_rows", ["0", "1000000"], ids=["polars", "csv"])
+def test_a_faked_oom_row_is_no_evidence_and_is_not_imported(
+    cli: Cli, repo: Repo, monkeypatch: pytest.MonkeyPatch, min_rows: str
+) -> None:
+    """The harness's MLXCEL_BENCH_FAKE_OOM (and sweep --fake-oom) writes a SKIP:oom row for a
+    cell it never launched; imported, it would hide a working cell on every machine."""
+    monkeypatch.setenv("OOMREC_POLARS_MIN_ROWS", min_rows)
+    repo.commit(
+        "benchmarks",
+        {
+            CSV: csv_text(
+                H15,
+                row("a-4bit", "SKIP:oom", length="512", prompt="(faked via MLXCEL_BENCH_FAKE_OOM)"),
+                row("b-4bit", "SKIP:oom", length="512"),
+            )
+        },
+    )
+    result = cli("record", "import-csv", "--hardware", "gb10", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [r["model"] for r in data["records"]] == ["b-4bit"]
+    assert [line.split(",")[0] for line in records(repo)] == ["b-4bit"]
+    assert "faked OOM (MLXCEL_BENCH_FAKE_OOM), no evidence" in json.dumps(data)
