@@ -136,6 +136,12 @@ def open_record(
 
     settings = load_settings()
     path = record_path(record, settings)
+    if not path.name:
+        # `--record ''` or `/`: no file name to write, lock or archive beside.
+        raise OomrecError(
+            f"{record if record is not None else path}: is a directory, not a regular file; "
+            "point --record at a file"
+        )
     if record is not None:
         _check_folder(path, "--record")
     elif path != default_record_path(settings):

@@ -128,7 +128,14 @@ class HookChange:
 def install(directory: Path, oomrec: str | None) -> list[HookChange]:
     """Write every hook into `directory`, chaining any hook already there (moved to .legacy)."""
     out: list[HookChange] = []
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        # core.hooksPath may name a folder git has not created yet.
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        what = "is not a folder" if directory.exists() else f"cannot be created ({exc.strerror})"
+        raise OomrecError(
+            f"{display_path(directory)}: the hooks folder {what}; check core.hooksPath"
+        ) from None
     for event in EVENTS:
         path = directory / event
         legacy = path.with_name(event + LEGACY)

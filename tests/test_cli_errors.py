@@ -33,6 +33,14 @@ def test_a_directory_as_the_record_is_one_line(cli: Cli, repo: Repo) -> None:
     )
 
 
+@pytest.mark.parametrize("verb", ["list", "restore", "prune", "stale"])
+def test_an_empty_record_path_is_one_line_for_every_verb(cli: Cli, repo: Repo, verb: str) -> None:
+    # `--record ''` has no file name: restore once died on the archive's name beside it.
+    assert one_error_line(cli("record", verb, "--record", "")) == (
+        "oomrec: error: .: is a directory, not a regular file; point --record at a file"
+    )
+
+
 def test_a_record_whose_lock_cannot_be_created_names_the_lock_file(cli: Cli, repo: Repo) -> None:
     # /proc/version is readable but nothing can be created beside it, even by root: the cause is
     # the lock file that cannot be created, said at once, not a lock held by someone else.

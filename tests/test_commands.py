@@ -291,3 +291,13 @@ def test_hooks_outside_git_is_an_error(tmp_path: Path, monkeypatch: pytest.Monke
     assert [c.action for c in hook_install(directory=hook_dir).hooks] == [
         HookAction.INSTALLED
     ] * len(EVENTS)
+
+
+def test_a_hooks_folder_that_is_a_file_is_an_oomrec_error(tmp_path: Path) -> None:
+    """As core.hooksPath pointing at a file would make it: the verb's error, not a raw
+    FileExistsError (the CLI made it one line; a library caller got a traceback)."""
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(OomrecError, match="the hooks folder is not a folder"):
+        hook_install(directory=tmp_path / "afile")
+    with pytest.raises(OomrecError, match=r"cannot be created \(Not a directory\)"):
+        hook_install(directory=tmp_path / "afile" / "hooks")

@@ -80,6 +80,7 @@ def test_a_command_loads_only_its_own_modules_and_help_loads_all() -> None:
     assert loaded("report", "--json") == "oomrec.cli.report"
     everything = "oomrec.cli.sweep oomrec.sweep psutil oomrec.cli.record_list oomrec.cli.report"
     assert loaded("--help") == everything
+    assert loaded("--help", "record") == everything
     assert loaded("swep") == everything
     # And the command line itself: the root help lists every command.
     shown = subprocess.run(

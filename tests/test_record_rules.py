@@ -155,9 +155,13 @@ def test_the_sweep_and_the_import_name_one_csv_alike(cli: Cli, repo: Repo) -> No
     (repo.path / "models" / "a").mkdir(parents=True)
     (repo.path / "benchmarks").mkdir(exist_ok=True)
     (repo.path / "bench-link").symlink_to(repo.path / "benchmarks")
+    # A real OOM (a faked one is no evidence to import).
+    oom = repo.path.parent / "oom.sh"
+    oom.write_text('#!/bin/sh\necho "CUDA out of memory. Tried to allocate 2 GiB" >&2\nexit 1\n')
+    oom.chmod(0o755)
     swept = cli(
-        "sweep", "--runner", "true", "--models", "a", "--lengths", "512",
-        "--fake-oom", "a:512", "--output", "bench-link/cuda_testhw_x.csv",
+        "sweep", "--runner", str(oom), "--models", "a", "--lengths", "512",
+        "--output", "bench-link/cuda_testhw_x.csv",
     )  # fmt: skip
     assert swept.exit_code == 0, swept.stderr
     record = repo.path / "benchmarks" / ".oom-record"

@@ -780,3 +780,20 @@ def test_through_a_pipe_stdout_is_empty_without_json(
     assert proc.stdout == ""
     assert "[1/1] a @ 512: ok" in proc.stderr
     assert "rows: out.csv" in proc.stderr
+
+
+def test_an_output_that_is_a_fifo_is_refused_before_any_launch(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    """A FIFO as --output would block the sweep in open() until someone reads it; refused
+    before the first cell, with no `resume with:` for a sweep that never started."""
+    models("a")
+    os.mkfifo(repo.path / "out.csv")
+    result = cli("sweep", "--runner", runner.template, "--models", "a", "--lengths", "512",
+                 "--output", "out.csv")  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        "oomrec: error: out.csv: is a FIFO, not a regular file; pass --output PATH of a CSV"
+    )
+    assert "resume with" not in result.stderr
+    assert runner.launched() == []

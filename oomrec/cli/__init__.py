@@ -70,6 +70,8 @@ def _command(args: Sequence[str]) -> str | None:
             skip = False
         elif arg in _VALUED:
             skip = True
+        elif arg in ("-h", "--help"):
+            return None  # the root's help, whatever follows: it lists every command
         elif arg == "--" or not arg.startswith("-"):
             return None if arg == "--" else arg
     return None

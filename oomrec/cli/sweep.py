@@ -277,15 +277,16 @@ def sweep_command(
     if prepared.empty is not None:
         raise prepared.empty
     total = len(prepared.plan.cells)
+    fancy = log.isatty() and not output_state.STATE.quiet
+    reporter = _ProgressReporter(log, total) if fancy else _LineReporter(log, total)
     try:
-        if log.isatty() and not output_state.STATE.quiet:
-            with _ProgressReporter(log, total) as reporter:
-                outcome = prepared.run(reporter)
-        else:
-            outcome = prepared.run(_LineReporter(log, total))
+        with reporter:
+            outcome = prepared.run(reporter)
     except BaseException:
-        # A crash mid-sweep: what was written stays, and this continues it.
-        _say(log, f"resume with: {_resume_command()}")
+        if reporter.started:
+            # A crash mid-sweep: what was written stays, and this continues it. (Refused before
+            # the first cell, as for an --output that is no file, there is nothing to resume.)
+            _say(log, f"resume with: {_resume_command()}")
         raise
     if as_json:
         print_json(outcome.to_json())
@@ -415,12 +416,19 @@ class _LineReporter:
     def __init__(self, stream: TextIO, total: int) -> None:
         self.stream = stream
         self.total = total
+        self.started = False
+
+    def __enter__(self) -> _LineReporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
     def log(self, message: str) -> None:
         _say(self.stream, message)
 
     def cell_started(self, done: int, cell: Cell) -> None:
-        pass
+        self.started = True
 
     def cell_done(self, done: int, result: CellResult) -> None:
         if output_state.STATE.quiet:
@@ -461,6 +469,7 @@ class _ProgressReporter(_LineReporter):
         self.progress.console.print(message, markup=False, highlight=False)
 
     def cell_started(self, done: int, cell: Cell) -> None:
+        super().cell_started(done, cell)
         self.progress.update(self.task, description=f"{cell.model} @ {cell.length}")
 
     def cell_done(self, done: int, result: CellResult) -> None:
