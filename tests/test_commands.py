@@ -301,3 +301,18 @@ def test_a_hooks_folder_that_is_a_file_is_an_oomrec_error(tmp_path: Path) -> Non
         hook_install(directory=tmp_path / "afile")
     with pytest.raises(OomrecError, match=r"cannot be created \(Not a directory\)"):
         hook_install(directory=tmp_path / "afile" / "hooks")
+
+
+def test_add_takes_unknown_as_the_commit_even_outside_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`unknown` is the record format's word for a commit nobody knows (the README lists it):
+    an OOM seen long ago can be recorded by hand, with no repository to resolve anything in."""
+    monkeypatch.chdir(tmp_path)
+    added = record_add(
+        model="m", length=512, commit="unknown", any_hardware=True, record=tmp_path / "rec"
+    )
+    assert added.entry.commit == "unknown"
+    assert (tmp_path / "rec").read_text().split(",")[3] == "unknown"
+    with pytest.raises(OomrecError):
+        record_add(model="m", length=512, commit="HEAD", record=tmp_path / "rec")

@@ -101,6 +101,10 @@ def _mem_bytes(given: str | None, this_host: bool) -> int | None:
 def _commit_sha(rev: str | None) -> str:
     from oomrec import gitutil
 
+    if rev is not None and rev.strip().lower() == UNKNOWN_COMMIT:
+        # The record format's own word for "not known" (an OOM seen outside git, or long ago):
+        # such a record applies until proof takes it out of play, which needs no repository.
+        return UNKNOWN_COMMIT
     repo = gitutil.open_repo()
     if rev is None:
         return gitutil.head_sha(repo) or UNKNOWN_COMMIT
