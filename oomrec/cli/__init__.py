@@ -36,14 +36,7 @@ MODULES = (
 BY_COMMAND = {
     "fleet": ("fleet",),
     "hook": ("hook",),
-    "record": (
-        "record_add",
-        "record_import",
-        "record_list",
-        "record_prune",
-        "record_stale",
-        "remote",
-    ),
+    "record": (*(m for m in MODULES if m.startswith("record_")), "remote"),
     "remote": ("remote",),
     "report": ("report",),
     "sweep": ("sweep",),
