@@ -29,7 +29,7 @@ from oomrec import csvscan, report_bytes, schema
 from oomrec.backfill import BACKENDS, DEFAULT_COMMIT_COLUMNS, LENGTH_COLUMNS, find_csv_files
 from oomrec.bulk import no_cycle_collection
 from oomrec.hardware import normalize
-from oomrec.records import UNKNOWN_COMMIT, OomRecord
+from oomrec.records import KIND_FAKE, UNKNOWN_COMMIT, OomRecord
 from oomrec.schema import RECORDED_TOKENS, Token
 
 if TYPE_CHECKING:
@@ -708,6 +708,7 @@ class _Scanner:
         date_at = index.get("date")
         hw_at = index.get("hardware")
         commit_at = [index[n] for n in self.commit_columns if n in index]
+        prompt_at = index.get("prompt")
         split = splitter(header)
         width = len(header)
         out = self.out
@@ -737,6 +738,9 @@ class _Scanner:
                 continue
             model = fields[model_at].strip()
             outcome = ran if token is None else outcome_of(token)
+            if outcome is oom and prompt_at is not None and _faked(fields[prompt_at]):
+                # MLXCEL_BENCH_FAKE_OOM / sweep --fake-oom: a cell never launched, no evidence.
+                continue
             length_text = ""
             for i in length_at:
                 length_text = fields[i].strip()
@@ -825,6 +829,10 @@ def _read(path: str) -> bytes | str:
         os.close(fd)
 
 
+def _faked(prompt: str) -> bool:
+    return prompt.strip().strip('"') == schema.FAKE_OOM_PROMPT
+
+
 def _day(text: str) -> str | None:
     """The YYYY-MM-DD a date cell starts with, else None."""
     day = text.strip()[:10]
@@ -911,9 +919,12 @@ def csv_evidence(scan: Scan) -> list[Evidence]:
 
 
 def record_evidence(records: Iterable[tuple[OomRecord, str, str]]) -> list[Evidence]:
-    """Records as evidence: (record, where it is as `path:line`, "record" or "archive")."""
+    """Records as evidence: (record, where it is as `path:line`, "record" or "archive"); an
+    OOM faked with --fake-oom (kind `fake`) is none."""
     out = []
     for r, where, kind in records:
+        if r.kind == KIND_FAKE:
+            continue
         seen = Seen(where, r.date or None, r.commit)
         out.append(Evidence(r.model, r.prompt_target_len, record_machine(r), seen, seen, kind, r))
     return out

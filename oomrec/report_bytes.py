@@ -16,7 +16,9 @@ line as the reference splits it:
 - every line after the header is a row: no blank line, at least the header's columns;
 - no quote in any field but the `prompt`, which is quoted whole with no quote inside (as the
   harness writes it): a file's quote count must be two per row;
-- the last column holds no `SKIP:` or `FAIL:`, so a row with nothing after its columns ran.
+- the last column holds no `SKIP:` or `FAIL:`, so a row with nothing after its columns ran;
+- no row is a faked OOM (the prompt `(faked via MLXCEL_BENCH_FAKE_OOM)`), which the reference
+  leaves out.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from oomrec.schema import FAKE_OOM_PROMPT
+
 # Every line break str.splitlines knows besides \n and \r (which are checked apart): in the bytes
 # of UTF-8 text, each is one of these substrings.
 _OTHER_BREAKS = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
+_FAKE = FAKE_OOM_PROMPT.encode()
 _NON_ASCII_BREAKS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
 # The fields a row's key is made of, in this order, then the tail; the date is apart.
 KEY_COLUMNS = ("model", "hardware", "prompt_tokens", "prompt_target_len")
@@ -117,6 +122,9 @@ def clean_lines(data: bytes) -> tuple[bytes, bytes] | None:
             return None
         data = data.replace(b"\r\n", b"\n")
     if any(brk in data for brk in _OTHER_BREAKS):
+        return None
+    if _FAKE in data:
+        # A faked OOM's row is no evidence: the reference path leaves it out by its prompt.
         return None
     if not data.isascii() and any(brk in data for brk in _NON_ASCII_BREAKS):
         return None

@@ -275,6 +275,31 @@ def test_the_glyphs_of_every_outcome(repo: Repo, cli: Cli) -> None:
     assert out[2].split() == ["m-4bit", "o", "X", "b", "r", "t", "f", "s", "."]
 
 
+def test_a_faked_oom_is_no_oom_in_the_report(repo: Repo, cli: Cli) -> None:
+    """A SKIP:oom row written by the fake hook (MLXCEL_BENCH_FAKE_OOM, sweep --fake-oom) and a
+    record of kind `fake` are no evidence: the frontier shows only the real OOM."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    faked = failed("m-4bit", 1024, "2026-08-01", "SKIP:oom").replace(
+        '"Hi, there"', '"(faked via MLXCEL_BENCH_FAKE_OOM)"'
+    )
+    (folder / "cuda_gb10_2026-08-01.csv").write_text(
+        csv_text(
+            ran("m-4bit", 512, "2026-08-01"),
+            faked,
+            failed("n-4bit", 2048, "2026-08-01", "SKIP:oom"),
+        ),
+        encoding="utf-8",
+    )
+    (folder / ".oom-record").write_text(
+        f"m-4bit,1024,2026-08-01,unknown,,x.csv,gb10,{122 * 1024**3},fake\n"
+    )
+    frontier = report_json(cli)["frontier"]
+    ooms = {f["model"]: f["oom_min"] for f in frontier}
+    assert ooms["m-4bit"] is None
+    assert ooms["n-4bit"] is not None
+
+
 # -- hostile input --------------------------------------------------------------------------
 
 

@@ -43,6 +43,7 @@ VALUES = {
     "prompt_target_len": ["512", "2048", "", "32768", "x", "SKIP:oom"],
     "prompt": [
         '"Hello, how are you?"',
+        '"(faked via MLXCEL_BENCH_FAKE_OOM)"',
         '""',
         '"a, SKIP:oom"',
         '"SKIP:oom"',
