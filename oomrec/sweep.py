@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import stat
 import tempfile
 import threading
 import time
@@ -34,7 +33,6 @@ from oomrec.classify import (
     verdict_from_row,
 )
 from oomrec.errors import OomrecError
-from oomrec.files import kind as file_kind
 from oomrec.records import (
     KIND_FAKE,
     KIND_GUARD,
@@ -684,15 +682,6 @@ def _check_writable(output: Path) -> None:
         raise OomrecError(
             f"{output}: cannot create its folder ({exc.strerror}); pass --output PATH"
         ) from None
-    try:
-        mode = output.stat().st_mode
-    except OSError:
-        mode = None  # not there yet (or a dangling link): created at the first row
-    if mode is not None and not stat.S_ISREG(mode):
-        # A FIFO would block the sweep in open() until someone reads it; a device is no CSV.
-        raise OomrecError(
-            f"{output}: is {file_kind(mode)}, not a regular file; pass --output PATH of a CSV"
-        )
     if not os.access(output.parent, os.W_OK):
         raise OomrecError(f"{output}: cannot write the sweep's CSV there; pass --output PATH")
 

@@ -10,6 +10,7 @@ import hashlib
 import math
 import os
 import shlex
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from oomrec import demo
 from oomrec.config import Settings, display_path
 from oomrec.errors import OomrecError
+from oomrec.files import kind as file_kind
 from oomrec.guard import GuardLimits, host_total, parse_limit
 from oomrec.records import RecordFile, bounded_int, check_model_name, shorten
 from oomrec.resume import Mode
@@ -388,13 +390,30 @@ def check_before_launch(config: SweepConfig, models_dir_missing: bool) -> None:
             f"models dir {config.models_dir_shown} does not exist: no model can run; pass "
             "--models-dir or set models_dir in [tool.oomrec]"
         )
+    problem = output_problem(config)
+    if problem is not None:
+        raise OomrecError(problem)
+    config.record.check_writable()
+
+
+def output_problem(config: SweepConfig) -> str | None:
+    """Why the sweep's CSV cannot go to --output, found without writing anything (so a dry run
+    says what the real run would refuse): the record or a file beside it, which the CSV would
+    wipe; a FIFO, which would block the sweep in open() until someone reads it; a device."""
     output = Path(os.path.realpath(config.output))
     if output in config.record.side_paths() or _same_file(config.output, config.record.path):
-        raise OomrecError(
+        return (
             f"--output {config.output} is the OOM record {config.record.shown_as} or a file "
             "beside it; writing the sweep's CSV there would wipe it; pass another --output"
         )
-    config.record.check_writable()
+    try:
+        mode = config.output.stat().st_mode
+    except OSError:
+        return None  # not there yet (or a dangling link): created at the first row
+    if not stat.S_ISREG(mode):
+        kind = file_kind(mode)
+        return f"{config.output}: is {kind}, not a regular file; pass --output PATH of a CSV"
+    return None
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -797,3 +797,22 @@ def test_an_output_that_is_a_fifo_is_refused_before_any_launch(
     )
     assert "resume with" not in result.stderr
     assert runner.launched() == []
+
+
+@pytest.mark.parametrize("output", ["fifo.csv", "benchmarks/.oom-record"])
+def test_a_dry_run_says_what_the_real_run_would_refuse(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None], output: str
+) -> None:
+    """The plan is printed, then the same one-line error as the real run (exit 2): a dry run
+    that says "run" for a sweep that would be refused is not a dry run of it."""
+    models("a")
+    os.mkfifo(repo.path / "fifo.csv")
+    (repo.path / "benchmarks").mkdir(exist_ok=True)
+    args = ("sweep", "--runner", runner.template, "--models", "a", "--lengths", "512",
+            "--output", output)  # fmt: skip
+    real, dry = cli(*args), cli(*args, "--dry-run")
+    assert real.exit_code == dry.exit_code == 2
+    assert dry.stderr.splitlines()[-1] == real.stderr.splitlines()[-1]
+    assert dry.stderr.splitlines()[-1].startswith("oomrec: error: ")
+    assert "  a @ 512: run" in dry.stderr
+    assert runner.launched() == []

@@ -271,8 +271,9 @@ def sweep_command(
             print_json(outcome.to_json())
         else:
             _say(log, *_plan_lines(outcome.decided))
-        if prepared.empty is not None:
-            raise prepared.empty
+        for refusal in (prepared.empty, prepared.refused):
+            if refusal is not None:
+                raise refusal
         return
     if prepared.empty is not None:
         raise prepared.empty

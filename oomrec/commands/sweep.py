@@ -45,7 +45,7 @@ from oomrec.sweep import (
 
 if TYPE_CHECKING:
     pass
-from oomrec.sweep_config import SweepConfig, SweepOptions, configure
+from oomrec.sweep_config import SweepConfig, SweepOptions, configure, output_problem
 
 
 @dataclass(kw_only=True)
@@ -181,6 +181,13 @@ class Prepared:
             f"no cell to run: {why}; check --models and --models-dir, or pass --allow-empty"
         )
 
+    @property
+    def refused(self) -> OomrecError | None:
+        """What the run would refuse before its first cell, as far as it can be known without
+        writing (an --output that is the record, or a FIFO): a dry run says it too."""
+        problem = output_problem(self.config) if self.plan.cells else None
+        return None if problem is None else OomrecError(problem)
+
     def preview(self, reporter: Reporter | None = None) -> SweepOutcome:
         """The dry run: every cell's verdict; nothing launched, nothing written."""
         sweep = Sweep(self.config, self.planner, reporter or QuietReporter())
@@ -265,10 +272,12 @@ def sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepOutco
 
 
 def dry_run(options: SweepOptions) -> SweepOutcome:
-    """The sweep's plan: every cell's verdict; nothing launched, nothing written."""
+    """The sweep's plan: every cell's verdict; nothing launched, nothing written. Raises what
+    the real run would refuse before its first cell."""
     prepared = prepare(options)
-    if prepared.empty is not None:
-        raise prepared.empty
+    for refusal in (prepared.empty, prepared.refused):
+        if refusal is not None:
+            raise refusal
     return prepared.preview()
 
 
