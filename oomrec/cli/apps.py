@@ -167,37 +167,39 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-record_app = typer.Typer(
-    help="Read and maintain the OOM record file.\n\nExample: oomrec record list --json",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
+
+
+def _group(name: str, help: str) -> typer.Typer:
+    """A command group under the root, with the root's help conventions (plain text, -h)."""
+    group = typer.Typer(
+        help=help,
+        no_args_is_help=True,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.add_typer(group, name=name)
+    return group
+
+
+record_app = _group(
+    "record", "Read and maintain the OOM record file.\n\nExample: oomrec record list --json"
 )
-app.add_typer(record_app, name="record")
-hook_app = typer.Typer(
-    help="Install the git hooks that say when records stop applying after a merge, a pull, "
+hook_app = _group(
+    "hook",
+    "Install the git hooks that say when records stop applying after a merge, a pull, "
     "a rebase or a checkout.\n\n"
     "Example: oomrec hook install",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(hook_app, name="hook")
-remote_app = typer.Typer(
-    help="Share OOM records with other machines through a git remote (git notes).\n\n"
+remote_app = _group(
+    "remote",
+    "Share OOM records with other machines through a git remote (git notes).\n\n"
     "Example: oomrec remote setup origin",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(remote_app, name="remote")
-fleet_app = typer.Typer(
-    help="Run one sweep over many machines: a Slurm job array, one shard per task.\n\n"
+fleet_app = _group(
+    "fleet",
+    "Run one sweep over many machines: a Slurm job array, one shard per task.\n\n"
     'Example: oomrec fleet submit --shards 4 --wait -- --models "A B C D"',
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(fleet_app, name="fleet")
 
 
 @app.callback()
@@ -250,5 +252,19 @@ RecordOption = Annotated[
         "tool.oomrec table, else benchmarks/.oom-record under the git top level (or the cwd).",
         show_default=False,
         dir_okay=True,
+    ),
+]
+# `--verbose` of the commands whose listings show a screenful unless asked for all.
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
+]
+# The CSVs a command reads (`report`, `record import-csv`), found as the import finds them.
+CsvPathsArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        metavar="PATH",
+        help="CSV files and folders (searched for *.csv). Default: benchmarks/ under the "
+        "git top level.",
+        show_default=False,
     ),
 ]

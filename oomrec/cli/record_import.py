@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from oomrec.backfill import ImportReport
 from oomrec.bulk import no_cycle_collection
-from oomrec.cli.apps import RecordOption, record_app
+from oomrec.cli.apps import CsvPathsArgument, RecordOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, print_json, print_records
@@ -18,15 +17,7 @@ from oomrec.commands.record_import import record_import_csv
 
 @record_app.command("import-csv")
 def import_command(
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            metavar="PATH",
-            help="CSV files and folders (searched for *.csv). Default: benchmarks/ under the "
-            "git top level.",
-            show_default=False,
-        ),
-    ] = None,
+    paths: CsvPathsArgument = None,
     hardware: Annotated[
         str | None,
         typer.Option(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from oomrec.cli.apps import RecordOption, record_app
+from oomrec.cli.apps import RecordOption, VerboseOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb
@@ -50,9 +50,7 @@ def prune_command(
             help="Print the archived lines verbatim on stdout (the report goes to stderr).",
         ),
     ] = False,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
-    ] = False,
+    verbose: VerboseOption = False,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -131,9 +129,7 @@ def restore_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would move back; change nothing.")
     ] = False,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
-    ] = False,
+    verbose: VerboseOption = False,
     as_json: Annotated[
         bool,
         typer.Option(

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from oomrec import archive
-from oomrec.cli.apps import RecordOption, record_app
+from oomrec.cli.apps import RecordOption, VerboseOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb
@@ -35,9 +35,7 @@ def stale_command(
             help="Exit 1 when a record no longer applies or an archived one applies again.",
         ),
     ] = False,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="List every record, not a screenful.")
-    ] = False,
+    verbose: VerboseOption = False,
     record: RecordOption = None,
 ) -> None:
     """List the records that no longer apply at HEAD, and the archived ones that apply again.

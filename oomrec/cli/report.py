@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from oomrec.cli.apps import RecordOption, app
+from oomrec.cli.apps import CsvPathsArgument, RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import console as output_console
 from oomrec.cli.output import info
@@ -18,15 +18,7 @@ from oomrec.errors import OomrecError
 
 @app.command("report")
 def report_command(
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            metavar="PATH",
-            help="CSV files and folders (searched for *.csv). Default: benchmarks/ under the "
-            "git top level.",
-            show_default=False,
-        ),
-    ] = None,
+    paths: CsvPathsArgument = None,
     machine: Annotated[
         str | None,
         typer.Option(
