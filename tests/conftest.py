@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.gitrepo import IDENTITY, History, Repo, build_history
+from tests.scripted_runner import Runner
 
 SHARED_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mlxcel-benchmarks"
 
@@ -79,3 +80,20 @@ def record(repo: Repo) -> Path:
     path = repo.path / "benchmarks" / ".oom-record"
     path.parent.mkdir()
     return path
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Runner:
+    """The scripted runner (tests/scripted_runner.py), in its own folder outside the repo."""
+    return Runner(tmp_path / "runner")
+
+
+@pytest.fixture
+def models(repo: Repo) -> Callable[..., None]:
+    """Makes model directories under `repo`'s ./models."""
+
+    def make(*names: str) -> None:
+        for name in names:
+            (repo.path / "models" / name).mkdir(parents=True, exist_ok=True)
+
+    return make

@@ -24,24 +24,11 @@ from oomrec.records import (
 )
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.test_sweep import Runner, record_text, sweep
+from tests.scripted_runner import Runner
+from tests.test_sweep import record_text, sweep
 from tests.tty import run_on_tty
 
 Cli = Callable[..., CliResult]
-
-
-@pytest.fixture
-def runner(tmp_path: Path) -> Runner:
-    return Runner(tmp_path / "runner")
-
-
-@pytest.fixture
-def models(repo: Repo) -> Callable[..., None]:
-    def make(*names: str) -> None:
-        for name in names:
-            (repo.path / "models" / name).mkdir(parents=True, exist_ok=True)
-
-    return make
 
 
 def _rec(hardware: str | None = "gb10", mem: int | None = 96 * GIB) -> OomRecord:
