@@ -43,7 +43,7 @@ from oomrec.records import (
     source_field,
     source_path,
 )
-from oomrec.schema import FAKE_OOM_PROMPT
+from oomrec.schema import is_faked
 
 if TYPE_CHECKING:
     from oomrec.gitutil import AddedBy
@@ -416,7 +416,7 @@ def _draft(
     problem = _model_problem(model)
     if problem:
         return SkippedRow(source, row.lineno, ROW_MODEL, problem)
-    if _first_value(cells, columns.prompt) == FAKE_OOM_PROMPT:
+    if columns.prompt and is_faked(cells[columns.prompt[0]]):
         return SkippedRow(source, row.lineno, ROW_FAKE, "its prompt says the OOM was faked")
     length_text = _first_value(cells, columns.lengths)
     if length_text and not (length_text.isascii() and length_text.isdigit()):

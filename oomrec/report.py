@@ -738,7 +738,7 @@ class _Scanner:
                 continue
             model = fields[model_at].strip()
             outcome = ran if token is None else outcome_of(token)
-            if outcome is oom and prompt_at is not None and _faked(fields[prompt_at]):
+            if outcome is oom and prompt_at is not None and schema.is_faked(fields[prompt_at]):
                 # MLXCEL_BENCH_FAKE_OOM / sweep --fake-oom: a cell never launched, no evidence.
                 continue
             length_text = ""
@@ -827,10 +827,6 @@ def _read(path: str) -> bytes | str:
         return csvscan.UNREADABLE
     finally:
         os.close(fd)
-
-
-def _faked(prompt: str) -> bool:
-    return prompt.strip().strip('"') == schema.FAKE_OOM_PROMPT
 
 
 def _day(text: str) -> str | None:

@@ -46,6 +46,13 @@ RECORDED_TOKENS = frozenset({Token.TRUE_OOM, Token.OOM_GUARD})
 
 FAKE_OOM_PROMPT = "(faked via MLXCEL_BENCH_FAKE_OOM)"
 
+
+def is_faked(prompt: str) -> bool:
+    """Whether a row's prompt field (as the csv module reads it) marks a faked OOM: a cell the
+    fake hook (MLXCEL_BENCH_FAKE_OOM, sweep --fake-oom) never launched, so no evidence."""
+    return prompt.strip() == FAKE_OOM_PROMPT
+
+
 _TOKEN = re.compile(r"(?:SKIP|FAIL):\S*")
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oomrec import config as config_mod
 from oomrec import demo as demo_mod
@@ -42,9 +42,6 @@ from oomrec.sweep import (
     plan_cells,
     preview,
 )
-
-if TYPE_CHECKING:
-    pass
 from oomrec.sweep_config import SweepConfig, SweepOptions, configure, output_problem
 
 
@@ -264,11 +261,8 @@ def prepare(options: SweepOptions) -> Prepared:
 
 
 def sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepOutcome:
-    """Plan and run a sweep (`dry_run`: plan only); the one call for a library caller."""
-    prepared = prepare(options)
-    if prepared.empty is not None:
-        raise prepared.empty
-    return prepared.run(reporter)
+    """Plan and run a sweep: prepare() then run(), for a caller with nothing to show between."""
+    return prepare(options).run(reporter)
 
 
 def dry_run(options: SweepOptions) -> SweepOutcome:
