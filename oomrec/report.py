@@ -33,6 +33,8 @@ from oomrec.records import KIND_FAKE, UNKNOWN_COMMIT, OomRecord
 from oomrec.schema import RECORDED_TOKENS, Token
 
 if TYPE_CHECKING:
+    import git
+
     from oomrec.archive import ArchivedLine
     from oomrec.config import Settings
     from oomrec.records import Loaded, RecordFile
@@ -214,6 +216,7 @@ def scan_csvs(
     *,
     fast: bool = True,
     workers: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> Scan:
     """Every data row of every CSV under `paths` (files and folders, recursive `*.csv`), folded.
 
@@ -223,7 +226,9 @@ def scan_csvs(
     every file one by one, the reference that path is tested against. Many files are scanned by
     `workers` processes (default: one per CPU from PARALLEL_MIN_FILES files on, on Linux), each
     folding a run of consecutive files; the runs are merged in file order, so the Scan is the one
-    a single process folds.
+    a single process folds. `meanwhile()` is called once no process will be forked any more
+    (the workers are running, or none will be), so it may start a thread to work beside the
+    scan.
     """
     files, refused = find_csv_files(paths)
     scanner = _Scanner(Scan(), str(root.resolve()).rstrip("/") + "/", tuple(commit_columns))
@@ -232,9 +237,11 @@ def scan_csvs(
         out.files_skipped[bad.skipped or ""] = out.files_skipped.get(bad.skipped or "", 0) + 1
     n = _default_workers(len(files)) if workers is None else max(1, min(workers, len(files)))
     if n <= 1:
+        if meanwhile is not None:
+            meanwhile()
         scanner.files(files, fast)
     else:
-        _scan_in_parallel(scanner, files, fast, n)
+        _scan_in_parallel(scanner, files, fast, n, meanwhile)
     return scanner.finish()
 
 
@@ -257,7 +264,13 @@ def _default_workers(n_files: int) -> int:
     return min(len(os.sched_getaffinity(0)), _MAX_WORKERS, 2 * n_files // PARALLEL_MIN_FILES)
 
 
-def _scan_in_parallel(scanner: _Scanner, files: Sequence[str], fast: bool, n: int) -> None:
+def _scan_in_parallel(
+    scanner: _Scanner,
+    files: Sequence[str],
+    fast: bool,
+    n: int,
+    meanwhile: Callable[[], object] | None,
+) -> None:
     """`files` cut into `n` runs of consecutive files: the first (longer, see _OWN_SHARE)
     folded here, the others by forked workers while it is, each merged in turn after it."""
     import multiprocessing
@@ -279,6 +292,9 @@ def _scan_in_parallel(scanner: _Scanner, files: Sequence[str], fast: bool, n: in
                 )
             except (OSError, BrokenProcessPool):
                 parts.append(None)  # no process to fork (EAGAIN, ENOMEM): folded here below
+        # With fork, the pool forked every worker at the first submit.
+        if meanwhile is not None:
+            meanwhile()
         scanner.files(runs[0], fast)
         scanner.flush()
         for run, part in zip(runs[1:], parts, strict=True):
@@ -1255,17 +1271,27 @@ def gather(
     """The report over the CSVs under `paths` and the record (live and archived: `parked`,
     read here when None), every OOM judged at HEAD by the one rule, with the fix commits in
     HEAD's history as markers."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from oomrec.backfill import commit_columns
     from oomrec.fixes import trailer_key
-    from oomrec.stale import judge_all, open_history
+    from oomrec.stale import History, judge_all, repo_with_head
 
     key = trailer_key(settings)
-    scan = scan_csvs(paths, settings.base, commit_columns(settings))
+    with ThreadPoolExecutor(1) as pool:
+        opening: list[Future[git.Repo | None]] = []
+        scan = scan_csvs(
+            paths,
+            settings.base,
+            commit_columns(settings),
+            meanwhile=lambda: opening.append(pool.submit(repo_with_head)),
+        )
+        repo = opening[0].result() if opening else repo_with_head()
     kept = record_lines(record_file, loaded, parked)
     histories: list[History | None] = []
 
     def judge(records: list[OomRecord]) -> Sequence[Judgement]:
-        history = open_history(key, [r.commit for r in records])
+        history = None if repo is None else History(repo, key, [r.commit for r in records])
         histories.append(history)
         return judge_all(history, records)
 

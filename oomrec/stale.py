@@ -441,12 +441,21 @@ def open_history(
 ) -> History | None:
     """The history of the repository around the cwd, or None outside git or before its first
     commit (no fix can be in effect there: every record applies)."""
+    repo = repo_with_head()
+    if repo is None:
+        return None
+    return History(repo, key, commits, at=at, extra_fixes=extra_fixes)
+
+
+def repo_with_head() -> git.Repo | None:
+    """The repository around the cwd, None outside git or before its first commit. Importing
+    GitPython is most of its cost (~0.09 s): the report pays it in a thread beside its scan."""
     from oomrec import gitutil
 
     repo = gitutil.open_repo()
     if repo is None or gitutil.head_sha(repo) is None:
         return None
-    return History(repo, key, commits, at=at, extra_fixes=extra_fixes)
+    return repo
 
 
 def judge_all(history: History | None, records: Sequence[OomRecord]) -> list[Judgement]:
