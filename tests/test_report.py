@@ -537,3 +537,36 @@ def test_outside_git_every_oom_applies_and_files_can_be_named(
     (oom,) = data["ooms"]
     assert (oom["where"], oom["status"]) == ("run.csv:3", "applies")
     assert data["frontier"][0]["ran_max"]["length"] == 512
+
+
+def test_json_is_one_ascii_line_even_for_what_orjson_refuses(repo: Repo) -> None:
+    """`--json` is written by orjson, which refuses an integer beyond 64 bits and writes
+    non-ASCII text as UTF-8: such a report still prints, as one line of escaped ASCII JSON, to
+    a stdout whose encoding is ASCII; so does one orjson writes."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    huge = 10**30
+    (folder / "cuda_gb10_2026-08-01.csv").write_text(
+        csv_text(ran("caf\u00e9-4bit", 512, "2026-08-01"), ran("big-4bit", huge, "2026-08-01")),
+        encoding="utf-8",
+    )
+    (folder / "cuda_gb10_2026-08-02.csv").write_text(csv_text(ran("m-4bit", 512, "2026-08-02")))
+
+    def report(*args: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-m", "oomrec", "report", "--json", *args],
+            capture_output=True,
+            cwd=repo.path,
+            env={**os.environ, "PYTHONIOENCODING": "ascii", "OOMREC_RECORD": "no-record"},
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.isascii() and done.stdout.count(b"\n") == 1, done.stdout[:200]
+        data: dict = json.loads(done.stdout)
+        assert data["schema_version"] == 1
+        return data
+
+    assert report("benchmarks/cuda_gb10_2026-08-02.csv")["models"] == ["m-4bit"]
+    data = report()
+    assert data["models"] == ["big-4bit", "caf\u00e9-4bit", "m-4bit"]
+    assert {c["length"] for c in data["cells"] if c["model"] == "big-4bit"} == {huge}

@@ -7,7 +7,6 @@ On a terminal, a rich table fitted to its width: the model name and the commit a
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from oomrec.cli.jsonout import write_json
 from oomrec.cli.output import console, info, is_tty
 from oomrec.commands import SCHEMA_VERSION
 from oomrec.records import OomRecord, short_commit
@@ -182,6 +182,5 @@ def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) ->
 
 
 def print_json(data: dict[str, Any]) -> None:
-    """One JSON object on one line (json's C encoder serves only output without indent; pipe it
-    to `jq` to read it), with `schema_version` first."""
-    sys.stdout.write(json.dumps({"schema_version": SCHEMA_VERSION, **data}) + "\n")
+    """One JSON object on one line (pipe it to `jq` to read it), with `schema_version` first."""
+    write_json({"schema_version": SCHEMA_VERSION, **data})
