@@ -570,3 +570,48 @@ def test_json_is_one_ascii_line_even_for_what_orjson_refuses(repo: Repo) -> None
     data = report()
     assert data["models"] == ["big-4bit", "caf\u00e9-4bit", "m-4bit"]
     assert {c["length"] for c in data["cells"] if c["model"] == "big-4bit"} == {huge}
+
+
+def test_the_report_process_ends_with_its_status_and_all_its_output(repo: Repo) -> None:
+    """The report's process leaves through os._exit (entry._QUICK_EXIT): whatever it printed
+    is all there, its exit status is the command's, and a reader that stops early gets no
+    traceback."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    rows = [ran(f"model-{i}-4bit", 512 * (1 + i % 4), "2026-08-01") for i in range(3000)]
+    (folder / "cuda_gb10_2026-08-01.csv").write_text(csv_text(*rows), encoding="utf-8")
+    # Buffered, as a pipe's stdout is unless PYTHONUNBUFFERED says otherwise.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["OOMREC_RECORD"] = "no-record"
+    argv = [sys.executable, "-m", "oomrec", "report"]
+
+    done = subprocess.run([*argv, "--json"], capture_output=True, cwd=repo.path, env=env)
+    assert done.returncode == 0, done.stderr
+    # Far more than a pipe holds: all of it was flushed before the process ended.
+    assert len(done.stdout) > 256 * 1024
+    assert len(json.loads(done.stdout)["models"]) == 3000
+
+    # One that fits in stdout's buffer, where it waits until something flushes it.
+    (repo.path / "small.csv").write_text(csv_text(ran("m-4bit", 512, "2026-08-01")))
+    small = subprocess.run(
+        [*argv, "--json", "small.csv"], capture_output=True, cwd=repo.path, env=env
+    )
+    assert small.returncode == 0 and json.loads(small.stdout)["models"] == ["m-4bit"]
+
+    text = subprocess.run(argv, capture_output=True, cwd=repo.path, env=env)
+    assert text.returncode == 0 and text.stdout.count(b"\n") == 3001, text.stderr
+
+    wrong = subprocess.run(
+        [*argv, "--machine", "nope"], capture_output=True, cwd=repo.path, env=env
+    )
+    assert wrong.returncode == 2 and wrong.stdout == b""
+    assert wrong.stderr.startswith(b"oomrec: error: --machine 'nope' names no machine class")
+    assert wrong.stderr.count(b"\n") == 1
+
+    with subprocess.Popen(
+        [*argv, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo.path, env=env
+    ) as early:
+        assert early.stdout is not None and early.stderr is not None
+        assert early.stdout.read(10) == b'{"schema_v'
+        early.stdout.close()
+        assert b"Traceback" not in early.stderr.read()
