@@ -217,6 +217,7 @@ def scan_csvs(
     fast: bool = True,
     workers: int | None = None,
     meanwhile: Callable[[], object] | None = None,
+    ooms_known: Callable[[set[str]], object] | None = None,
 ) -> Scan:
     """Every data row of every CSV under `paths` (files and folders, recursive `*.csv`), folded.
 
@@ -228,7 +229,9 @@ def scan_csvs(
     folding a run of consecutive files; the runs are merged in file order, so the Scan is the one
     a single process folds. `meanwhile()` is called once no process will be forked any more
     (the workers are running, or none will be), so it may start a thread to work beside the
-    scan.
+    scan. `ooms_known(commits)` is called as soon as every row is folded, before the Scan is
+    made: `commits` are those of the OOMs csv_evidence will find (each cell's latest OOM row's),
+    for git to look up while the rest is made.
     """
     files, refused = find_csv_files(paths)
     scanner = _Scanner(Scan(), str(root.resolve()).rstrip("/") + "/", tuple(commit_columns))
@@ -242,6 +245,8 @@ def scan_csvs(
         scanner.files(files, fast)
     else:
         _scan_in_parallel(scanner, files, fast, n, meanwhile)
+    if ooms_known is not None:
+        ooms_known(scanner.oom_commits())
     return scanner.finish()
 
 
@@ -605,6 +610,13 @@ class _Scanner:
             best = self.fits.get(point)
             if best is None or best[0] < length:
                 self.fits[point] = (length, commit)
+
+    def oom_commits(self) -> set[str]:
+        """The commit of each cell's latest OOM row (the Seen csv_evidence judges), once every
+        row is folded."""
+        self.flush()
+        oom = Outcome.OOM
+        return {_commit(rows[oom][1][3]) for rows in self.cells.values() if oom in rows}
 
     def finish(self) -> Scan:
         """The Scan, once every row is folded."""
@@ -1278,24 +1290,39 @@ def gather(
     from oomrec.stale import History, judge_all, repo_with_head
 
     key = trailer_key(settings)
+    kept = record_lines(record_file, loaded, parked)
+    asked = {e.record.commit for e in kept}
+    # Git's part, beside the scan: GitPython imported and the repository opened while rows are
+    # read, the history read while the scan's results are made (one thread: in that order).
     with ThreadPoolExecutor(1) as pool:
         opening: list[Future[git.Repo | None]] = []
+        reading: list[Future[History | None]] = []
+
+        def read_history(commits: set[str]) -> History | None:
+            repo = opening[0].result() if opening else repo_with_head()
+            return None if repo is None else History(repo, key, commits)
+
+        def ooms_known(commits: set[str]) -> None:
+            asked.update(commits)
+            reading.append(pool.submit(read_history, asked))
+
         scan = scan_csvs(
             paths,
             settings.base,
             commit_columns(settings),
             meanwhile=lambda: opening.append(pool.submit(repo_with_head)),
+            ooms_known=ooms_known,
         )
-        repo = opening[0].result() if opening else repo_with_head()
-    kept = record_lines(record_file, loaded, parked)
-    histories: list[History | None] = []
+        histories: list[History | None] = []
 
-    def judge(records: list[OomRecord]) -> Sequence[Judgement]:
-        history = None if repo is None else History(repo, key, [r.commit for r in records])
-        histories.append(history)
-        return judge_all(history, records)
+        def judge(records: list[OomRecord]) -> Sequence[Judgement]:
+            # Read beside the scan for these commits, or now when some were not asked about.
+            early = reading and {r.commit for r in records} <= asked
+            history = reading[0].result() if early else read_history({r.commit for r in records})
+            histories.append(history)
+            return judge_all(history, records)
 
-    report = build(scan, kept, judge)
+        report = build(scan, kept, judge)
     history = histories[0] if histories else None
     if history is not None:
         report.head = history.sha_at()

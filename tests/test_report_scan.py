@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -21,7 +22,8 @@ from hypothesis import strategies as st
 
 from oomrec import report_bytes
 from oomrec.errors import OomrecError
-from oomrec.report import PARALLEL_MIN_FILES, Scan, build, scan_csvs
+from oomrec.report import PARALLEL_MIN_FILES, Scan, build, csv_evidence
+from oomrec.report import scan_csvs as plain_scan_csvs
 from oomrec.schema import HEADER_14, HEADER_15
 from tests.conftest import SHARED_CORPUS
 
@@ -153,6 +155,15 @@ def facts(scan: Scan) -> dict:
         "targets": scan.targets,
         "counts": (scan.files_read, scan.files_skipped, scan.rows, scan.unreadable_rows),
     }
+
+
+def scan_csvs(*args: Any, **kwargs: Any) -> Scan:
+    """report.scan_csvs, checking that the commits it announces early (for git to look up
+    beside the scan) are those of the OOMs the report then judges."""
+    known: list[set[str]] = []
+    scan = plain_scan_csvs(*args, ooms_known=known.append, **kwargs)
+    assert known == [{e.record.commit for e in csv_evidence(scan)}]
+    return scan
 
 
 def both(folder: Path, commit_columns: tuple[str, ...]) -> tuple[Scan, Scan]:
