@@ -16,7 +16,8 @@ import re
 import stat
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
@@ -1140,15 +1141,22 @@ def build(
         return _build(scan, evidence, [None] * len(evidence), fixes, head)
     from concurrent.futures import ThreadPoolExecutor
 
-    # Each time git answers, the judging thread waits for the GIL, which this thread holds for
-    # up to the switch interval (5 ms): at 0.5 ms the build over 3,000 OOMs takes 0.165 s, not
-    # 0.21 s (no better than judging first). Restored afterwards.
+    with threads_wait_less(), ThreadPoolExecutor(1) as pool:
+        judging = pool.submit(judge, [e.record for e in evidence])
+        return _build(scan, evidence, judging.result, fixes, head)
+
+
+@contextmanager
+def threads_wait_less() -> Iterator[None]:
+    """Python's thread switch interval at 0.5 ms inside, restored after. A thread that asks git
+    needs the GIL back after each of its many short waits (spawning, each read), and a busy
+    thread holds it up to the interval each time (5 ms by default): at 5 ms, reading the
+    history beside the scan's last steps took 0.22 s, not 0.13 s, and the build over 3,000
+    OOMs 0.21 s, not 0.165 s (bench_report.py)."""
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0005))
     try:
-        with ThreadPoolExecutor(1) as pool:
-            judging = pool.submit(judge, [e.record for e in evidence])
-            return _build(scan, evidence, judging.result, fixes, head)
+        yield
     finally:
         sys.setswitchinterval(switch)
 
@@ -1294,7 +1302,7 @@ def gather(
     asked = {e.record.commit for e in kept}
     # Git's part, beside the scan: GitPython imported and the repository opened while rows are
     # read, the history read while the scan's results are made (one thread: in that order).
-    with ThreadPoolExecutor(1) as pool:
+    with threads_wait_less(), ThreadPoolExecutor(1) as pool:
         opening: list[Future[git.Repo | None]] = []
         reading: list[Future[History | None]] = []
 
