@@ -5,13 +5,11 @@ every other command goes to `oomrec.cli`.
 
 from __future__ import annotations
 
-import os
 import sys
 
 _HELP = {"-h", "--help"}
-# Commands whose process ends holding millions of objects (the report over 1,000,000 rows):
-# Python would free them one by one at exit (~0.05 s); os._exit lets the OS take the memory
-# back at once. Only the process's own entry point does this, never a caller's process.
+# Commands that may end this process as soon as their output is written (cli/ending.py): those
+# that end holding millions of objects.
 _QUICK_EXIT = {"report"}
 
 
@@ -26,26 +24,11 @@ def main() -> int:
 
     if not args or args[0] not in _QUICK_EXIT:
         return cli_main()
+    from oomrec.cli import ending
+
+    ending.allow()
     try:
         code = cli_main()
     except SystemExit as exc:
         code = exc.code
-    return _leave(code)
-
-
-def _leave(code: object) -> int:
-    """Exit with `code` (as SystemExit takes it) once stdout and stderr are written out."""
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:
-        print(code, file=sys.stderr)
-        status = 1
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:
-        # A closed pipe: the interpreter's own exit reports it, as for every other command.
-        return status
-    os._exit(status)
+    return ending.leave(code)

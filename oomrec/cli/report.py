@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from oomrec.cli import ending
 from oomrec.cli.apps import CsvPathsArgument, RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import console as output_console
@@ -62,6 +63,7 @@ def report_command(
     with no_cycle_collection():
         result = gather(paths or default_paths(settings), record_file, loaded, settings, parked)
         _show(result, machine, html, as_json)
+        ending.output_done()
 
 
 def _show(result: Report, machine: str | None, html: Path | None, as_json: bool) -> None:
