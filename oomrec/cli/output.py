@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -39,6 +40,9 @@ def is_tty(stream: TextIO | None = None) -> bool:
 
 def console(stream: TextIO | None = None) -> Console:
     """A rich console on `stream` (stdout by default) honouring --color and NO_COLOR."""
+    # Imported here: a command that prints JSON or plain lines never loads rich (~13 ms).
+    from rich.console import Console
+
     stream = stream or sys.stdout
     tty = is_tty(stream)
     # https://no-color.org: any non-empty NO_COLOR turns colour off unless --color always.
