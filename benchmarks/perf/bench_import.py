@@ -192,10 +192,13 @@ def measure(
 
     The cases take turns within each round, so a load change on a shared machine hits all of
     them alike and per-round ratios stay meaningful; CPU time is reported beside wall time
-    because it does not grow when other processes compete for the cores.
+    because it does not grow when other processes compete for the cores. Python caches the
+    bytecode of the modules it imports, as it does by default on any machine: a sandbox that
+    sets PYTHONDONTWRITEBYTECODE would have every run compile oomrec's modules again.
     """
     env = {**os.environ, "OOMREC_RECORD": str(cwd / "no-record")}
     env.pop("OOMREC_POLARS_MIN_ROWS", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     results = {name: Timings() for name in cases}
     for i in range(runs + 1):
         for name, argv in cases.items():
