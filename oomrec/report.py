@@ -353,6 +353,8 @@ _AFTER_EVERY_DATE = "\uffff"
 # A clean row's fields the fold reads but its date: model, hardware, prompt_tokens,
 # prompt_target_len, tail.
 _Key = tuple[bytes, ...]
+# What a clean row's key says: its cell's rows per outcome, its outcome, its cell's key if it ran.
+_Meaning = tuple[dict[Outcome, list[_Row]], Outcome, CellKey | None]
 # Distinct rows held before they are folded: ~400 bytes each. Folding early is always exact (a
 # row equal to one already folded changes nothing), it only folds some rows twice.
 _PENDING_MAX = 100_000
@@ -382,8 +384,8 @@ class _Scanner:
         # (prefix id, key, date field) -> (source id, line number, commit fields) of its first
         # row; the key is the row's other fields the fold reads (report_bytes.Layout.key).
         self.pending: dict[tuple[int, _Key, bytes], tuple[int, int, _Commit]] = {}
-        # Per prefix id, what each key says: its cell and outcome, or None (no row to fold).
-        self.meanings: list[dict[_Key, tuple[CellKey, Outcome] | None]] = []
+        # Per prefix id, what each key says (see _meaning), or None (no row to fold).
+        self.meanings: list[dict[_Key, _Meaning | None]] = []
         self.sources: list[str] = []
         # A prefix is what a row's key means apart from its fields: (header width, file host).
         self.prefixes: dict[tuple[int, str | None], int] = {}
@@ -486,26 +488,21 @@ class _Scanner:
         """Fold the pending rows, in the order of their first occurrence. What a key says is
         read once (`meanings`); the loop per row is _fold inlined, the one Python code that
         runs per distinct row."""
-        ran = Outcome.RAN
-        cells = self.cells
         fits = self.fits
         days = self.days
         undated_first = self.undated_first
+        meanings_of = self.meanings
         for (prefix, key, date_b), (source, lineno, commit) in self.pending.items():
-            meanings = self.meanings[prefix]
-            meaning = meanings.get(key, False)
+            meaning = meanings_of[prefix].get(key, False)
             if meaning is False:
-                meaning = meanings[key] = self._meaning(prefix, key)
+                meaning = meanings_of[prefix][key] = self._meaning(prefix, key)
             if meaning is None:
                 continue
-            cell_key, outcome = meaning
+            cell, outcome, fit = meaning
             date = days.get(date_b, "")
             if date == "":
                 date = days[date_b] = _day(date_b.decode("utf-8", errors="replace"))
             # _fold, inlined.
-            cell = cells.get(cell_key)
-            if cell is None:
-                cell = cells[cell_key] = {}
             pair = cell.get(outcome)
             if pair is None:
                 row = (date, source, lineno, commit)
@@ -515,16 +512,18 @@ class _Scanner:
                     pair[1] = (date, source, lineno, commit)
                 if date < (pair[0][0] or undated_first):
                     pair[0] = (date, source, lineno, commit)
-            if outcome is ran and date is not None:
-                point = (cell_key[0], cell_key[1], date)
+            if fit is not None and date is not None:
+                point = (fit[0], fit[1], date)
                 best = fits.get(point)
-                if best is None or best[0] < cell_key[2]:
-                    fits[point] = (cell_key[2], commit)
+                if best is None or best[0] < fit[2]:
+                    fits[point] = (fit[2], commit)
         self.pending.clear()
 
-    def _meaning(self, prefix: int, key: _Key) -> tuple[CellKey, Outcome] | None:
-        """The cell and outcome of a clean row's key, None when the reference folds no such
-        row (no length, no model, not a row of its header); notes the target it names."""
+    def _meaning(self, prefix: int, key: _Key) -> _Meaning | None:
+        """What a clean row's key says: its cell's outcomes (made here: its first row is folded
+        next), its outcome, and its cell's key when it ran (a fit); None when the reference
+        folds no such row (no length, no model, not a row of its header). Notes the target it
+        names."""
         model_b, hardware_b, tokens_b, target_b, tail = key
         width, host = self.prefix_list[prefix]
         if tail:
@@ -550,7 +549,11 @@ class _Scanner:
         if aimed:
             # Per key, not per row: the targets are a set.
             self.out.targets.setdefault(machine, set()).add(length)
-        return (model, machine, length), outcome
+        cell_key = (model, machine, length)
+        cell = self.cells.get(cell_key)
+        if cell is None:
+            cell = self.cells[cell_key] = {}
+        return cell, outcome, cell_key if outcome is Outcome.RAN else None
 
     def _tail(self, width: int, tail: bytes) -> Outcome | None:
         """The outcome of a row with fields after its header's columns (`tail`, from its first
