@@ -1308,19 +1308,19 @@ def gather(
 
     key = trailer_key(settings)
     kept = record_lines(record_file, loaded, parked)
-    asked = {e.record.commit for e in kept}
-    # Git's part, beside the scan: GitPython imported and the repository opened while rows are
-    # read, the history read while the scan's results are made (one thread: in that order).
+    # Git's part, beside the scan, in one thread and in this order: GitPython imported and the
+    # repository opened while rows are read; the history read, for the commits of the record's
+    # lines and of the CSVs' OOMs, while the scan's results are made.
     with threads_wait_less(), ThreadPoolExecutor(1) as pool:
         opening: list[Future[git.Repo | None]] = []
         reading: list[Future[History | None]] = []
 
         def read_history(commits: set[str]) -> History | None:
-            repo = opening[0].result() if opening else repo_with_head()
+            repo = opening[0].result()
             return None if repo is None else History(repo, key, commits)
 
         def ooms_known(commits: set[str]) -> None:
-            asked.update(commits)
+            asked = commits | {e.record.commit for e in kept}
             reading.append(pool.submit(read_history, asked))
 
         scan = scan_csvs(
@@ -1333,9 +1333,9 @@ def gather(
         histories: list[History | None] = []
 
         def judge(records: list[OomRecord]) -> Sequence[Judgement]:
-            # Read beside the scan for these commits, or now when some were not asked about.
-            early = reading and {r.commit for r in records} <= asked
-            history = reading[0].result() if early else read_history({r.commit for r in records})
+            # The commits asked about are these records' (the property tests of scan_csvs hold
+            # ooms_known to csv_evidence); one it was not asked about would judge as unknown.
+            history = reading[0].result()
             histories.append(history)
             return judge_all(history, records)
 

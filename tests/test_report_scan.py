@@ -21,8 +21,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from oomrec import report_bytes
+from oomrec.backfill import find_csv_files
 from oomrec.errors import OomrecError
-from oomrec.report import PARALLEL_MIN_FILES, Scan, build, csv_evidence
+from oomrec.report import PARALLEL_MIN_FILES, Scan, _default_workers, build, csv_evidence
 from oomrec.report import scan_csvs as plain_scan_csvs
 from oomrec.schema import HEADER_14, HEADER_15
 from tests.conftest import SHARED_CORPUS
@@ -158,11 +159,22 @@ def facts(scan: Scan) -> dict:
 
 
 def scan_csvs(*args: Any, **kwargs: Any) -> Scan:
-    """report.scan_csvs, checking that the commits it announces early (for git to look up
-    beside the scan) are those of the OOMs the report then judges."""
+    """report.scan_csvs, checking its two calls to the report's git thread: `meanwhile` once,
+    when no worker is left to fork (a fork after a thread starts can deadlock the child), and
+    `ooms_known` once, with the commits of the OOMs the report then judges."""
     known: list[set[str]] = []
-    scan = plain_scan_csvs(*args, ooms_known=known.append, **kwargs)
+    forked_after: list[int] = []
+
+    def meanwhile() -> None:
+        forked_after.append(len(psutil.Process().children()))
+
+    scan = plain_scan_csvs(*args, meanwhile=meanwhile, ooms_known=known.append, **kwargs)
     assert known == [{e.record.commit for e in csv_evidence(scan)}]
+    files, _ = find_csv_files(args[0])
+    workers = kwargs.get("workers")
+    n = _default_workers(len(files)) if workers is None else max(1, min(workers, len(files)))
+    assert len(forked_after) == 1
+    assert forked_after[0] >= 1 if n > 1 else forked_after[0] == 0
     return scan
 
 
