@@ -164,9 +164,11 @@ def scan_csvs(*args: Any, **kwargs: Any) -> Scan:
     `ooms_known` once, with the commits of the OOMs the report then judges."""
     known: list[set[str]] = []
     forked_after: list[int] = []
+    # Children of earlier tests may still be about: only those the scan forked count.
+    before = set(psutil.Process().children())
 
     def meanwhile() -> None:
-        forked_after.append(len(psutil.Process().children()))
+        forked_after.append(len(set(psutil.Process().children()) - before))
 
     scan = plain_scan_csvs(*args, meanwhile=meanwhile, ooms_known=known.append, **kwargs)
     assert known == [{e.record.commit for e in csv_evidence(scan)}]
