@@ -31,4 +31,4 @@ def main() -> int:
         code = cli_main()
     except SystemExit as exc:
         code = exc.code
-    return ending.leave(code)
+    ending.leave(code)

@@ -608,6 +608,20 @@ def test_the_report_process_ends_with_its_status_and_all_its_output(repo: Repo) 
     assert wrong.stderr.startswith(b"oomrec: error: --machine 'nope' names no machine class")
     assert wrong.stderr.count(b"\n") == 1
 
+    if Path("/dev/full").exists():
+        # An output that cannot be written: one line, exit 2, not "Exception ignored" and a
+        # traceback from the interpreter's last flush.
+        for args in (["small.csv"], ["--json", "small.csv"]):
+            with open("/dev/full", "wb") as full:
+                stuck = subprocess.run(
+                    [*argv, *args], stdout=full, stderr=subprocess.PIPE, cwd=repo.path, env=env
+                )
+            assert stuck.returncode == 2
+            assert stuck.stderr == (
+                b"oomrec: error: cannot write the output: No space left on device; free space "
+                b"or send it elsewhere\n"
+            )
+
     with subprocess.Popen(
         [*argv, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo.path, env=env
     ) as early:

@@ -7,6 +7,7 @@ user can cause ends as one line on stderr and exit status 2 (see OneLineErrors).
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,8 +16,11 @@ import typer
 from typer.core import TyperArgument, TyperGroup
 
 from oomrec import __version__
-from oomrec.cli import output
+from oomrec.cli import ending, output
 from oomrec.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, OomrecError
+
+# What a write to a full or failing device raises.
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
 class OneLineErrors(TyperGroup):
@@ -51,8 +55,12 @@ class OneLineErrors(TyperGroup):
             code = EXIT_USAGE
         except OSError as exc:
             # An I/O failure the code did not foresee is still the user's environment, not a bug.
-            where = f": {exc.filename}" if exc.filename else ""
-            _error(f"{exc.strerror or exc}{where}")
+            if exc.filename is None and exc.errno in _FULL:
+                # A write to no named file: stdout, on a full disk or /dev/full.
+                _error(ending.cannot_write(exc))
+            else:
+                where = f": {exc.filename}" if exc.filename else ""
+                _error(f"{exc.strerror or exc}{where}")
             code = EXIT_USAGE
         except (typer.Abort, KeyboardInterrupt):
             code = EXIT_INTERRUPTED

@@ -8,8 +8,10 @@ for its own process: a caller's process (a test's CliRunner, a library user) nev
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from typing import NoReturn
 
 _allowed = False
 
@@ -25,10 +27,11 @@ def output_done() -> None:
         leave(0)
 
 
-def leave(code: object) -> int:
+def leave(code: object) -> NoReturn:
     """End the process with `code` (as SystemExit takes it) once stdout and stderr are written
-    out; if writing them fails (a closed pipe), return the status for the interpreter's own
-    exit to report it, as it does for every command."""
+    out. Output that cannot be written is said in one line, exit 2 (the interpreter's own exit
+    would print "Exception ignored" and a traceback of the flush); a reader that went away
+    (`| head`) ends it with status 1, as Typer does for the other commands."""
     if code is None:
         status = 0
     elif isinstance(code, int):
@@ -38,7 +41,18 @@ def leave(code: object) -> int:
         status = 1
     try:
         sys.stdout.flush()
+    except BrokenPipeError:
+        status = status or 1
+    except OSError as exc:
+        # A command that failed already said why (perhaps this very write failing).
+        if status == 0:
+            print(f"oomrec: error: {cannot_write(exc)}", file=sys.stderr)
+            status = 2
+    with contextlib.suppress(OSError):
         sys.stderr.flush()
-    except OSError:
-        return status
     os._exit(status)
+
+
+def cannot_write(exc: OSError) -> str:
+    """What to say when stdout refuses what a command printed (a full disk, /dev/full)."""
+    return f"cannot write the output: {exc.strerror or exc}; free space or send it elsewhere"

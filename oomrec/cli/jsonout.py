@@ -8,6 +8,9 @@ from typing import Any
 
 import orjson
 
+from oomrec.cli.ending import cannot_write
+from oomrec.errors import OomrecError
+
 
 def write_json(data: dict[str, Any]) -> None:
     """`data` as one line of ASCII JSON on stdout (any other character escaped, whatever the
@@ -24,9 +27,14 @@ def write_json(data: dict[str, Any]) -> None:
         line = b""
     out = sys.stdout
     buffer = getattr(out, "buffer", None)
-    if not line or not line.isascii() or buffer is None:
-        out.write(json.dumps(data, separators=(",", ":")) + "\n")
-        return
-    # What was written as text goes first.
-    out.flush()
-    buffer.write(line)
+    try:
+        if not line or not line.isascii() or buffer is None:
+            out.write(json.dumps(data, separators=(",", ":")) + "\n")
+            return
+        # What was written as text goes first.
+        out.flush()
+        buffer.write(line)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OomrecError(cannot_write(exc)) from None
