@@ -4,10 +4,12 @@ worker processes, each folding a run of files, exactly what one process folds.""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -281,6 +283,50 @@ def test_a_worker_killed_mid_scan_leaves_the_scan_exact(tmp_path: Path) -> None:
         killer.join()
     assert killed, "no worker was seen to kill"
     assert facts(parallel) == facts(one)
+
+
+_KILL_SELF_MID_SCAN = """
+import os, signal, sys
+import psutil
+from pathlib import Path
+from oomrec.report import scan_csvs
+
+def meanwhile():
+    # The workers are forked: name them, then die as kill -9 or the OOM killer would have it.
+    print(*(c.pid for c in psutil.Process().children()), flush=True)
+    os.kill(os.getpid(), signal.{sig})
+
+scan_csvs([Path(sys.argv[1])], Path(sys.argv[1]), workers=3, meanwhile=meanwhile)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_the_workers_end_with_a_report_killed_mid_scan(tmp_path: Path, sig: str) -> None:
+    """A report's process killed while its workers scan (SIGTERM's default action, SIGKILL):
+    the workers end with it, rather than wait for work forever holding its stdout, so whoever
+    reads that output sees it end."""
+    for i in range(PARALLEL_MIN_FILES * 2):
+        (tmp_path / f"cuda_gb10_{i:04d}.csv").write_text(HEADER_15 + "\n")
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILL_SELF_MID_SCAN.format(sig=sig), str(tmp_path)],
+        stdout=subprocess.PIPE,
+    ) as report:
+        assert report.stdout is not None
+        workers = [psutil.Process(int(pid)) for pid in report.stdout.readline().split()]
+        try:
+            assert len(workers) == 2
+            # EOF: no worker holds the pipe any more.
+            ended = threading.Thread(target=report.stdout.read, daemon=True)
+            ended.start()
+            ended.join(timeout=30)
+            assert not ended.is_alive(), "a worker outlived the report, holding its stdout"
+            assert report.wait(timeout=30) == -getattr(signal, sig)
+            _, alive = psutil.wait_procs(workers, timeout=30)
+            assert not alive
+        finally:
+            for worker in workers:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    worker.kill()
 
 
 def test_harness_files_take_the_fast_path(tmp_path: Path) -> None:
