@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+from oomrec.errors import EXIT_INTERRUPTED
+
 _HELP = {"-h", "--help"}
 # Commands that may end this process as soon as their output is written (cli/ending.py): those
 # that end holding millions of objects.
@@ -14,7 +16,15 @@ _QUICK_EXIT = {"report"}
 
 
 def main() -> int:
-    args = sys.argv[1:]
+    try:
+        return _main(sys.argv[1:])
+    except KeyboardInterrupt:
+        # Ctrl-C before the command line runs (while Python imports it): exit as a command
+        # interrupted exits, without a traceback of the import it stopped.
+        return EXIT_INTERRUPTED
+
+
+def _main(args: list[str]) -> int:
     if len(args) >= 2 and args[0] == "hook" and not _HELP & set(args):
         from oomrec import hooks
 

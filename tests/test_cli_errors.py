@@ -108,3 +108,34 @@ def test_a_sweep_with_every_model_missing_is_exit_2_unless_allowed(cli: Cli, rep
     allowed = cli(*args, "--allow-empty")
     assert allowed.exit_code == 0, allowed.stderr
     assert "[miss] ghost (not found under ./models, skipping)" in allowed.stderr
+
+
+_CTRL_C_WHILE_IMPORTING = """
+import builtins, sys
+real = builtins.__import__
+
+def ctrl_c_at_records(name, *args, **kwargs):
+    # What SIGINT raises, at the moment the command line's modules are being imported.
+    if name == "oomrec.records":
+        raise KeyboardInterrupt
+    return real(name, *args, **kwargs)
+
+builtins.__import__ = ctrl_c_at_records
+sys.argv = ["oomrec", *sys.argv[1:]]
+from oomrec.entry import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("command", [["record", "list"], ["report"]])
+def test_ctrl_c_while_starting_exits_130_without_a_traceback(
+    tmp_path: Path, command: list[str]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_WHILE_IMPORTING, *command],
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 130
+    assert done.stderr == b"" and done.stdout == b""
