@@ -667,9 +667,12 @@ class _Scanner:
                 first[outcome] = known = made(row)
                 latest[outcome] = known if last is row else made(last)
             cells[key] = CellRows(first, latest)
-        fits = self.fits.values()
-        texts = _commits(c for _, c in fits)
-        out.fits = dict(zip(self.fits, zip([n for n, _ in fits], texts, strict=True), strict=True))
+        # The fits dict itself becomes the Scan's, each raw commit decoded in place.
+        fits = self.fits
+        for point, (n, commit) in fits.items():
+            if type(commit) is not str:
+                fits[point] = (n, _commit(commit))
+        out.fits = fits
         return out
 
     def part(self) -> _Part:
@@ -1224,7 +1227,10 @@ def _build(
             ran[(model, machine)] = (length, seen)
     timeline: dict[tuple[str, Machine], list[tuple[str, str, int]]] = {}
     for (model, machine, date), (n, commit) in scan.fits.items():
-        timeline.setdefault((model, machine), []).append((date, commit, n))
+        points = timeline.get((model, machine))
+        if points is None:
+            points = timeline[(model, machine)] = []
+        points.append((date, commit, n))
     # A series holds one point per date: sorting each by date is sorting all by date, without
     # a Python key call per point (67,000 over bench_report.py's corpus).
     for points in timeline.values():
