@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -105,6 +106,17 @@ def test_demo_runs_records_then_pre_skips_and_ignore_record_retests(
     ]
     assert "output has 'MemoryError' (Python host allocation, oom)" in first.stderr
     assert "next: run `oomrec sweep --demo` again" in first.stderr
+    # The command it suggests for the frontier shows the two OOMs.
+    suggested = [ln for ln in first.stderr.splitlines() if ln.startswith("the frontier: ")]
+    assert suggested == [
+        "the frontier: oomrec report oomrec-demo/benchmarks "
+        "--record oomrec-demo/benchmarks/.oom-record"
+    ]
+    frontier = cli(*suggested[0].split()[3:], "--json")
+    assert frontier.exit_code == 0, frontier.stderr
+    ooms = {(f["model"], f["oom_min"]["length"]) for f in json.loads(frontier.stdout)["frontier"]
+            if f["oom_min"]}  # fmt: skip
+    assert ooms == {("mid-lm-8bit", 32768), ("moe-lm-bf16", 8192)}
 
     second = cli("sweep", "--demo")
     assert second.exit_code == 0, second.stderr

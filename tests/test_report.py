@@ -366,6 +366,21 @@ def test_bad_input_is_one_line_and_exit_2(
     assert "Traceback" not in result.stderr
 
 
+def test_a_report_of_nothing_says_so(repo: Repo, cli: Cli) -> None:
+    """A header and nothing under it would read as a frontier with nothing wrong."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    (folder / "notes.csv").write_text("model,date\n")
+    shown = cli("report")
+    assert shown.exit_code == 0
+    assert shown.stdout == "model  machine  frontier\n"
+    assert shown.stderr == (
+        "nothing to show: no benchmark row in the 1 CSV file(s) under benchmarks, and no OOM "
+        "record in benchmarks/.oom-record\n"
+    )
+    assert cli("report", "--json").stderr == ""
+
+
 def test_no_benchmarks_folder_says_what_to_pass(repo: Repo, cli: Cli) -> None:
     result = cli("report")
     assert result.exit_code == 2 and "pass the CSV files or folders" in result.stderr

@@ -53,6 +53,7 @@ def report_command(
     """
     from oomrec.backfill import default_paths
     from oomrec.bulk import no_cycle_collection
+    from oomrec.config import display_path
     from oomrec.report import gather
 
     record_file, settings = open_record(record)
@@ -60,8 +61,17 @@ def report_command(
     parked = print_warnings(loaded, record_file)
     # The collector stays off to the end: the scan leaves millions of young objects, and the
     # first collection after it would walk them all again (~0.03 s over 1,000,000 rows).
+    searched = paths or default_paths(settings)
     with no_cycle_collection():
-        result = gather(paths or default_paths(settings), record_file, loaded, settings, parked)
+        result = gather(searched, record_file, loaded, settings, parked)
+        if not result.models and not as_json:
+            # A header and nothing under it would look like a report of nothing wrong.
+            where = ", ".join(display_path(p) for p in searched)
+            info(
+                f"nothing to show: no benchmark row in the {result.files_read} CSV file(s) "
+                f"under {where}, and no OOM record in {record_file.shown_as}",
+                err=True,
+            )
         _show(result, machine, html, as_json)
         ending.output_done()
 

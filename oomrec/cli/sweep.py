@@ -534,3 +534,9 @@ def _summary(stream: TextIO, outcome: SweepOutcome, demo: bool) -> None:
                 stream=stream,
             )
         info(f"the record: oomrec record list --record {config.record.shown_as}", stream=stream)
+        if result.output:
+            info(
+                f"the frontier: oomrec report {display_path(result.output.parent)} "
+                f"--record {config.record.shown_as}",
+                stream=stream,
+            )
