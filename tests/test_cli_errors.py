@@ -139,3 +139,22 @@ def test_ctrl_c_while_starting_exits_130_without_a_traceback(
     )
     assert done.returncode == 130
     assert done.stderr == b"" and done.stdout == b""
+
+
+@pytest.mark.parametrize("command", [["report", "--json"], ["report"], ["--version"]])
+def test_a_closed_stdout_is_one_line_not_a_traceback(repo: Repo, command: list[str]) -> None:
+    """Started with stdout closed (`>&-`), Python's sys.stdout is None."""
+    (repo.path / "benchmarks").mkdir()
+    (repo.path / "benchmarks" / "cuda_gb10_x.csv").write_text("model,prompt_target_len\nm,512\n")
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "oomrec", *command],
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        cwd=repo.path,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        b"oomrec: error: stdout is closed, so there is nowhere to print to; redirect it instead "
+        b"(e.g. > /dev/null)\n"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -144,7 +145,23 @@ def _take_global_flags(args: list[str]) -> list[str]:
     return rest
 
 
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout when the process was started with stdout closed (`>&-`), where Python leaves
+    None: writing to it is a one-line error, not an AttributeError traceback."""
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        raise OomrecError(
+            "stdout is closed, so there is nowhere to print to; redirect it instead (e.g. "
+            "> /dev/null)"
+        )
+
+
 def _escape_unshowable_output() -> None:
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
     # A record may hold bytes that are not UTF-8 (kept as surrogates) or characters the
     # terminal's encoding lacks (LC_ALL=C, PYTHONIOENCODING=ascii): print them escaped rather
     # than crash half way through a table.
