@@ -158,3 +158,14 @@ def test_a_closed_stdout_is_one_line_not_a_traceback(repo: Repo, command: list[s
         b"oomrec: error: stdout is closed, so there is nowhere to print to; redirect it instead "
         b"(e.g. > /dev/null)\n"
     )
+
+
+def test_a_closed_stderr_keeps_the_exit_status(repo: Repo) -> None:
+    """Started with stderr closed (`2>&-`): the error has nowhere to go, its status still does."""
+    (repo.path / "benchmarks").mkdir()
+    (repo.path / "benchmarks" / "cuda_gb10_x.csv").write_text("model,prompt_target_len\nm,512\n")
+    argv = ["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m", "oomrec", "report"]
+    wrong = subprocess.run([*argv, "--machine", "nope"], capture_output=True, cwd=repo.path)
+    assert (wrong.returncode, wrong.stdout) == (2, b"")
+    right = subprocess.run([*argv, "--json"], capture_output=True, cwd=repo.path)
+    assert right.returncode == 0 and right.stdout.startswith(b'{"schema_version":1,')

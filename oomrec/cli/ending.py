@@ -40,7 +40,8 @@ def leave(code: object) -> NoReturn:
         print(code, file=sys.stderr)
         status = 1
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         status = status or 1
     except OSError as exc:
@@ -48,7 +49,8 @@ def leave(code: object) -> NoReturn:
         if status == 0:
             print(f"oomrec: error: {cannot_write(exc)}", file=sys.stderr)
             status = 2
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError):
+        # None when started with stderr closed.
         sys.stderr.flush()
     os._exit(status)
 
