@@ -7,6 +7,7 @@ import json
 import os
 import pty
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -585,6 +586,41 @@ def test_json_is_one_ascii_line_even_for_what_orjson_refuses(repo: Repo) -> None
     data = report()
     assert data["models"] == ["big-4bit", "caf\u00e9-4bit", "m-4bit"]
     assert {c["length"] for c in data["cells"] if c["model"] == "big-4bit"} == {huge}
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_json_cut_short_by_the_file_size_limit_is_an_error_buffered_or_not(
+    repo: Repo, tmp_path: Path, unbuffered: str
+) -> None:
+    """An output that takes only part of the JSON (a file size limit, a disk filling up) is
+    the one-line error, exit 2. With PYTHONUNBUFFERED (python -u, many containers) stdout's
+    binary layer is a raw file whose write may take part and say how much: the rest was lost,
+    and the report exited 0 with half a JSON object."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    rows = [ran(f"model-{i}-4bit", 512, "2026-08-01") for i in range(1000)]
+    (folder / "cuda_gb10_2026-08-01.csv").write_text(csv_text(*rows), encoding="utf-8")
+    env = {**os.environ, "OOMREC_RECORD": "no-record", "PYTHONUNBUFFERED": unbuffered}
+    limit = 64 * 1024
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    out = tmp_path / "out.json"
+    with out.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "oomrec", "report", "--json"],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            cwd=repo.path,
+            env=env,
+            preexec_fn=small_files,
+        )
+    assert out.stat().st_size == limit
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        b"oomrec: error: cannot write the output: File too large; free space or send it elsewhere\n"
+    )
 
 
 def test_the_report_process_ends_with_its_status_and_all_its_output(repo: Repo) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -25,16 +27,31 @@ def write_json(data: dict[str, Any]) -> None:
         line = orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
         line = b""
+    if not line or not line.isascii():
+        line = (json.dumps(data, separators=(",", ":")) + "\n").encode("ascii")
     out = sys.stdout
     buffer = getattr(out, "buffer", None)
     try:
-        if not line or not line.isascii() or buffer is None:
-            out.write(json.dumps(data, separators=(",", ":")) + "\n")
+        if buffer is None:
+            out.write(line.decode("ascii"))
             return
         # What was written as text goes first.
         out.flush()
-        buffer.write(line)
+        _write_all(buffer, line)
     except BrokenPipeError:
         raise
     except OSError as exc:
         raise OomrecError(cannot_write(exc)) from None
+
+
+def _write_all(buffer: BinaryIO, data: bytes) -> None:
+    """All of `data`, or OSError. Unbuffered (python -u, PYTHONUNBUFFERED) stdout's binary
+    layer is the raw file, whose write may take only part (a file size limit, a disk filling
+    up, a reader gone) and say so in its return value, not an error: the rest would be lost."""
+    view = memoryview(data)
+    while view:
+        taken = buffer.write(view)
+        if taken is None:
+            # A non-blocking stdout that is full.
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        view = view[taken:]
