@@ -300,13 +300,18 @@ def _scan_in_parallel(
         len(runs) - 1, mp_context=context, initializer=_die_with, initargs=(os.getpid(),)
     ) as pool:
         parts: list[Future[_Part] | None] = []
-        for run in runs[1:]:
-            try:
-                parts.append(
-                    pool.submit(_scan_part, run, scanner.root, scanner.commit_columns, fast)
-                )
-            except (OSError, BrokenProcessPool):
-                parts.append(None)  # no process to fork (EAGAIN, ENOMEM): folded here below
+        # SIGINT held back while forking: a worker takes it only once _die_with ignores it.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            for run in runs[1:]:
+                try:
+                    parts.append(
+                        pool.submit(_scan_part, run, scanner.root, scanner.commit_columns, fast)
+                    )
+                except (OSError, BrokenProcessPool):
+                    parts.append(None)  # no process to fork (EAGAIN, ENOMEM): folded here below
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         # With fork, the pool forked every worker at the first submit.
         if meanwhile is not None:
             meanwhile()
@@ -328,7 +333,12 @@ def _die_with(parent: int) -> None:
     """A scan worker's first step: end when the report's process ends, however it ends (SIGTERM's
     default, SIGKILL, the OOM killer). Left alone, a worker waits for work forever, holding the
     report's stdout open for whoever reads it (found by a hostile test: `kill` of a report
-    mid-scan left its caller waiting)."""
+    mid-scan left its caller waiting). Ctrl-C, which signals the terminal's whole process
+    group, is the report's to handle: a worker that took it printed a KeyboardInterrupt
+    traceback, or sent it back to fail the scan."""
+    # Pending since the fork (blocked there), a SIGINT is dropped once ignored.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform == "linux":
         import ctypes
 

@@ -285,6 +285,40 @@ def test_a_worker_killed_mid_scan_leaves_the_scan_exact(tmp_path: Path) -> None:
     assert facts(parallel) == facts(one)
 
 
+_CTRL_C_TO_THE_WORKERS = """
+import os, signal, sys
+import psutil
+from pathlib import Path
+from oomrec.report import scan_csvs
+
+def meanwhile():
+    # Ctrl-C on a terminal signals the whole process group, the workers too, at whatever
+    # step each has reached (starting up, waiting for its run, folding it).
+    for child in psutil.Process().children():
+        os.kill(child.pid, signal.SIGINT)
+
+scan = scan_csvs([Path(sys.argv[1])], Path(sys.argv[1]), workers=3, meanwhile=meanwhile)
+print(scan.rows, scan.files_read)
+"""
+
+
+def test_ctrl_c_is_the_reports_to_handle_not_its_workers(tmp_path: Path) -> None:
+    """A SIGINT that reaches the scan's workers (Ctrl-C signals the terminal's whole process
+    group) neither prints a worker's KeyboardInterrupt traceback ("Process ForkProcess-1:") nor
+    fails the scan: the report's own process decides what an interrupt does."""
+    row = 'm-4bit,./m,,,,,,,2026-07-03,GB10,0.4.0,release,32,"Hi, you",{n},,SKIP:oom'
+    for i in range(PARALLEL_MIN_FILES * 2):
+        (tmp_path / f"cuda_gb10_{i:04d}.csv").write_text(f"{HEADER_15}\n{row.format(n=i)}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_TO_THE_WORKERS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.split() == [str(PARALLEL_MIN_FILES * 2)] * 2
+
+
 _KILL_SELF_MID_SCAN = """
 import os, signal, sys
 import psutil
