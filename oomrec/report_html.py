@@ -64,7 +64,8 @@ _CLASS = {
 def write_html(report: Report, path: Path) -> None:
     """Write the page to `path`; OomrecError (one line) when it cannot be written."""
     try:
-        path.write_text(render(report), encoding="utf-8")
+        # A record line's undecodable bytes (surrogates) escaped, as on a terminal.
+        path.write_text(render(report), encoding="utf-8", errors="backslashreplace")
     except OSError as exc:
         raise OomrecError(
             f"cannot write {path}: {exc.strerror or exc}; give --html a writable file path"

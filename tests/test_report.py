@@ -304,6 +304,23 @@ def test_a_faked_oom_is_no_oom_in_the_report(repo: Repo, cli: Cli) -> None:
 # -- hostile input --------------------------------------------------------------------------
 
 
+def test_html_of_a_record_with_undecodable_bytes(repo: Repo, cli: Cli, tmp_path: Path) -> None:
+    """A record line whose model is not UTF-8 (kept as surrogates, shown escaped everywhere
+    else) is written into the page escaped too, not a UnicodeEncodeError traceback that leaves
+    the page cut short."""
+    (repo.path / "benchmarks").mkdir()
+    (repo.path / "benchmarks" / ".oom-record").write_bytes(
+        b"\xff\xfe-4bit,512,2026-07-01,unknown,,x.csv\n"
+    )
+    page = tmp_path / "frontier.html"
+    result = cli("report", "--html", str(page), "--json")
+    assert result.exit_code == 0, result.stderr
+    text = page.read_text(encoding="utf-8")
+    assert_offline_html5(text)
+    assert "\\udcff\\udcfe-4bit" in html_text(text)
+    assert json.loads(result.stdout)["models"] == ["\udcff\udcfe-4bit"]
+
+
 def test_hostile_csvs_are_read_or_skipped_never_crash(repo: Repo, cli: Cli) -> None:
     folder = repo.path / "benchmarks"
     folder.mkdir()
