@@ -16,6 +16,7 @@ import re
 import signal
 import stat
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -1194,12 +1195,26 @@ def threads_wait_less() -> Iterator[None]:
     thread holds it up to the interval each time (5 ms by default): at 5 ms, reading the
     history beside the scan's last steps took 0.22 s, not 0.13 s, and the build over 3,000
     OOMs 0.21 s, not 0.165 s (bench_report.py)."""
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(min(switch, 0.0005))
+    global _short_switch_users, _switch_before
+    # The interval is the process's: with callers in several threads, the first in sets it and
+    # the last out restores it (each restoring what it found left the short one behind).
+    with _switch_lock:
+        if _short_switch_users == 0:
+            _switch_before = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_before, 0.0005))
+        _short_switch_users += 1
     try:
         yield
     finally:
-        sys.setswitchinterval(switch)
+        with _switch_lock:
+            _short_switch_users -= 1
+            if _short_switch_users == 0:
+                sys.setswitchinterval(_switch_before)
+
+
+_switch_lock = threading.Lock()
+_short_switch_users = 0
+_switch_before = 0.005
 
 
 def _build(

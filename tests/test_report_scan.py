@@ -428,3 +428,36 @@ def test_the_scan_and_the_build_leave_the_interpreter_as_they_found_it(tmp_path:
     assert judged == [[("m-4bit", 2048)]]
     assert gc.isenabled()
     assert sys.getswitchinterval() == switch
+
+
+def test_builds_in_two_threads_leave_the_switch_interval_as_they_found_it(
+    tmp_path: Path,
+) -> None:
+    """Two library callers building at once, the first to start finishing first: the
+    interval is Python's again after both, not the short one the second found on entry."""
+    row = 'm-4bit,./m,,,,,,,2026-07-03,GB10,0.4.0,release,32,"Hi, you",2048,,SKIP:oom'
+    (tmp_path / "cuda_gb10_a.csv").write_text(f"{HEADER_15}\n{row}\n")
+    scan = scan_csvs([tmp_path], tmp_path)
+    switch = sys.getswitchinterval()
+    first_in, second_in = threading.Event(), threading.Event()
+
+    def first_judge(records: list) -> list:
+        first_in.set()
+        assert second_in.wait(timeout=60)
+        return [None] * len(records)
+
+    first = threading.Thread(target=build, args=(scan, [], first_judge))
+
+    def second_judge(records: list) -> list:
+        second_in.set()
+        first.join(timeout=60)
+        return [None] * len(records)
+
+    first.start()
+    assert first_in.wait(timeout=60)
+    second = threading.Thread(target=build, args=(scan, [], second_judge))
+    second.start()
+    second.join(timeout=60)
+    first.join(timeout=60)
+    assert not first.is_alive() and not second.is_alive()
+    assert sys.getswitchinterval() == switch
