@@ -297,9 +297,10 @@ def _scan_in_parallel(
     step = -(-len(rest) // (n - 1))
     runs = [files[:first], *(rest[i : i + step] for i in range(0, len(rest), step))]
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         len(runs) - 1, mp_context=context, initializer=_die_with, initargs=(os.getpid(),)
-    ) as pool:
+    )
+    try:
         parts: list[Future[_Part] | None] = []
         # SIGINT held back while forking: a worker takes it only once _die_with ignores it.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -328,6 +329,13 @@ def _scan_in_parallel(
             if folded is None:
                 folded = _scan_part(run, scanner.root, scanner.commit_columns, fast)
             scanner.merge(folded)
+    except BaseException:
+        # Interrupted (Ctrl-C) or failed: no waiting for the workers' runs. They ignore SIGINT
+        # and die with the report's process (_die_with); for a caller that goes on, each ends
+        # once its run is done.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def _die_with(parent: int) -> None:

@@ -319,6 +319,46 @@ def test_ctrl_c_is_the_reports_to_handle_not_its_workers(tmp_path: Path) -> None
     assert done.stdout.split() == [str(PARALLEL_MIN_FILES * 2)] * 2
 
 
+_INTERRUPTED_RIGHT_AFTER_THE_FORK = """
+import os, sys
+import psutil
+from pathlib import Path
+from oomrec.report import scan_csvs
+
+def meanwhile():
+    # Ctrl-C, the moment the workers are forked (what SIGINT raises in this process).
+    raise KeyboardInterrupt
+
+try:
+    scan_csvs([Path(sys.argv[1])], Path(sys.argv[1]), workers=2, meanwhile=meanwhile)
+except KeyboardInterrupt:
+    # Still scanning: the interrupt did not wait for them. Then exit as the CLI does.
+    print(*(c.pid for c in psutil.Process().children()), flush=True)
+    os._exit(130)
+"""
+
+
+def test_ctrl_c_does_not_wait_for_the_workers_runs(tmp_path: Path) -> None:
+    """Interrupted, the scan raises at once: it neither waits for its workers to finish their
+    runs (they ignore SIGINT), nor leaves them behind once the report's process ends."""
+    row = 'm-4bit,./m,,,,,,,2026-07-03,GB10,0.4.0,release,32,"Hi, you",{n},,SKIP:oom'
+    for i in range(PARALLEL_MIN_FILES * 4):
+        rows = "\n".join(row.format(n=512 * k) for k in range(1, 41))
+        (tmp_path / f"cuda_gb10_{i:04d}.csv").write_text(f"{HEADER_15}\n{rows}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_RIGHT_AFTER_THE_FORK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 130, done.stderr
+    workers = [int(pid) for pid in done.stdout.split()]
+    assert workers, "the interrupt waited for the workers to finish"
+    gone = [psutil.Process(pid) for pid in workers if psutil.pid_exists(pid)]
+    _, alive = psutil.wait_procs(gone, timeout=30)
+    assert not alive
+
+
 _KILL_SELF_MID_SCAN = """
 import os, signal, sys
 import psutil
