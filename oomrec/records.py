@@ -533,6 +533,16 @@ class RecordFile:
         real = self.real_path
         return [real, *(_beside(real, suffix) for suffix in SIDE_SUFFIXES)]
 
+    def owns(self, path: Path) -> bool:
+        """Whether writing `path` would write over the record or a file that belongs to it
+        (through a symlink or a hard link too): what no command's output may be."""
+        if Path(os.path.realpath(path)) in self.side_paths():
+            return True
+        try:
+            return os.path.samefile(path, self.path)
+        except OSError:
+            return False
+
     def load(self) -> Loaded:
         """Read the file; a missing file is an empty record. Unparsed lines come with a warning."""
         with no_cycle_collection():

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from datetime import date as Date
 from html import escape
 from pathlib import Path
 
 from oomrec.errors import OomrecError
-from oomrec.records import short_commit
+from oomrec.records import RecordFile, short_commit
 from oomrec.report import CONTRADICTED_GLYPH, GLYPHS, LEGEND, Machine, Outcome, Report
 from oomrec.report_text import frontier_text, grid_cells, short_length
 
@@ -59,6 +60,25 @@ _CLASS = {
     Outcome.SKIPPED: "skipped",
     Outcome.NOT_TRIED: "untried",
 }
+
+
+def target_problem(path: Path, searched: Sequence[Path], record: RecordFile) -> str | None:
+    """Why the page must not go to `path`, found before anything is read: the OOM record or a
+    file that belongs to it, or a CSV the report reads; the page would wipe that evidence."""
+    if record.owns(path):
+        return (
+            f"--html {path} is the OOM record {record.shown_as} or a file beside it; writing the "
+            "page there would wipe it; pass another --html"
+        )
+    real = Path(os.path.realpath(path))
+    for where in searched:
+        top = Path(os.path.realpath(where))
+        if real == top or (real.suffix.lower() == ".csv" and top in real.parents):
+            return (
+                f"--html {path} is a CSV this report reads; writing the page there would wipe "
+                "it; pass another --html"
+            )
+    return None
 
 
 def write_html(report: Report, path: Path) -> None:

@@ -400,8 +400,7 @@ def output_problem(config: SweepConfig) -> str | None:
     """Why the sweep's CSV cannot go to --output, found without writing anything (so a dry run
     says what the real run would refuse): the record or a file beside it, which the CSV would
     wipe; a FIFO, which would block the sweep in open() until someone reads it; a device."""
-    output = Path(os.path.realpath(config.output))
-    if output in config.record.side_paths() or _same_file(config.output, config.record.path):
+    if config.record.owns(config.output):
         return (
             f"--output {config.output} is the OOM record {config.record.shown_as} or a file "
             "beside it; writing the sweep's CSV there would wipe it; pass another --output"
@@ -414,14 +413,6 @@ def output_problem(config: SweepConfig) -> str | None:
         kind = file_kind(mode)
         return f"{config.output}: is {kind}, not a regular file; pass --output PATH of a CSV"
     return None
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    # A hard link is the same file under another name.
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def _configured_runner(value: object, where: str, base: Path) -> RunnerTemplate:

@@ -399,6 +399,32 @@ def test_a_report_of_nothing_says_so(repo: Repo, cli: Cli) -> None:
     assert cli("report", "--json").stderr == ""
 
 
+def test_html_never_goes_over_the_record_or_a_csv_it_reads(repo: Repo, cli: Cli) -> None:
+    """`--html` naming the record (by a hard link too), a file beside it, or one of the CSVs:
+    refused before anything is read, and the file is as it was."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    csv_file = folder / "cuda_gb10_2026-08-01.csv"
+    csv_file.write_text(csv_text(ran("m-4bit", 512, "2026-08-01")))
+    record = folder / ".oom-record"
+    record.write_text("m-4bit,1024,2026-08-01,unknown,,x.csv,gb10\n")
+    os.link(record, repo.path / "hard-link")
+    kept = {p: p.read_bytes() for p in (csv_file, record)}
+    for target, what in (
+        (record, "the OOM record benchmarks/.oom-record or a file beside it"),
+        (repo.path / "hard-link", "the OOM record benchmarks/.oom-record or a file beside it"),
+        (folder / ".oom-record.archive", "the OOM record benchmarks/.oom-record or a file beside"),
+        (csv_file, "a CSV this report reads"),
+    ):
+        refused = cli("report", "--html", str(target))
+        assert refused.exit_code == 2 and refused.stdout == ""
+        assert refused.stderr.startswith(f"oomrec: error: --html {target} is {what}")
+        assert refused.stderr.count("\n") == 1
+    assert {p: p.read_bytes() for p in kept} == kept
+    assert not (folder / ".oom-record.archive").exists()
+    assert cli("report", "--html", str(repo.path / "page.html")).exit_code == 0
+
+
 def test_no_benchmarks_folder_says_what_to_pass(repo: Repo, cli: Cli) -> None:
     result = cli("report")
     assert result.exit_code == 2 and "pass the CSV files or folders" in result.stderr
