@@ -302,6 +302,14 @@ print(scan.rows, scan.files_read)
 """
 
 
+def run_script(script: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    """`script` in a process of its own, with `folder` as its argument: a report's own process,
+    free to be signalled or to end as it likes."""
+    return subprocess.run(
+        [sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=120
+    )
+
+
 def test_ctrl_c_is_the_reports_to_handle_not_its_workers(tmp_path: Path) -> None:
     """A SIGINT that reaches the scan's workers (Ctrl-C signals the terminal's whole process
     group) neither prints a worker's KeyboardInterrupt traceback ("Process ForkProcess-1:") nor
@@ -309,12 +317,7 @@ def test_ctrl_c_is_the_reports_to_handle_not_its_workers(tmp_path: Path) -> None
     row = 'm-4bit,./m,,,,,,,2026-07-03,GB10,0.4.0,release,32,"Hi, you",{n},,SKIP:oom'
     for i in range(PARALLEL_MIN_FILES * 2):
         (tmp_path / f"cuda_gb10_{i:04d}.csv").write_text(f"{HEADER_15}\n{row.format(n=i)}\n")
-    done = subprocess.run(
-        [sys.executable, "-c", _CTRL_C_TO_THE_WORKERS, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_script(_CTRL_C_TO_THE_WORKERS, tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.split() == [str(PARALLEL_MIN_FILES * 2)] * 2
 
@@ -345,12 +348,7 @@ def test_ctrl_c_does_not_wait_for_the_workers_runs(tmp_path: Path) -> None:
     for i in range(PARALLEL_MIN_FILES * 4):
         rows = "\n".join(row.format(n=512 * k) for k in range(1, 41))
         (tmp_path / f"cuda_gb10_{i:04d}.csv").write_text(f"{HEADER_15}\n{rows}\n")
-    done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_RIGHT_AFTER_THE_FORK, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_script(_INTERRUPTED_RIGHT_AFTER_THE_FORK, tmp_path)
     assert done.returncode == 130, done.stderr
     workers = [int(pid) for pid in done.stdout.split()]
     assert workers, "the interrupt waited for the workers to finish"
