@@ -59,8 +59,6 @@ def report_command(
     record_file, settings = open_record(record)
     loaded = record_file.load()
     parked = print_warnings(loaded, record_file)
-    # The collector stays off to the end: the scan leaves millions of young objects, and the
-    # first collection after it would walk them all again (~0.03 s over 1,000,000 rows).
     searched = paths or default_paths(settings)
     if html is not None:
         from oomrec.report_html import target_problem
@@ -68,6 +66,8 @@ def report_command(
         problem = target_problem(html, searched, record_file)
         if problem:
             raise OomrecError(problem)
+    # The collector stays off to the end: the scan leaves millions of young objects, and the
+    # first collection after it would walk them all again (~0.03 s over 1,000,000 rows).
     with no_cycle_collection():
         result = gather(searched, record_file, loaded, settings, parked)
         if not result.models and not as_json:
