@@ -50,6 +50,8 @@ _COMMIT_SEP = "\x1e"
 # git's own lines: `git cherry-pick -x` and `git revert` write them, in these exact words.
 _PICKED = re.compile(r"\(cherry picked from commit ([0-9a-fA-F]{4,64})\)")
 _REVERTS = re.compile(r"This reverts commit ([0-9a-fA-F]{4,64})")
+# `git revert -m N M` adds which parent it kept: the mainline, whose side was not reverted.
+_MAINLINE = re.compile(r"reversing\s+changes\s+made\s+to\s+([0-9a-fA-F]{4,64})")
 
 
 def git_config_args() -> list[str]:
@@ -81,6 +83,8 @@ class Event:
     reverts: tuple[str, ...]
     # Lines that look like the fix trailer but are not in the trailer block (quoted, indented).
     loose: tuple[str, ...] = ()
+    # For a revert of a merge: the parent it kept (`reversing changes made to <sha>`).
+    mainline: str | None = None
 
 
 def trailer_key(settings: Settings) -> str:
@@ -146,8 +150,20 @@ def parse_log(text: str, key: str) -> list[Event]:
             for m in loose_line.finditer(body)
             if m.group(1).strip() not in trailer_values
         )
+        mainline = _MAINLINE.search(body)
         if globs or fix_ids or picked or reverts or loose:
-            found.append(Event(sha, subject, globs, fix_ids, picked, reverts, loose))
+            found.append(
+                Event(
+                    sha,
+                    subject,
+                    globs,
+                    fix_ids,
+                    picked,
+                    reverts,
+                    loose,
+                    mainline.group(1).lower() if mainline else None,
+                )
+            )
     return found
 
 

@@ -38,10 +38,12 @@ def head_sha(repo: git.Repo | None) -> str | None:
     """HEAD's full SHA, or None outside git or in a repository with no commit yet."""
     if repo is None:
         return None
+    # rev-parse, not GitPython's object model: that cannot read a SHA-256 repository.
     try:
-        return repo.head.commit.hexsha
-    except ValueError:
+        out = repo.git.rev_parse("--verify", "--quiet", "HEAD^{commit}")
+    except GitCommandError:
         return None
+    return out.strip() or None
 
 
 def resolve_commit(repo: git.Repo | None, rev: str) -> str:
@@ -236,23 +238,30 @@ def parents(repo: git.Repo, tips: Collection[str]) -> list[list[str]]:
     return [row.split() for row in out.split("\n") if row]
 
 
-def patch_ids(repo: git.Repo, shas: Collection[str]) -> dict[str, str]:
-    """`git patch-id --stable` of each commit (a merge has none), from ONE `git diff-tree`
-    piped into ONE `git patch-id`."""
+def patch_ids(repo: git.Repo, shas: Collection[str], reverse: bool = False) -> dict[str, str]:
+    """`git patch-id --stable` of each commit (a merge has none; a root commit its whole tree),
+    from ONE `git diff-tree` piped into ONE `git patch-id`. `reverse`: of the commit's patch
+    reversed, which is what a revert of it has."""
     if not shas:
         return {}
     diff = _with_stdin(
         repo.git.diff_tree,
         [
             "--stdin",
+            *(["-R"] if reverse else []),
+            "--root",
             "-p",
             "-r",
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
             "--no-renames",
-            "--src-prefix=a/",
-            "--dst-prefix=b/",
+            # -R swaps the prefixes too; patch-id hashes the file names with them.
+            *(
+                ["--src-prefix=b/", "--dst-prefix=a/"]
+                if reverse
+                else ["--src-prefix=a/", "--dst-prefix=b/"]
+            ),
             "--full-index",
         ],
         shas,
@@ -307,6 +316,23 @@ def hooks_dir(repo: git.Repo) -> Path:
     """Where git runs this repository's hooks from, honouring `core.hooksPath`."""
     # A relative core.hooksPath is relative to the top of the worktree, where git runs hooks.
     return Path(repo.working_dir) / repo.git.rev_parse("--git-path", "hooks")
+
+
+def run_with_stdin(
+    repo: git.Repo, command: str, args: Sequence[str], lines: Iterable[str]
+) -> bytes:
+    """`git <command> <args>` with `lines` on its stdin; its stdout as bytes."""
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+        stdin.seek(0)
+        try:
+            # GitPython's command method adds the -c overrides (open_repo) before the command.
+            run = getattr(repo.git, command.replace("-", "_"))
+            return run(*args, istream=stdin, stdout_as_string=False, strip_newline_in_stdout=False)
+        except GitCommandError as exc:
+            raise OomrecError(
+                f"git {command} failed ({_first_stderr_line(exc)}); check the repository"
+            ) from None
 
 
 def _with_stdin(command: Callable[..., str], args: Sequence[str], lines: Iterable[str]) -> str:

@@ -35,6 +35,7 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from oomrec.content import Snapshots, State, Verdict, combine
 from oomrec.errors import OomrecError
 from oomrec.fixes import Event, first_match
 from oomrec.records import OomRecord, read_commit, short_commit
@@ -85,10 +86,27 @@ class Judgement:
             return f"no longer applies: {self.fixes[0].describe()}"
         if self.status == Status.UNKNOWN:
             return f"applies (unknown: {self.reason})"
-        return "applies"
+        # Applies although a fix is in the history: the tree says why.
+        return f"applies ({self.reason})" if self.reason else "applies"
 
 
 APPLIES = Judgement(Status.APPLIES)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A record the graph would lift, waiting for the content check: where it was measured
+    and the fixes that would lift it."""
+
+    sha: str
+    fixes: tuple[tuple[str, Fix], ...]
+    roots: tuple[str, ...]
+
+
+# A fix lifts a record when its change is here (present, or a declared fix) and was not where
+# the record was measured.
+_LIFTS_HERE = frozenset({State.PRESENT, State.DECLARED})
+_LIFTS_THERE = frozenset({State.ABSENT, State.DECLARED})
 
 
 class _Classes:
@@ -119,14 +137,20 @@ class _Class:
     # (bit, depth) of each member (depth 0) and each revert in the chain.
     events: list[tuple[int, int]] = field(default_factory=list)
     cut_mask: int = 0
-    # Per depth, deepest first: the bits of the events of that depth.
-    by_depth: list[tuple[int, int]] = field(default_factory=list)
+    # The bits of all its events, and each bit's depth. Bits follow the commits' topological
+    # order, so the highest bit of a history's mask is its newest event.
+    all_bits: int = 0
+    depth_of: dict[int, int] = field(default_factory=dict)
 
     def in_effect(self, mask: int) -> bool:
-        for depth, bits in self.by_depth:
-            if mask & bits:
-                return depth % 2 == 0
-        return False
+        """The newest copy or revert in the history decides: a copy or an even-depth revert
+        (a revert of a revert) puts the fix in effect, an odd-depth one takes it out. (The
+        deepest revert deciding would read F, revert, revert of the revert, revert of F again
+        as in effect.)"""
+        seen = mask & self.all_bits
+        if not seen:
+            return False
+        return self.depth_of[seen.bit_length() - 1] % 2 == 0
 
 
 class History:
@@ -140,15 +164,23 @@ class History:
         at: Sequence[str] = ("HEAD",),
         extra_fixes: dict[str, tuple[str, ...]] | None = None,
         extra_tips: Collection[str] = (),
+        content: bool = True,
     ) -> None:
         """Gather everything in a fixed number of git calls. `at`: the revisions records will
         be judged at. `extra_fixes`: commits to treat as fixes of these globs although they
-        carry no trailer (`record prune --since X --model GLOB`)."""
+        carry no trailer (`record prune --since X --model GLOB`). `content=False` judges by the
+        graph alone: only benchmarks/perf/bench_stale.py's baseline asks for it."""
         # GitPython costs ~0.17 s to import: `oomrec --help` and the sweep's module never pay it.
         from oomrec import gitutil
 
         self.repo = repo
         self.key = key
+        self._content = content
+        self._snapshots: Snapshots | None = None
+        # commit -> fix class (root) -> whether its change is in that commit's tree.
+        self._states: dict[str, dict[str, Verdict]] = {}
+        # The same per group of commits with the same blobs at the fixes' paths.
+        self._group_states: dict[int, dict[str, Verdict]] = {}
         self._commits = {text: read_commit(text) for text in set(record_commits)}
         self._at = {rev: gitutil.resolve_commit(repo, rev) for rev in at}
         extra = extra_fixes or {}
@@ -165,7 +197,15 @@ class History:
         for sha, globs in extra.items():
             old = self.events.get(sha)
             subject = old.subject if old else _subject(repo, sha)
-            self.events[sha] = Event(sha, subject, globs, (), (), old.reverts if old else ())
+            self.events[sha] = Event(
+                sha,
+                subject,
+                globs,
+                (),
+                (),
+                old.reverts if old else (),
+                mainline=old.mainline if old else None,
+            )
         self._build()
 
     # -- building -----------------------------------------------------------------------
@@ -184,16 +224,18 @@ class History:
                 classes.union(sha, first_of_id.setdefault(fix_id.casefold(), sha))
         first_of_patch: dict[str, str] = {}
         trailer_shas = [sha for sha, e in events.items() if e.globs or e.fix_ids]
+        revert_shas = [sha for sha, e in events.items() if e.reverts]
         # Without patch-ids an amended fix would look like another fix: nothing is lifted then.
         self._doubt = ""
-        if len(trailer_shas) > 1:
+        patches: dict[str, str] = {}
+        if len(trailer_shas) > 1 or (trailer_shas and revert_shas):
             try:
-                patches = gitutil.patch_ids(self.repo, trailer_shas)
+                patches = gitutil.patch_ids(self.repo, [*trailer_shas, *revert_shas])
             except OomrecError as exc:
-                patches = {}
                 self._doubt = f"cannot compare the fixes' patches ({exc})"
-            for sha, patch in patches.items():
-                classes.union(sha, first_of_patch.setdefault(patch, sha))
+            for sha in trailer_shas:
+                if sha in patches:
+                    classes.union(sha, first_of_patch.setdefault(patches[sha], sha))
         for sha, e in events.items():
             for source in e.picked_from:
                 target = by_prefix.get(source)
@@ -209,24 +251,83 @@ class History:
                 entries[sha] = [(root, 0)]
         for sha in events:
             self._revert_entries(sha, by_prefix, entries, set())
+        if entries:
+            self._reverts_by_patch(entries, patches, by_prefix)
         graph = self._graph if entries else []
+        self._order = {row[0]: n for n, row in enumerate(graph)}
         self._index(entries, graph)
         if self._merge_reverts(entries, graph, by_prefix):
             self._index(entries, graph)
 
+    def _reverts_by_patch(
+        self,
+        entries: dict[str, list[tuple[str, int]]],
+        patches: dict[str, str],
+        by_prefix: _PrefixIndex,
+    ) -> None:
+        """Reverts whose message names a commit that is not a copy here (a backported revert
+        names the original's SHA, a rebased one the pre-rebase SHA): a revert's patch is the
+        reverse of its target's, a revert of a revert has the target's own patch."""
+        from oomrec import gitutil
+
+        lost = [
+            sha
+            for sha, e in self.events.items()
+            if e.reverts and sha not in entries and sha in patches and not e.mainline
+        ]
+        if not lost:
+            return
+        known = [sha for sha in entries if len(entries[sha]) == 1]
+        try:
+            reverse = gitutil.patch_ids(self.repo, known, reverse=True)
+        except OomrecError:
+            return
+        by_reverse: dict[str, list[tuple[str, int]]] = {}
+        by_forward: dict[str, list[tuple[str, int]]] = {}
+        for sha in known:
+            if sha in reverse:
+                by_reverse.setdefault(reverse[sha], entries[sha])
+            if sha in patches:
+                by_forward.setdefault(patches[sha], entries[sha])
+        changed = True
+        while changed:
+            changed = False
+            for sha in lost:
+                if sha in entries:
+                    continue
+                patch = patches[sha]
+                if patch in by_reverse:
+                    entries[sha] = [(root, d + 1) for root, d in by_reverse[patch]]
+                elif patch in by_forward:
+                    # The same patch as a copy (it restores the fix: even) or as a revert.
+                    entries[sha] = [(root, d if d % 2 else d + 2) for root, d in by_forward[patch]]
+                else:
+                    continue
+                changed = True
+        for sha in self.events:
+            if sha not in entries:
+                self._revert_entries(sha, by_prefix, entries, set())
+
     def _index(self, entries: dict[str, list[tuple[str, int]]], graph: list[list[str]]) -> None:
-        """Give each (commit, fix) entry a bit, and each commit the bits of its history."""
+        """Give each (commit, fix) entry a bit, in the commits' topological order, and each
+        commit the bits of its history."""
         self._classes: dict[str, _Class] = {}
         bits: dict[str, int] = {}
         n = 0
-        for sha, pairs in entries.items():
-            for root, d in pairs:
+        order = self._order
+        for sha in sorted(entries, key=lambda s: order.get(s, -1)):
+            for root, d in entries[sha]:
                 cls = self._classes.setdefault(root, _Class())
                 cls.events.append((n, d))
+                cls.all_bits |= 1 << n
+                cls.depth_of[n] = d
                 if d == 0:
                     cls.members.append((sha, n))
                 bits[sha] = bits.get(sha, 0) | 1 << n
                 n += 1
+        for cls in self._classes.values():
+            # Newest first, as the log lists them: _fix names a fix by its newest copy.
+            cls.members.reverse()
         for i, sha in enumerate(sorted(self._shallow)):
             bits[sha] = bits.get(sha, 0) | 1 << (n + i)
         self._all_cuts = ((1 << len(self._shallow)) - 1) << n
@@ -234,10 +335,6 @@ class History:
         for cls in self._classes.values():
             for sha, _ in cls.members:
                 cls.cut_mask |= self._masks.get(sha, 0) & self._all_cuts
-            depths: dict[int, int] = {}
-            for bit, d in cls.events:
-                depths[d] = depths.get(d, 0) | 1 << bit
-            cls.by_depth = sorted(depths.items(), reverse=True)
 
     def _merge_reverts(
         self,
@@ -245,19 +342,27 @@ class History:
         graph: list[list[str]],
         by_prefix: _PrefixIndex,
     ) -> bool:
-        """Reverts of merge commits (`git revert -m 1 M`): each cancels the fixes that M brought
-        in (in effect at M, not at its first parent). Returns whether any was found."""
+        """Reverts of merge commits (`git revert -m N M`): each cancels the fixes that M brought
+        in from the side it reverted (in effect at M, not at the kept parent: the one its
+        message names after `reversing changes made to`, else the first). Returns whether any
+        was found."""
+        candidates = [(s, e) for s, e in self.events.items() if e.reverts and s not in entries]
+        if not candidates:
+            return False
         parents = {row[0]: row[1:] for row in graph}
         found = False
-        for sha, event in self.events.items():
-            if sha in entries:
-                continue
-            for target in event.reverts:
+        for sha, event in candidates:
+            for target_text in event.reverts:
+                target = by_prefix.get(target_text) or target_text
                 merged = parents.get(target, ())
                 if len(merged) < 2:
                     continue
+                kept = merged[0]
+                if event.mainline:
+                    named = [p for p in merged if p.startswith(event.mainline)]
+                    kept = named[0] if len(named) == 1 else kept
                 at_merge = set(self._effective_roots(self._masks.get(target, 0)))
-                before = set(self._effective_roots(self._masks.get(merged[0], 0)))
+                before = set(self._effective_roots(self._masks.get(kept, 0)))
                 brought = sorted(at_merge - before)
                 if brought:
                     entries[sha] = [(root, 1) for root in brought]
@@ -311,33 +416,68 @@ class History:
         return Fix(newest, self.events[newest].subject, globs, tuple(everyone))
 
     def judge(self, records: Sequence[OomRecord], at: str = "HEAD") -> list[Judgement]:
-        """Each record's judgement at revision `at` (one of those given when loading)."""
+        """Each record's judgement at revision `at` (one of those given when loading).
+
+        Two passes: the graph names, per record, the fixes that would lift it; then the trees
+        of `at` and of those records' commits are read in one batch, and only a fix whose
+        change is present at `at` and absent where the record was measured lifts it."""
         at_sha = self._at[at]
         at_mask = self._masks.get(at_sha, 0)
         at_fixes = [(root, self._fix(root, at_mask)) for root in self._effective_roots(at_mask)]
         if not at_fixes:
             return [APPLIES] * len(records)
-        cache: dict[tuple[str, str], Judgement] = {}
+        cache: dict[tuple[str, str], Judgement | _Pending] = {}
         # Per model, the fixes in effect at `at` that match it; per commit, those in effect there.
         matching: dict[str, list[tuple[str, Fix]]] = {}
         effective: dict[str, set[str]] = {}
-        out = []
+        keys: list[tuple[str, str]] = []
         for rec in records:
             key = (rec.commit, rec.model)
-            found = cache.get(key)
-            if found is None:
+            keys.append(key)
+            if key not in cache:
                 fixes = matching.get(rec.model)
                 if fixes is None:
                     fixes = matching[rec.model] = [
                         (root, fix) for root, fix in at_fixes if first_match(fix.globs, rec.model)
                     ]
-                found = cache[key] = self._judge_one(rec.commit, fixes, effective)
-            out.append(found)
-        return out
+                cache[key] = self._judge_one(rec.commit, fixes, effective)
+        pending = [(k, p) for k, p in cache.items() if isinstance(p, _Pending)]
+        if pending:
+            self._settle_all(pending, cache, at, at_sha, [root for root, _ in at_fixes])
+        return [cache[key] for key in keys]  # type: ignore[misc]
+
+    def _settle_all(
+        self,
+        pending: list[tuple[tuple[str, str], _Pending]],
+        cache: dict[tuple[str, str], Judgement | _Pending],
+        at: str,
+        at_sha: str,
+        roots: list[str],
+    ) -> None:
+        """Replace each pending verdict in `cache` by its judgement, from the trees."""
+        # Every fix in effect at `at`, at every commit asked about: judged per group of commits
+        # with the same blobs, that costs less than knowing which fixes each commit needs.
+        self._read_states({at_sha, *(p.sha for _, p in pending)}, set(roots))
+        here = self._states[at_sha]
+        lifts: dict[int, frozenset[str]] = {}
+        for key, p in pending:
+            there = self._states[p.sha]
+            # The common case first: present here, absent (or declared) where measured.
+            ok = lifts.get(id(there))
+            if ok is None:
+                ok = lifts[id(there)] = frozenset(
+                    r
+                    for r in roots
+                    if there[r].state in _LIFTS_THERE and here[r].state in _LIFTS_HERE
+                )
+            if ok.issuperset(p.roots):
+                cache[key] = Judgement(Status.LIFTED, tuple(fix for _, fix in p.fixes))
+            else:
+                cache[key] = self._settle(p, at, at_sha)
 
     def _judge_one(
         self, commit_text: str, matching: list[tuple[str, Fix]], effective_at: dict[str, set[str]]
-    ) -> Judgement:
+    ) -> Judgement | _Pending:
         if not matching:
             return APPLIES
         commit = self._commits.get(commit_text) or read_commit(commit_text)
@@ -356,7 +496,9 @@ class History:
         if not lifting:
             return APPLIES
         cuts = mask & self._all_cuts
-        provable = [fix for root, fix in lifting if cuts & ~self._classes[root].cut_mask == 0]
+        provable = [
+            (root, fix) for root, fix in lifting if cuts & ~self._classes[root].cut_mask == 0
+        ]
         if not provable:
             return Judgement(
                 Status.UNKNOWN,
@@ -365,15 +507,111 @@ class History:
                 f"{lifting[0][1].describe()} could be ({_UNSHALLOW})",
             )
         if self._doubt:
-            return Judgement(Status.UNKNOWN, (provable[0],), self._doubt)
+            return Judgement(Status.UNKNOWN, (provable[0][1],), self._doubt)
         if commit.dirty:
             return Judgement(
                 Status.UNKNOWN,
-                (provable[0],),
+                (provable[0][1],),
                 f"{commit_text.strip()} was measured on uncommitted changes, which may hold "
-                f"{provable[0].describe()}",
+                f"{provable[0][1].describe()}",
             )
-        return Judgement(Status.LIFTED, tuple(provable))
+        if not self._content:
+            return Judgement(Status.LIFTED, tuple(fix for _, fix in provable))
+        return _Pending(resolved.sha, tuple(provable), tuple(root for root, _ in provable))
+
+    # -- the content check --------------------------------------------------------------
+
+    def _read_states(self, commits: Collection[str], roots: set[str]) -> None:
+        """The state of each fix class in `roots` at each of `commits`, in one batch: commits
+        are read once, and judged once per group of equal blobs at the fixes' paths. Each
+        commit's entry in `_states` is its group's dict (shared, so a commit costs a lookup)."""
+        from oomrec import content
+
+        states = self._states
+        todo = [c for c in commits if c not in states or not roots <= states[c].keys()]
+        if not todo:
+            return
+        try:
+            if self._snapshots is None:
+                shas = {sha for cls in self._classes.values() for sha, _ in cls.members}
+                self._snapshots = content.Snapshots(
+                    self.repo, content.read_changes(self.repo, shas)
+                )
+            snaps = self._snapshots
+            changes = snaps.changes
+            groups = snaps.group_of(todo)
+            copies = {
+                root: [sha for sha, _ in self._classes[root].members if sha in changes]
+                for root in roots
+            }
+            asked: dict[int, set[str]] = {}
+            for g in set(groups.values()):
+                left = roots - self._group_states.get(g, {}).keys()
+                if left:
+                    asked[g] = set(left)
+            snaps.verdicts(
+                {g: {sha for r in left for sha in copies[r]} for g, left in asked.items()}
+            )
+        except OomrecError as exc:
+            why = Verdict(State.UNDECIDED, f"cannot read the fix's change ({exc})")
+            for c in todo:
+                states[c] = dict.fromkeys(roots, why)
+            return
+        for g, left in asked.items():
+            at_g = self._group_states.setdefault(g, {})
+            for root in left:
+                shas = copies[root]
+                if len(shas) == 1:
+                    at_g[root] = snaps.verdict(g, shas[0])
+                elif shas:
+                    at_g[root] = combine([snaps.verdict(g, sha) for sha in shas])
+                else:
+                    at_g[root] = Verdict(State.UNDECIDED, "no patch to compare")
+        for c in todo:
+            states[c] = self._group_states[groups[c]]
+
+    def _settle(self, pending: _Pending, at: str, at_sha: str) -> Judgement:
+        """A record the graph would lift: lifted by the fixes whose change is present at `at`
+        and absent where it was measured; otherwise it applies, unknown when the tree cannot
+        say (the reason names the fix and the file)."""
+        where = "HEAD" if at == "HEAD" else short_commit(at_sha)
+        lifted: list[Fix] = []
+        unknown: tuple[Fix, str] | None = None
+        kept: tuple[Fix, str] | None = None
+        for root, fix in pending.fixes:
+            here = self._states[at_sha][root]
+            there = self._states[pending.sha][root]
+            if here.state == State.ABSENT:
+                kept = kept or (
+                    fix,
+                    f"{fix.describe()} is in {where}'s history but its change is not in "
+                    f"{where}'s tree (merged with -s ours, or reverted by hand?)",
+                )
+            elif here.state == State.UNDECIDED:
+                unknown = unknown or (
+                    fix,
+                    f"{where}'s tree may not hold the change of {fix.describe()}: {here.reason}",
+                )
+            elif there.state == State.PRESENT and here.state == State.PRESENT:
+                kept = kept or (
+                    fix,
+                    f"measured at {short_commit(pending.sha)} on code that already had the "
+                    f"change of {fix.describe()}",
+                )
+            elif there.state == State.UNDECIDED:
+                unknown = unknown or (
+                    fix,
+                    f"cannot tell whether {short_commit(pending.sha)} had the change of "
+                    f"{fix.describe()}: {there.reason}",
+                )
+            else:
+                lifted.append(fix)
+        if lifted:
+            return Judgement(Status.LIFTED, tuple(lifted))
+        if unknown is not None:
+            return Judgement(Status.UNKNOWN, (unknown[0],), unknown[1])
+        assert kept is not None
+        return Judgement(Status.APPLIES, (kept[0],), kept[1])
 
     def _unresolved(self, hex_: str, problem: str | None) -> str:
         if problem == "missing" and self._shallow:
@@ -393,8 +631,15 @@ class History:
         return None
 
     def in_effect_at(self, root: str, rev: str = "HEAD") -> bool:
-        """Whether the fix `root` (from fix_of) is in effect at revision `rev`."""
-        return root in self._effective_roots(self._masks.get(self._at[rev], 0))
+        """Whether the fix `root` (from fix_of) is in effect at revision `rev`: in its history
+        as the graph reads it, and its change not absent from its tree."""
+        sha = self._at[rev]
+        if root not in self._effective_roots(self._masks.get(sha, 0)):
+            return False
+        if not self._content:
+            return True
+        self._read_states([sha], {root})
+        return self._states[sha][root].state != State.ABSENT
 
 
 class _PrefixIndex:

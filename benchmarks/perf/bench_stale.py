@@ -49,7 +49,10 @@ class Builder:
         self.stream: list[str] = []
         self.shas: dict[int, str] = {}
 
-    def commit(self, ref: str, message: str, parent: int | None, files: dict[str, str]) -> int:
+    def commit(
+        self, ref: str, message: str, parent: int | None, files: dict[str, str | None]
+    ) -> int:
+        """A commit of `files` (path -> content; None deletes the path)."""
         self.mark += 1
         self.when += 60
         data = message.encode()
@@ -60,7 +63,10 @@ class Builder:
         if parent is not None:
             self.stream.append(f"from :{parent}\n")
         for name, content in files.items():
-            self.stream.append(f"M 644 inline {name}\ndata {len(content)}\n{content}\n")
+            if content is None:
+                self.stream.append(f"D {name}\n")
+            else:
+                self.stream.append(f"M 644 inline {name}\ndata {len(content)}\n{content}\n")
         return self.mark
 
     def flush(self) -> None:
@@ -100,7 +106,8 @@ def build_repo(path: Path, commits: int) -> None:
     for i in range(REVERTED):
         sha = b.shas[fixes[i]]
         message = f'Revert "Fix {i}"\n\nThis reverts commit {sha}.\n'
-        tip = b.commit("refs/heads/main", message, tip, {f"fix{i}.txt": ""})
+        # A real revert: the fix added the file, its revert deletes it.
+        tip = b.commit("refs/heads/main", message, tip, {f"fix{i}.txt": None})
         reverts.append(tip)
     rel = release
     for i in range(FIXES - PICKED, FIXES):
@@ -122,7 +129,7 @@ def build_repo(path: Path, commits: int) -> None:
 
 
 def cached_repo(cache: Path, commits: int) -> Path:
-    path = cache / f"plan-repo-{commits}-v1"
+    path = cache / f"plan-repo-{commits}-v2"
     if not (path / ".git" / "oomrec-bench-done").exists():
         if path.exists():
             subprocess.run(["rm", "-rf", str(path)], check=True)
@@ -155,24 +162,40 @@ def write_records(repo: Path, record: Path, lines: int, distinct: int) -> None:
     record.with_name(record.name + ".archive").write_text("".join(parked))
 
 
-def plan(record: Path) -> int:
+def plan(record: Path, content: bool = True) -> int:
+    """What the sweep does before its first cell; `content=False`: the graph-only staleness
+    rule (before the content check), as the baseline the content check is measured against."""
+    from oomrec import stale
     from oomrec.records import RecordFile
     from oomrec.sweep import Planner, gather_evidence
 
     record_file = RecordFile(record)
-    evidence = gather_evidence(record_file, record_file.load(), "OOM-Fix", "gb10")
+    loaded = record_file.load()
+    if content:
+        evidence = gather_evidence(record_file, loaded, "OOM-Fix", "gb10")
+    else:
+        real = stale.History.__init__
+
+        def graph_only(self: stale.History, *args: object, **kwargs: object) -> None:
+            real(self, *args, **{**kwargs, "content": False})  # type: ignore[arg-type]
+
+        stale.History.__init__ = graph_only  # type: ignore[method-assign]
+        try:
+            evidence = gather_evidence(record_file, loaded, "OOM-Fix", "gb10")
+        finally:
+            stale.History.__init__ = real  # type: ignore[method-assign]
     return Planner(evidence, "gb10").applicable_records
 
 
-def git_processes(repo: Path, record: Path) -> int:
+def git_processes(repo: Path, record: Path, content: bool = True) -> int:
     trace = record.with_name("trace")
     trace.unlink(missing_ok=True)
     code = (
         "import sys; sys.path.insert(0, sys.argv[2]); import bench_stale; "
-        "bench_stale.plan(__import__('pathlib').Path(sys.argv[1]))"
+        "bench_stale.plan(__import__('pathlib').Path(sys.argv[1]), sys.argv[3] == '1')"
     )
     subprocess.run(
-        [sys.executable, "-c", code, str(record), str(Path(__file__).parent)],
+        [sys.executable, "-c", code, str(record), str(Path(__file__).parent), str(int(content))],
         cwd=repo,
         env={**os.environ, "GIT_TRACE": str(trace)},
         check=True,
@@ -207,6 +230,7 @@ def main() -> None:
         record = Path(tmp) / "oom-record"
         write_records(repo, record, args.lines, args.distinct)
         applying = plan(record)
+        applying_graph = plan(record, content=False)
         env = {**os.environ, "OOMREC_RECORD": str(record), "OOMREC_HARDWARE": "gb10"}
         py = sys.executable
         (repo / "models" / "model-1-x").mkdir(parents=True, exist_ok=True)
@@ -216,6 +240,9 @@ def main() -> None:
             ),
             f"load the record, no judging ({args.lines * 4 // 5} lines, baseline)": median_time(
                 lambda: RecordFile(record).load(), args.runs
+            ),
+            "plan, graph only (before the content check; baseline)": median_time(
+                lambda: plan(record, content=False), args.runs
             ),
             f"plan: read record + archive, judge {args.lines} lines at HEAD": median_time(
                 lambda: plan(record), args.runs
@@ -243,18 +270,22 @@ def main() -> None:
             ),
         }
         processes = {
-            n: git_processes(repo, p) for n, p in ((args.lines // 10, small), (args.lines, record))
+            (n, content): git_processes(repo, p, content)
+            for n, p in ((args.lines // 10, small), (args.lines, record))
+            for content in (False, True)
         }
     print(
         f"repository: {total} commits, {FIXES} fixes ({REVERTED} reverted, {RE_REVERTED} of "
         f"those reapplied, {PICKED} picked to release); {args.lines} records over "
-        f"{args.distinct} commits, {applying} apply at HEAD; median of {args.runs} runs"
+        f"{args.distinct} commits, {applying} apply at HEAD ({applying_graph} by the graph "
+        f"alone); median of {args.runs} runs"
     )
     base = results["git rev-list --count HEAD (baseline)"]
     for name, seconds in results.items():
         print(f"  {seconds * 1000:8.1f} ms  {seconds / base:6.1f}x rev-list   {name}")
-    for lines, count in processes.items():
-        print(f"  git processes to plan {lines} records: {count}")
+    for (lines, content), count in processes.items():
+        how = "with the content check" if content else "graph only"
+        print(f"  git processes to plan {lines} records, {how}: {count}")
 
 
 if __name__ == "__main__":

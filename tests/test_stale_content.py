@@ -1,0 +1,311 @@
+"""Staleness judged by content (oomrec.content through oomrec.stale), on real repositories made
+by real git operations: a fix lifts a record only where its change is in HEAD's tree and not in
+the tree the record was measured on. Each case of the "graph says, tree says" table keeps its
+record; the plain cases keep lifting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from oomrec import gitutil
+from oomrec.records import OomRecord
+from oomrec.stale import History, Judgement, Status
+from tests.gitrepo import IDENTITY, Repo, git
+
+MODEL = "gemma-4-31b"
+TRAILER = "OOM-Fix: gemma-4-*"
+BEFORE = "def prefill(tokens):\n    x = 1\n    y = 2\n    return run(tokens)\n    # end\n"
+AFTER = (
+    "def prefill(tokens):\n    x = 1\n    y = 2\n    return run_chunked(tokens, 512)\n    # end\n"
+)
+
+
+def verdict(path: Path, commit: str, at: str = "HEAD") -> Judgement:
+    repo = gitutil.open_repo(path)
+    assert repo is not None
+    rec = OomRecord(MODEL, 8192, "2026-07-03", commit)
+    return History(repo, "OOM-Fix", [commit], at=(at,)).judge([rec], at=at)[0]
+
+
+@pytest.fixture
+def code(repo: Repo) -> tuple[Repo, str]:
+    """`repo` with prefill.py before the fix committed: (repo, that commit)."""
+    pre = repo.commit("add the prefill", {"prefill.py": BEFORE, "other.py": "a\nb\nc\n"})
+    return repo, pre
+
+
+def fix(repo: Repo, message: str = f"Chunk the prefill\n\n{TRAILER}\n") -> str:
+    return repo.commit(message, {"prefill.py": AFTER})
+
+
+# -- the plain cases still lift ---------------------------------------------------------------
+
+
+def test_a_record_before_the_fix_on_main_is_lifted(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    f = fix(repo)
+    after = repo.commit("later work")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    assert str(verdict(repo.path, pre)) == f"no longer applies: fix {f[:7]} (Chunk the prefill)"
+    assert verdict(repo.path, after).status == Status.APPLIES
+
+
+def test_a_pick_onto_a_release_branch_lifts_there(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    repo.git("branch", "release")
+    f = fix(repo)
+    repo.git("checkout", "-q", "release")
+    on_release = repo.commit("release work")
+    repo.git("cherry-pick", "-x", f)
+    assert verdict(repo.path, on_release).status == Status.LIFTED
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+def test_a_revert_of_the_revert_lifts_again(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    fix(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    assert verdict(repo.path, pre).status == Status.APPLIES
+    repo.git("revert", "--no-edit", "HEAD")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+# -- the graph says "in effect", the tree says the change is not there -------------------------
+
+
+def test_merge_s_ours_keeps_the_record_and_says_why(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    repo.git("checkout", "-q", "-b", "topic")
+    f = fix(repo)
+    repo.git("checkout", "-q", "main")
+    repo.commit("main work")
+    repo.git("merge", "-q", "-s", "ours", "-m", "Merge topic, keeping ours", "topic")
+    got = verdict(repo.path, pre)
+    assert got.status == Status.APPLIES
+    assert str(got) == (
+        f"applies (fix {f[:7]} (Chunk the prefill) is in HEAD's history but its change is not "
+        "in HEAD's tree (merged with -s ours, or reverted by hand?))"
+    )
+    # A real merge of the same branch lifts it.
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.git("merge", "-q", "--no-edit", "topic")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+def test_a_hand_revert_without_gits_line_keeps_the_record(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    f = fix(repo)
+    repo.git("revert", "-n", f)
+    repo.git("commit", "-q", "-m", "Back out the chunked prefill")
+    assert verdict(repo.path, pre).status == Status.APPLIES
+
+
+def test_revert_m_2_takes_out_a_fix_from_the_first_parent_side(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    repo.git("checkout", "-q", "-b", "feature")
+    fix(repo)
+    repo.git("checkout", "-q", "main")
+    repo.commit("main work")
+    repo.git("checkout", "-q", "feature")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge main into feature", "main")
+    merge = repo.head()
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.git("revert", "--no-edit", "-m", "2", merge)
+    assert "reversing" in repo.git("log", "-1", "--format=%B")
+    assert verdict(repo.path, pre).status == Status.APPLIES
+    # And the graph alone now reads it too: the kept parent is the one the message names.
+    repo_ = gitutil.open_repo(repo.path)
+    assert repo_ is not None
+    rec = OomRecord(MODEL, 8192, "2026-07-03", pre)
+    graph_only = History(repo_, "OOM-Fix", [pre], content=False)
+    assert graph_only.judge([rec])[0].status == Status.APPLIES
+
+
+def test_a_backported_revert_of_a_backported_fix_keeps_the_record(code: tuple[Repo, str]) -> None:
+    repo, _pre = code
+    repo.git("branch", "release")
+    f = fix(repo)
+    repo.commit("main work")
+    repo.git("revert", "--no-edit", f)
+    revert = repo.head()
+    repo.git("checkout", "-q", "release")
+    before = repo.commit("release work")
+    repo.git("cherry-pick", "-x", f)
+    assert verdict(repo.path, before).status == Status.LIFTED
+    repo.git("cherry-pick", "-x", revert)
+    assert verdict(repo.path, before).status == Status.APPLIES
+    repo_ = gitutil.open_repo(repo.path)
+    assert repo_ is not None
+    rec = OomRecord(MODEL, 8192, "2026-07-03", before)
+    # The revert names a SHA that is not in release's history: matched by its patch.
+    assert History(repo_, "OOM-Fix", [before], content=False).judge([rec])[0].applies
+
+
+def test_a_rebased_fix_and_revert_pair_keeps_the_record(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    repo.git("checkout", "-q", "-b", "topic")
+    fix(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    repo.git("checkout", "-q", "main")
+    repo.commit("main work", {"other.py": "a\nb\nc\nd\n"})
+    repo.git("checkout", "-q", "topic")
+    repo.git("rebase", "-q", "main")
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-ff", "--no-edit", "topic")
+    assert verdict(repo.path, pre).status == Status.APPLIES
+    repo_ = gitutil.open_repo(repo.path)
+    assert repo_ is not None
+    rec = OomRecord(MODEL, 8192, "2026-07-03", pre)
+    assert History(repo_, "OOM-Fix", [pre], content=False).judge([rec])[0].applies
+
+
+def test_revert_chain_ending_in_a_second_revert_of_the_fix(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    f = fix(repo)
+    repo.git("revert", "--no-edit", f)
+    repo.git("revert", "--no-edit", "HEAD")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.git("revert", "--no-edit", f)
+    assert verdict(repo.path, pre).status == Status.APPLIES
+    repo_ = gitutil.open_repo(repo.path)
+    assert repo_ is not None
+    rec = OomRecord(MODEL, 8192, "2026-07-03", pre)
+    # The newest event decides, not the deepest revert.
+    assert History(repo_, "OOM-Fix", [pre], content=False).judge([rec])[0].applies
+
+
+# -- the graph says "absent where measured", the tree says the change was there ----------------
+
+
+def test_a_conflicted_pick_without_x_does_not_lift_a_record_measured_at_the_fix(
+    code: tuple[Repo, str],
+) -> None:
+    repo, _pre = code
+    repo.git("branch", "release")
+    f = fix(repo)
+    repo.git("checkout", "-q", "release")
+    repo.commit("release tweak", {"prefill.py": BEFORE.replace("y = 2", "y = 3")})
+    done = subprocess.run(
+        ["git", "cherry-pick", f],
+        cwd=repo.path,
+        env={**os.environ, **IDENTITY},
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode != 0  # the conflict
+    (repo.path / "prefill.py").write_text(AFTER.replace("y = 2", "y = 3"))
+    repo.git("add", "prefill.py")
+    repo.git("-c", "core.editor=true", "cherry-pick", "--continue")
+    assert TRAILER in repo.git("log", "-1", "--format=%B")
+    assert verdict(repo.path, f).applies
+    # A record from release before the copy is lifted by it.
+    assert verdict(repo.path, repo.git("rev-parse", "HEAD~1")).status == Status.LIFTED
+
+
+@pytest.mark.parametrize("how", ["amend", "reword"])
+def test_a_trailer_added_later_does_not_lift_records_measured_on_the_fix(
+    code: tuple[Repo, str], how: str
+) -> None:
+    repo, pre = code
+    untagged = repo.commit("Chunk the prefill", {"prefill.py": AFTER})
+    if how == "amend":
+        repo.git("commit", "-q", "--amend", "--no-edit", "--trailer", TRAILER)
+    else:
+        repo.commit("later work")
+        env = {**os.environ, **IDENTITY, "GIT_SEQUENCE_EDITOR": "sed -i -e '1s/^pick/reword/'"}
+        env["GIT_EDITOR"] = f"git interpret-trailers --in-place --trailer '{TRAILER}'"
+        subprocess.run(["git", "rebase", "-q", "-i", pre], cwd=repo.path, env=env, check=True)
+    assert TRAILER in repo.git("log", "--format=%B")
+    got = verdict(repo.path, untagged)
+    assert got.status == Status.APPLIES
+    assert "on code that already had the change of fix" in str(got)
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+def test_a_trailer_on_the_prs_merge_commit(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    repo.git("checkout", "-q", "-b", "pr")
+    tip = repo.commit("Chunk the prefill", {"prefill.py": AFTER})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main work")
+    repo.git("merge", "-q", "--no-ff", "-m", f"Merge pull request #7\n\n{TRAILER}", "pr")
+    assert verdict(repo.path, tip).status == Status.APPLIES
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+def test_a_root_commit_fix_amended_with_the_same_patch(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "rooted")
+    root = repo.commit(f"Chunk the prefill\n\n{TRAILER}\n", {"prefill.py": AFTER})
+    repo.git("commit", "-q", "--amend", "-m", f"Chunk the prefill (reworded)\n\n{TRAILER}\n")
+    assert repo.head() != root
+    assert verdict(repo.path, root).status == Status.APPLIES
+    repo_ = gitutil.open_repo(repo.path)
+    assert repo_ is not None
+    ids = gitutil.patch_ids(repo_, [root, repo.head()])
+    assert ids[root] == ids[repo.head()]
+
+
+# -- what the tree cannot say -----------------------------------------------------------------
+
+
+def test_lines_rewritten_after_the_fix_make_it_unknown_and_a_fix_id_copy_keeps_it(
+    code: tuple[Repo, str],
+) -> None:
+    repo, pre = code
+    message = f"Chunk the prefill\n\n{TRAILER}\nOOM-Fix-Id: chunked-prefill\n"
+    fix(repo, message)
+    rewritten = AFTER.replace("run_chunked(tokens, 512)", "run_chunked(tokens, size=512)")
+    repo.commit("Tidy the prefill", {"prefill.py": rewritten})
+    got = verdict(repo.path, pre)
+    assert got.status == Status.UNKNOWN
+    assert "its prefill.py holds neither the fix's version" in got.reason
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.commit("Tidy the prefill\n\nOOM-Fix-Id: chunked-prefill\n", {"prefill.py": rewritten})
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+def test_a_partial_revert_is_unknown(repo: Repo) -> None:
+    pre = repo.commit("code", {"a.py": "one\n", "b.py": "two\n"})
+    f = repo.commit(f"Fix\n\n{TRAILER}\n", {"a.py": "ONE\n", "b.py": "TWO\n"})
+    repo.commit("undo half", {"b.py": "two\n"})
+    got = verdict(repo.path, pre)
+    assert got.status == Status.UNKNOWN
+    assert "its a.py has the fix's change and its b.py does not" in got.reason
+    assert f
+
+
+def test_an_empty_fix_commit_is_declared_and_the_graph_decides(repo: Repo) -> None:
+    pre = repo.commit("pre")
+    repo.git("commit", "-q", "--allow-empty", "-m", f"Driver 580 fixes it\n\n{TRAILER}")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+def test_a_binary_fix_rewritten_later_is_unknown(repo: Repo) -> None:
+    pre = repo.commit("weights", {"w.bin": "\0old\0"})
+    repo.commit(f"Smaller buffers\n\n{TRAILER}\n", {"w.bin": "\0new\0"})
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.commit("again", {"w.bin": "\0newer\0"})
+    got = verdict(repo.path, pre)
+    assert got.status == Status.UNKNOWN
+    assert "w.bin" in got.reason
+
+
+def test_sha256_repositories_judge_like_sha1_ones(tmp_path: Path) -> None:
+    path = tmp_path / "s256"
+    path.mkdir()
+    git(path, "init", "-q", "--object-format=sha256", "-b", "main")
+    repo = Repo.__new__(Repo)
+    repo.path, repo._n = path, 0
+    pre = repo.commit("code", {"prefill.py": BEFORE, "sub/dir/x.py": "x\n"})
+    assert len(pre) == 64
+    f = repo.commit(f"Chunk\n\n{TRAILER}\n", {"prefill.py": AFTER, "sub/dir/x.py": "y\n"})
+    assert verdict(path, pre).status == Status.LIFTED
+    assert verdict(path, f).status == Status.APPLIES
+    repo.git("revert", "-n", f)
+    repo.git("commit", "-q", "-m", "Back out")
+    assert verdict(path, pre).status == Status.APPLIES
+    assert gitutil.head_sha(gitutil.open_repo(path)) == repo.head()
