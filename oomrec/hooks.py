@@ -16,10 +16,14 @@ import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oomrec import fixes
 from oomrec.config import load_settings, record_path
 from oomrec.errors import OomrecError
+
+if TYPE_CHECKING:
+    from oomrec.stale import Fix
 
 EVENTS = ("post-merge", "post-rewrite", "post-checkout", "post-commit")
 _NULL_SHA = re.compile(r"0+")
@@ -86,9 +90,19 @@ def _moved(
             return None
         return (None if _NULL_SHA.fullmatch(args[0]) else args[0], args[1])
     if event == "post-commit":
-        parents = _post_commit_speaks(key)
+        # A rebase runs post-commit per picked commit: its post-rewrite speaks for all of them.
+        if _rebasing():
+            return None
+        # `cherry-pick A..B` and `revert F1 F2` run post-commit per commit, under git's
+        # sequencer: wait for the last one, then speak for the whole operation.
+        sequence = _sequence_start()
+        if sequence == "":
+            return None
+        parents = _post_commit_speaks(key) if sequence is None else []
         if parents is None:
             return None
+        if sequence is not None:
+            return (sequence, "HEAD")
         return ("HEAD^1" if parents else None, "HEAD")
     raise OomrecError(f"unknown hook {event!r}; oomrec has {', '.join(EVENTS)}")
 
@@ -106,6 +120,21 @@ def _post_commit_speaks(key: str) -> list[str] | None:
     ):
         return parents.split()
     return None
+
+
+def _sequence_start() -> str | None:
+    """Under git's sequencer (a cherry-pick or revert of several commits): the HEAD it started
+    from once this is its last commit, "" before that; None outside a sequence."""
+    git_dir = Path(_git("rev-parse", "--git-dir").strip())
+    sequencer = git_dir / "sequencer"
+    try:
+        todo = (sequencer / "todo").read_text(encoding="utf-8", errors="replace")
+        head = (sequencer / "head").read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    # The todo still lists the commit just made: more than one line, more are to come.
+    steps = [row for row in todo.splitlines() if row.strip() and not row.startswith("#")]
+    return "" if len(steps) > 1 else head or None
 
 
 def _rebasing() -> bool:
@@ -166,8 +195,9 @@ def _compare(path: Path, key: str, old: str | None, new: str) -> list[str]:
         for a, b in zip(after, before, strict=True)
         if a.status == Status.LIFTED and (b is None or b.applies)
     ]
+    # (now, before) for the records a fix lifted before and no longer lifts.
     again = [
-        a
+        (a, b)
         for a, b in zip(after, before, strict=True)
         if a.applies and b is not None and not b.applies
     ]
@@ -175,13 +205,21 @@ def _compare(path: Path, key: str, old: str | None, new: str) -> list[str]:
         return []
     parts = []
     if stopped:
-        fix = stopped[0].fixes[0]
-        parts.append(f"{_n(len(stopped), 'OOM record')} stopped applying ({fix.describe()})")
+        named = _fixes(fix for j in stopped for fix in j.fixes)
+        parts.append(f"{_n(len(stopped), 'OOM record')} stopped applying ({named})")
     if again:
         verb = "applies" if len(again) == 1 else "apply"
-        parts.append(f"{_n(len(again), 'record')} {verb} again (a fix left HEAD's history)")
+        gone = [fix for _, b in again for fix in b.fixes]
+        why = f"{_fixes(gone)} no longer in effect" if gone else "a fix left HEAD's history"
+        parts.append(f"{_n(len(again), 'record')} {verb} again ({why})")
     command = "oomrec record stale; then oomrec record prune" if stopped else "oomrec record stale"
     return [f"oomrec: at the new HEAD {', '.join(parts)}; the sweep already knows; see: {command}"]
+
+
+def _fixes(fixes: Iterable[Fix]) -> str:
+    """Every fix involved, once each, in order: `fix 1a2b3c4 (subject), fix 5d6e7f8 (...)`."""
+    named = {fix.sha: fix.describe() for fix in fixes}
+    return ", ".join(named.values())
 
 
 def _n(count: int, noun: str) -> str:

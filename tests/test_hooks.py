@@ -51,6 +51,14 @@ def flag(fix: str, count: int, subject: str = "Chunk the prefill") -> str:
     )
 
 
+def again(fix: str, count: int, subject: str = "Chunk the prefill") -> str:
+    what = "1 record applies" if count == 1 else f"{count} records apply"
+    return (
+        f"oomrec: at the new HEAD {what} again (fix {fix[:7]} ({subject}) no longer in "
+        "effect); the sweep already knows; see: oomrec record stale"
+    )
+
+
 INSTALLED = "".join(f"installed: .git/hooks/{event}\n" for event in EVENTS)
 
 
@@ -373,10 +381,7 @@ def test_switching_to_a_branch_without_the_fix_says_records_apply_again(
     with_records(repo, old)
     cli("hook", "install")
     away = run_git(repo.path, "checkout", "-q", "release")
-    assert oomrec_lines(away) == [
-        "oomrec: at the new HEAD 2 records apply again (a fix left HEAD's history); the sweep "
-        "already knows; see: oomrec record stale"
-    ]
+    assert oomrec_lines(away) == [again(fix, 2)]
     back = run_git(repo.path, "checkout", "-q", "main")
     assert oomrec_lines(back) == [flag(fix, 2)]
     # A checkout of files only says nothing.
@@ -389,10 +394,7 @@ def test_a_revert_commit_says_records_apply_again(cli: Cli, repo: Repo) -> None:
     with_records(repo, old)
     cli("hook", "install")
     done = run_git(repo.path, "revert", "--no-edit", fix)
-    assert oomrec_lines(done) == [
-        "oomrec: at the new HEAD 2 records apply again (a fix left HEAD's history); the sweep "
-        "already knows; see: oomrec record stale"
-    ]
+    assert oomrec_lines(done) == [again(fix, 2)]
 
 
 def test_a_squash_merge_quoting_the_trailer_is_flagged(cli: Cli, repo: Repo) -> None:
@@ -410,11 +412,34 @@ def test_a_squash_merge_quoting_the_trailer_is_flagged(cli: Cli, repo: Repo) -> 
 
 
 def test_a_conflicted_merge_finished_by_commit_is_flagged(cli: Cli, repo: Repo) -> None:
-    repo.commit("base", {"prefill.py": "v1\n"})
+    repo.commit("base", {"prefill.py": "v1\n", "notes.txt": "n1\n"})
     with_records(repo, repo.head())
     cli("hook", "install")
     repo.git("checkout", "-q", "-b", "fix")
     fix = repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n", {"prefill.py": "chunked\n"})
+    repo.commit("notes on the fix", {"notes.txt": "chunked\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main change", {"notes.txt": "n2\n"})
+    conflicted = subprocess.run(
+        ["git", "merge", "fix"], cwd=repo.path, capture_output=True, text=True, check=False
+    )
+    assert conflicted.returncode != 0
+    (repo.path / "notes.txt").write_text("chunked n2\n")
+    repo.git("add", "notes.txt")
+    done = run_git(repo.path, "commit", "--no-edit")
+    assert oomrec_lines(done) == [flag(fix, 2)]
+
+
+def test_a_conflict_resolved_over_the_fixed_lines_says_nothing_and_the_records_apply(
+    cli: Cli, repo: Repo
+) -> None:
+    # The resolution rewrote the fix's own line: the tree cannot show the fix, so the records
+    # keep applying (unknown, with the reason) and the hook has nothing to announce.
+    repo.commit("base", {"prefill.py": "v1\n"})
+    with_records(repo, repo.head())
+    cli("hook", "install")
+    repo.git("checkout", "-q", "-b", "fix")
+    repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n", {"prefill.py": "chunked\n"})
     repo.git("checkout", "-q", "main")
     repo.commit("main change", {"prefill.py": "v2\n"})
     conflicted = subprocess.run(
@@ -424,7 +449,11 @@ def test_a_conflicted_merge_finished_by_commit_is_flagged(cli: Cli, repo: Repo) 
     (repo.path / "prefill.py").write_text("chunked v2\n")
     repo.git("add", "prefill.py")
     done = run_git(repo.path, "commit", "--no-edit")
-    assert oomrec_lines(done) == [flag(fix, 2)]
+    assert oomrec_lines(done) == []
+    listed = cli("record", "list")
+    assert "holds neither the fix's version nor the one before it" in " ".join(
+        listed.stdout.split()
+    )
 
 
 def test_a_shallow_clone_says_fixes_may_be_below_the_cut(
@@ -455,7 +484,67 @@ def test_one_record_that_applies_again_is_said_in_the_singular(cli: Cli, repo: R
     write(record, [line("gemma-4-31b", 32768, old)])
     cli("hook", "install")
     done = run_git(repo.path, "revert", "--no-edit", fix)
+    assert oomrec_lines(done) == [again(fix, 1)]
+
+
+def two_fixes(repo: Repo) -> tuple[str, str, str]:
+    """(the commit before, fix one, fix two) on main, each fixing a file of its own."""
+    old = repo.head()
+    one = repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n", {"prefill.py": "chunked\n"})
+    two = repo.commit("Smaller KV cache\n\nOOM-Fix: qwen3-*\n", {"kv.py": "small\n"})
+    return old, one, two
+
+
+def test_reverting_two_fixes_in_one_command_says_one_line_naming_both(cli: Cli, repo: Repo) -> None:
+    old, one, two = two_fixes(repo)
+    with_records(repo, old)
+    cli("hook", "install")
+    done = run_git(repo.path, "revert", "--no-edit", two, one)
     assert oomrec_lines(done) == [
-        "oomrec: at the new HEAD 1 record applies again (a fix left HEAD's history); the sweep "
-        "already knows; see: oomrec record stale"
+        f"oomrec: at the new HEAD 3 records apply again (fix {one[:7]} (Chunk the prefill), fix "
+        f"{two[:7]} (Smaller KV cache) no longer in effect); the sweep already knows; see: "
+        "oomrec record stale"
     ]
+
+
+def test_cherry_picking_a_range_of_fixes_says_one_line_naming_both(cli: Cli, repo: Repo) -> None:
+    old, _, two = two_fixes(repo)
+    repo.git("checkout", "-q", "-b", "release", old)
+    with_records(repo, old)
+    cli("hook", "install")
+    done = run_git(repo.path, "cherry-pick", "-x", f"{old}..{two}")
+    lines = oomrec_lines(done)
+    picked_one, picked_two = repo.git("rev-list", "-2", "--reverse", "HEAD").split()
+    assert lines == [
+        f"oomrec: at the new HEAD 3 OOM records stopped applying (fix {picked_one[:7]} (Chunk "
+        f"the prefill), fix {picked_two[:7]} (Smaller KV cache)); the sweep already knows; see: "
+        "oomrec record stale; then oomrec record prune"
+    ]
+
+
+def test_a_rebase_that_picks_fixes_speaks_once(cli: Cli, repo: Repo) -> None:
+    old, one, two = two_fixes(repo)
+    repo.git("checkout", "-q", "-b", "topic", old)
+    repo.commit("topic work", {"topic.py": "t\n"})
+    with_records(repo, old)
+    cli("hook", "install")
+    # The fixes were on main already: rebasing topic onto main brings them into its history.
+    done = run_git(repo.path, "rebase", "main")
+    lines = oomrec_lines(done)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("oomrec: at the new HEAD 3 OOM records stopped applying (fix ")
+    assert one[:7] in lines[0] and two[:7] in lines[0]
+
+
+def test_a_rebase_of_fix_commits_does_not_speak_per_picked_commit(cli: Cli, repo: Repo) -> None:
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "topic")
+    two_fixes(repo)
+    repo.git("checkout", "-q", "main")
+    repo.commit("main work", {"main.py": "m\n"})
+    with_records(repo, base)
+    cli("hook", "install")
+    repo.git("checkout", "-q", "topic")
+    # Each picked fix runs post-commit; the fixes were in topic's history before and after.
+    done = run_git(repo.path, "rebase", "main")
+    assert oomrec_lines(done) == []
