@@ -25,7 +25,12 @@ RECORD_ENV = "OOMREC_RECORD"
 
 
 def find_repo_root(start: Path | None = None) -> Path | None:
-    """The nearest directory at or above `start` holding `.git` (a dir, or a file for worktrees)."""
+    """The nearest directory at or above `start` holding `.git` (a dir, or a file for worktrees).
+
+    With `$GIT_DIR` set (and no `start`), the worktree git itself would use: `$GIT_WORK_TREE`,
+    else what `git rev-parse --show-toplevel` says (None for a bare repository)."""
+    if start is None and os.environ.get("GIT_DIR"):
+        return _env_worktree()
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
         if (candidate / ".git").exists():
@@ -50,12 +55,35 @@ class Settings:
         return self.tool.get(key, default)
 
 
+def _env_worktree() -> Path | None:
+    import subprocess
+
+    tree = os.environ.get("GIT_WORK_TREE")
+    if tree:
+        return Path(tree).resolve()
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return None
+    top = done.stdout.strip()
+    return Path(top) if done.returncode == 0 and top else None
+
+
+# Where the record of a bare repository's linked worktrees lives, inside its git dir: the
+# folder stands in for the main worktree such a repository does not have.
+BARE_HOME = "oomrec"
+
+
 def main_worktree_root(root: Path) -> Path:
-    """The main worktree of the repository whose (possibly linked) worktree is `root`.
+    """The main worktree of the repository whose (possibly linked) worktree is `root`: where its
+    one record lives.
 
     A linked worktree (`git worktree add`) has a `.git` file naming its git dir, whose
-    `commondir` names the main repository's; one record per repository lives there. Read from
-    files, not asked of git, for the same reason as find_repo_root.
+    `commondir` names the main repository's. For a worktree of a bare repository (no main
+    worktree), it is `<bare repository>/oomrec`: every worktree shares it, and git never tracks
+    or shows it. Read from files, not asked of git, for the same reason as find_repo_root.
     """
     dot_git = root / ".git"
     if not dot_git.is_file():
@@ -66,8 +94,26 @@ def main_worktree_root(root: Path) -> Path:
         common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
     except (OSError, UnicodeDecodeError):
         return root
-    # A worktree of a bare repository has no main worktree to share with.
-    return common.parent if common.name == ".git" else root
+    if common.name == ".git":
+        return common.parent
+    return common / BARE_HOME if _is_bare(common) else root
+
+
+def _is_bare(git_dir: Path) -> bool:
+    """Whether the repository at `git_dir` says `bare = true` in its config (a plain read: the
+    line git writes, `\tbare = true`, under [core])."""
+    try:
+        text = (git_dir / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+        elif section == "core" and line.replace(" ", "").lower() in ("bare=true", "bare"):
+            return True
+    return False
 
 
 def load_settings(start: Path | None = None) -> Settings:

@@ -6,6 +6,7 @@ git, never by `oomrec --help`.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -27,7 +28,12 @@ def open_repo(start: Path | None = None) -> git.Repo | None:
     `grep.patternType`, `log.showSignature` or `diff.noprefix` cannot change git's answers.
     """
     try:
-        repo = git.Repo(start or Path.cwd(), search_parent_directories=True)
+        if start is None and os.environ.get("GIT_DIR"):
+            # The repository git would use: GitPython reads $GIT_DIR and $GIT_WORK_TREE itself
+            # only when given no path.
+            repo = git.Repo()
+        else:
+            repo = git.Repo(start or Path.cwd(), search_parent_directories=True)
     except (InvalidGitRepositoryError, NoSuchPathError):
         return None
     repo.git.set_persistent_git_options(c=list(GIT_CONFIG))

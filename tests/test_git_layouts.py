@@ -1,0 +1,125 @@
+"""Repositories laid out as people lay them out: a bare repository with linked worktrees,
+`$GIT_DIR`/`$GIT_WORK_TREE` from elsewhere, SHA-256 object names; through the CLI and the hooks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.gitrepo import IDENTITY, git
+
+Cli = Callable[..., CliResult]
+VENV_BIN = os.path.dirname(sys.executable)
+
+
+def oomrec(where: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "oomrec", *args],
+        cwd=where,
+        env={**os.environ, **IDENTITY, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A bare repository with two linked worktrees: (bare, worktree on main, worktree on b)."""
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    git(seed, "init", "-q", "-b", "main")
+    (seed / "prefill.py").write_text("v1\n")
+    git(seed, "add", "prefill.py")
+    git(seed, "commit", "-q", "-m", "base")
+    bare = tmp_path / "proj.git"
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
+    git(bare, "worktree", "add", "-q", str(tmp_path / "wa"), "main")
+    git(bare, "worktree", "add", "-q", "-b", "b", str(tmp_path / "wb"), "main")
+    return bare, tmp_path / "wa", tmp_path / "wb"
+
+
+def test_worktrees_of_a_bare_repository_share_one_record(bare: tuple[Path, Path, Path]) -> None:
+    repo, wa, wb = bare
+    oomrec(wa, "record", "add", "gemma-4-31b", "8192")
+    shared = repo / "oomrec" / "benchmarks" / ".oom-record"
+    assert shared.read_text().startswith("gemma-4-31b,8192,")
+    listed = oomrec(wb, "record", "list")
+    assert "gemma-4-31b" in listed and "applies" in listed
+    # Nothing shows in either worktree's status: the record is inside the git dir.
+    assert git(wa, "status", "--porcelain") == ""
+    assert git(wb, "status", "--porcelain") == ""
+    # A fix on one worktree's branch lifts the record there only.
+    (wa / "prefill.py").write_text("chunked\n")
+    git(wa, "commit", "-q", "-am", "Chunk\n\nOOM-Fix: gemma-4-*")
+    assert "no longer applies" in oomrec(wa, "record", "list")
+    assert "no longer applies" not in oomrec(wb, "record", "list")
+
+
+def test_git_dir_and_work_tree_from_elsewhere(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "prefill.py").write_text("v1\n")
+    git(repo, "add", "prefill.py")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "prefill.py").write_text("chunked\n")
+    git(repo, "commit", "-q", "-am", "Chunk\n\nOOM-Fix: gemma-4-*")
+    record = repo / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    record.write_text(f"gemma-4-31b,8192,2026-07-03,{base},,b.csv\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"GIT_DIR": str(repo / ".git"), "GIT_WORK_TREE": str(repo)}
+    listed = oomrec(elsewhere, "record", "list", env=env)
+    assert "no longer applies: fix" in listed
+    # Without $GIT_WORK_TREE git takes the cwd as the worktree's top: so does oomrec.
+    listed = oomrec(repo, "record", "list", env={"GIT_DIR": str(repo / ".git")})
+    assert "no longer applies: fix" in listed
+
+
+def test_a_sha256_repository_through_the_cli_and_the_hooks(tmp_path: Path) -> None:
+    repo = tmp_path / "s256"
+    repo.mkdir()
+    git(repo, "init", "-q", "--object-format=sha256", "-b", "main")
+    (repo / "prefill.py").write_text("v1\n")
+    git(repo, "add", "prefill.py")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    assert len(base) == 64
+    record = repo / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    record.write_text(f"gemma-4-31b,8192,2026-07-03,{base},,b.csv\n")
+    env = {"PATH": VENV_BIN + os.pathsep + os.environ["PATH"]}
+    oomrec(repo, "hook", "install", env=env)
+    (repo / "prefill.py").write_text("chunked\n")
+    done = subprocess.run(
+        ["git", "commit", "-q", "-am", "Chunk\n\nOOM-Fix: gemma-4-*"],
+        cwd=repo,
+        env={**os.environ, **IDENTITY, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    fix = git(repo, "rev-parse", "HEAD")
+    assert f"1 OOM record stopped applying (fix {fix[:7]} (Chunk))" in done.stdout + done.stderr
+    assert "no longer applies: fix" in oomrec(repo, "record", "list")
+    reverted = subprocess.run(
+        ["git", "revert", "--no-edit", "HEAD"],
+        cwd=repo,
+        env={**os.environ, **IDENTITY, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "1 record applies again" in reverted.stdout + reverted.stderr
+    assert oomrec(repo, "record", "list").rstrip().endswith("applies")
