@@ -5,17 +5,22 @@ record; the plain cases keep lifting."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from oomrec import gitutil
 from oomrec.records import OomRecord
 from oomrec.stale import History, Judgement, Status
+from tests.conftest import CliResult
 from tests.gitrepo import IDENTITY, Repo, git
 
+Cli = Callable[..., CliResult]
 MODEL = "gemma-4-31b"
 TRAILER = "OOM-Fix: gemma-4-*"
 BEFORE = "def prefill(tokens):\n    x = 1\n    y = 2\n    return run(tokens)\n    # end\n"
@@ -309,3 +314,77 @@ def test_sha256_repositories_judge_like_sha1_ones(tmp_path: Path) -> None:
     repo.git("commit", "-q", "-m", "Back out")
     assert verdict(path, pre).status == Status.APPLIES
     assert gitutil.head_sha(gitutil.open_repo(path)) == repo.head()
+
+
+# -- every view reads the one verdict ----------------------------------------------------------
+
+
+def test_every_view_gives_each_record_the_same_verdict(cli: Cli, repo: Repo) -> None:
+    files = {name: BEFORE for name in ("a.py", "b.py", "c.py", "d.py")}
+    pre = repo.commit("code", files)
+    repo.commit("Fix a\n\nOOM-Fix: m-lift\n", {"a.py": AFTER})
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.commit("Fix b\n\nOOM-Fix: m-ours\n", {"b.py": AFTER})
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "-s", "ours", "-m", "Merge topic, keeping ours", "topic")
+    untagged = repo.commit("Chunk c", {"c.py": AFTER})
+    repo.git("commit", "-q", "--amend", "--no-edit", "--trailer", "OOM-Fix: m-amend")
+    repo.commit("Fix d\n\nOOM-Fix: m-unknown\n", {"d.py": AFTER})
+    repo.commit("Rewrite d", {"d.py": AFTER.replace("512", "1024")})
+    expected = {"m-lift": "lifted", "m-ours": "applies", "m-amend": "applies"}
+    expected["m-unknown"] = "applies"
+    rows = [
+        ("m-lift", pre),
+        ("m-ours", pre),
+        ("m-amend", untagged),
+        ("m-unknown", pre),
+    ]
+    record = repo.path / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    record.write_text("".join(f"{m},8192,2026-07-03,{c},,b.csv\n" for m, c in rows))
+    for model, _ in rows:
+        (repo.path / "models" / model).mkdir(parents=True)
+
+    def run(*args: str) -> Any:
+        result = cli(*args)
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)
+
+    listed = run("record", "list", "--json")["records"]
+    by_list = {
+        r["model"]: "lifted" if r["status"].startswith("no longer applies") else "applies"
+        for r in listed
+    }
+    stale = run("record", "stale", "--json")
+    lifted_lines = {e["line"] for e in stale["no_longer_apply"]}
+    by_stale = {m: "lifted" if n in lifted_lines else "applies" for n, (m, _) in enumerate(rows, 1)}
+    pruned = {e["line"] for e in run("record", "prune", "--dry-run", "--json")["records"]}
+    by_prune = {m: "lifted" if n in pruned else "applies" for n, (m, _) in enumerate(rows, 1)}
+    report = run("report", "--json", str(record.parent))
+    by_report = {
+        o["model"]: "lifted" if o["status"] == "no longer applies" else "applies"
+        for o in report["ooms"]
+    }
+    models = " ".join(m for m, _ in rows)
+    sweep = run(
+        "sweep",
+        "--models",
+        models,
+        "--lengths",
+        "8192",
+        "--runner",
+        "true",
+        "--dry-run",
+        "--json",
+    )
+    by_sweep = {
+        c["model"]: "applies" if c["verdict"] == "SKIP:oom_record" else "lifted"
+        for c in sweep["cells"]
+    }
+    assert by_list == by_stale == by_prune == by_report == by_sweep == expected
+    # The reasons agree too: the unknown one is said the same in list and stale.
+    unknown = {e["record"]["model"]: e["reason"] for e in stale["unknown"]}
+    assert list(unknown) == ["m-unknown"]
+    assert next(r for r in listed if r["model"] == "m-unknown")["status"] == (
+        f"applies (unknown: {unknown['m-unknown']})"
+    )
