@@ -171,7 +171,7 @@ class History:
         carry no trailer (`record prune --since X --model GLOB`). `content=False` judges by the
         graph alone: only benchmarks/perf/bench_stale.py's baseline asks for it."""
         # GitPython costs ~0.17 s to import: `oomrec --help` and the sweep's module never pay it.
-        from oomrec import gitutil
+        from oomrec import eventcache, gitutil
 
         self.repo = repo
         self.key = key
@@ -192,8 +192,11 @@ class History:
         # The graph walk and the log both read the whole history: run them side by side.
         with ThreadPoolExecutor(max_workers=1) as pool:
             graph = pool.submit(gitutil.parents, repo, tips)
-            self.events = {e.sha: e for e in gitutil.events(repo, tips, key)}
+            found = eventcache.events(repo, tips, key, shallow=bool(self._shallow))
             self._graph = graph.result()
+        # The cache may know events of earlier tips: keep those in this history.
+        walked = {row[0] for row in self._graph}
+        self.events = {e.sha: e for e in found if e.sha in walked}
         for sha, globs in extra.items():
             old = self.events.get(sha)
             subject = old.subject if old else _subject(repo, sha)
@@ -427,24 +430,93 @@ class History:
         if not at_fixes:
             return [APPLIES] * len(records)
         cache: dict[tuple[str, str], Judgement | _Pending] = {}
-        # Per model, the fixes in effect at `at` that match it; per commit, those in effect there.
+        # Per model, the fixes in effect at `at` that match it. What the graph says depends only
+        # on the model and the set of copies and reverts in the record commit's history (its
+        # mask), which commits between two such events share: decided once per (mask, model).
         matching: dict[str, list[tuple[str, Fix]]] = {}
-        effective: dict[str, set[str]] = {}
+        per_commit: dict[str, tuple[str, int, bool] | str] = {}
+        per_mask: dict[tuple[int, str], tuple[tuple[str, Fix], ...] | Judgement] = {}
         keys: list[tuple[str, str]] = []
         for rec in records:
             key = (rec.commit, rec.model)
             keys.append(key)
-            if key not in cache:
-                fixes = matching.get(rec.model)
-                if fixes is None:
-                    fixes = matching[rec.model] = [
-                        (root, fix) for root, fix in at_fixes if first_match(fix.globs, rec.model)
-                    ]
-                cache[key] = self._judge_one(rec.commit, fixes, effective)
+            if key in cache:
+                continue
+            fixes = matching.get(rec.model)
+            if fixes is None:
+                fixes = matching[rec.model] = [
+                    (root, fix) for root, fix in at_fixes if first_match(fix.globs, rec.model)
+                ]
+            if not fixes:
+                cache[key] = APPLIES
+                continue
+            info = per_commit.get(rec.commit)
+            if info is None:
+                info = per_commit[rec.commit] = self._commit_info(rec.commit)
+            if isinstance(info, str):
+                cache[key] = Judgement(Status.UNKNOWN, (fixes[0][1],), info)
+                continue
+            sha, mask, dirty = info
+            graph = per_mask.get((mask, rec.model))
+            if graph is None:
+                graph = per_mask[(mask, rec.model)] = self._graph_verdict(mask, fixes)
+            if isinstance(graph, Judgement):
+                cache[key] = graph if graph.status == Status.APPLIES else self._shallow(graph, sha)
+            elif self._doubt:
+                cache[key] = Judgement(Status.UNKNOWN, (graph[0][1],), self._doubt)
+            elif dirty:
+                cache[key] = Judgement(
+                    Status.UNKNOWN,
+                    (graph[0][1],),
+                    f"{rec.commit.strip()} was measured on uncommitted changes, which may hold "
+                    f"{graph[0][1].describe()}",
+                )
+            elif not self._content:
+                cache[key] = Judgement(Status.LIFTED, tuple(fix for _, fix in graph))
+            else:
+                cache[key] = _Pending(sha, graph, tuple(root for root, _ in graph))
         pending = [(k, p) for k, p in cache.items() if isinstance(p, _Pending)]
         if pending:
             self._settle_all(pending, cache, at, at_sha, [root for root, _ in at_fixes])
         return [cache[key] for key in keys]  # type: ignore[misc]
+
+    def _commit_info(self, commit_text: str) -> tuple[str, int, bool] | str:
+        """A record's commit as (full SHA, the mask of its history, dirty), or why it is none."""
+        commit = self._commits.get(commit_text) or read_commit(commit_text)
+        if commit.hex is None:
+            return commit.unknown or "no commit recorded"
+        resolved = self._resolved.get(commit.hex)
+        if resolved is None or resolved.sha is None:
+            problem = resolved.problem if resolved else "missing"
+            return self._unresolved(commit.hex, problem)
+        return resolved.sha, self._masks.get(resolved.sha, 0), commit.dirty
+
+    def _graph_verdict(
+        self, mask: int, matching: list[tuple[str, Fix]]
+    ) -> tuple[tuple[str, Fix], ...] | Judgement:
+        """What the graph says of a record whose history has `mask`: APPLIES, UNKNOWN (a
+        shallow cut hides where the fix could be: see _shallow), or the fixes that would lift
+        it."""
+        lifting = [(root, fix) for root, fix in matching if not self._classes[root].in_effect(mask)]
+        if not lifting:
+            return APPLIES
+        cuts = mask & self._all_cuts
+        provable = tuple(
+            (root, fix) for root, fix in lifting if cuts & ~self._classes[root].cut_mask == 0
+        )
+        if not provable:
+            return Judgement(Status.UNKNOWN, (lifting[0][1],))
+        return provable
+
+    @staticmethod
+    def _shallow(graph: Judgement, sha: str) -> Judgement:
+        fix = graph.fixes[0]
+        return Judgement(
+            Status.UNKNOWN,
+            (fix,),
+            f"shallow clone: the history of {sha} is cut off where {fix.describe()} could be "
+            f"({_UNSHALLOW})",
+        )
 
     def _settle_all(
         self,
@@ -460,6 +532,7 @@ class History:
         self._read_states({at_sha, *(p.sha for _, p in pending)}, set(roots))
         here = self._states[at_sha]
         lifts: dict[int, frozenset[str]] = {}
+        judged: dict[int, Judgement] = {}
         for key, p in pending:
             there = self._states[p.sha]
             # The common case first: present here, absent (or declared) where measured.
@@ -471,53 +544,15 @@ class History:
                     if there[r].state in _LIFTS_THERE and here[r].state in _LIFTS_HERE
                 )
             if ok.issuperset(p.roots):
-                cache[key] = Judgement(Status.LIFTED, tuple(fix for _, fix in p.fixes))
+                # One judgement per set of fixes: records lifted alike share it.
+                lifted = judged.get(id(p.fixes))
+                if lifted is None:
+                    lifted = judged[id(p.fixes)] = Judgement(
+                        Status.LIFTED, tuple(fix for _, fix in p.fixes)
+                    )
+                cache[key] = lifted
             else:
                 cache[key] = self._settle(p, at, at_sha)
-
-    def _judge_one(
-        self, commit_text: str, matching: list[tuple[str, Fix]], effective_at: dict[str, set[str]]
-    ) -> Judgement | _Pending:
-        if not matching:
-            return APPLIES
-        commit = self._commits.get(commit_text) or read_commit(commit_text)
-        first = matching[0][1]
-        if commit.hex is None:
-            return Judgement(Status.UNKNOWN, (first,), commit.unknown)
-        resolved = self._resolved.get(commit.hex)
-        if resolved is None or resolved.sha is None:
-            problem = resolved.problem if resolved else "missing"
-            return Judgement(Status.UNKNOWN, (first,), self._unresolved(commit.hex, problem))
-        mask = self._masks.get(resolved.sha, 0)
-        effective = effective_at.get(resolved.sha)
-        if effective is None:
-            effective = effective_at[resolved.sha] = set(self._effective_roots(mask))
-        lifting = [(root, fix) for root, fix in matching if root not in effective]
-        if not lifting:
-            return APPLIES
-        cuts = mask & self._all_cuts
-        provable = [
-            (root, fix) for root, fix in lifting if cuts & ~self._classes[root].cut_mask == 0
-        ]
-        if not provable:
-            return Judgement(
-                Status.UNKNOWN,
-                (lifting[0][1],),
-                f"shallow clone: the history of {commit.hex} is cut off where "
-                f"{lifting[0][1].describe()} could be ({_UNSHALLOW})",
-            )
-        if self._doubt:
-            return Judgement(Status.UNKNOWN, (provable[0][1],), self._doubt)
-        if commit.dirty:
-            return Judgement(
-                Status.UNKNOWN,
-                (provable[0][1],),
-                f"{commit_text.strip()} was measured on uncommitted changes, which may hold "
-                f"{provable[0][1].describe()}",
-            )
-        if not self._content:
-            return Judgement(Status.LIFTED, tuple(fix for _, fix in provable))
-        return _Pending(resolved.sha, tuple(provable), tuple(root for root, _ in provable))
 
     # -- the content check --------------------------------------------------------------
 
