@@ -174,6 +174,14 @@ def _git(*args: str) -> str:
 
 
 def _compare(path: Path, key: str, old: str | None, new: str) -> list[str]:
+    from oomrec.bulk import no_cycle_collection
+
+    # The record's objects are long-lived: collecting cycles among them would only walk them.
+    with no_cycle_collection():
+        return _compare_at(path, key, old, new)
+
+
+def _compare_at(path: Path, key: str, old: str | None, new: str) -> list[str]:
     from oomrec import archive, gitutil
     from oomrec.records import RecordFile
     from oomrec.stale import History, Status

@@ -167,9 +167,14 @@ class Planner:
         # dry run's why).
         self.records: dict[str, list[JudgedLine]] = {}
         self.lifted: dict[str, list[JudgedLine]] = {}
+        # applicability() reads only these three: decided once per distinct triple.
+        reaches: dict[tuple[str | None, int | None, bool], Applicability] = {}
         for item in evidence:
             rec = item.record
-            reach = applicability(rec, hardware, host_mem, item.judgement)
+            key = (rec.hardware, rec.mem_bytes, item.judgement.applies)
+            reach = reaches.get(key)
+            if reach is None:
+                reach = reaches[key] = applicability(rec, hardware, host_mem, item.judgement)
             if not reach.on_host:
                 continue
             # Guard stops are the operator's budget: lifted alone when the budget changed.

@@ -1,13 +1,15 @@
 """Wall time of the post-merge hook on a 20,000-commit repository (budget: under 200 ms when the
-merged range has no fix commit).
+merged range has no fix commit; under 1 s with a fix on a 100,000-commit one: --commits 100000).
 
 Uses bench_stale.py's cached repository (50 fixes, reverts, picks), cloned into a temp dir,
-where a 5-commit feature branch without a fix is merged; the record holds 100,000 lines. Each
+where a 5-commit feature branch without a fix is merged; the record holds --lines lines
+(100,000 by default; a real record holds hundreds to thousands). Each
 case runs as a fresh process (what git waits for), median of --runs, next to baselines measured
 in the same run: `python -c pass`, `git log -1`, and `python -c "import git, typer"` (what the
 hook would pay before doing anything if it went through the full command line).
 
-    python benchmarks/perf/bench_hook.py [--runs 21] [--cache DIR]
+    python benchmarks/perf/bench_hook.py [--runs 21] [--commits 20000] [--lines 100000]
+        [--cache DIR]
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ def wall(argv: list[str], cwd: Path, env: dict[str, str], runs: int) -> tuple[fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--commits", type=int, default=20_000)
+    parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "oomrec-bench")
     args = parser.parse_args()
 
-    source = cached_repo(args.cache, 20_000)
+    source = cached_repo(args.cache, args.commits)
     root = Path(__file__).resolve().parents[2]
     bin_dir = os.path.dirname(sys.executable)
     oomrec = os.path.join(bin_dir, "oomrec")
@@ -64,7 +68,7 @@ def main() -> None:
 
         record = repo / "benchmarks" / ".oom-record"
         record.parent.mkdir()
-        write_records(repo, record, 100_000, 2_000)
+        write_records(repo, record, args.lines, min(2_000, args.lines))
         git("checkout", "-q", "-b", "feature", "main~3")
         for n in range(5):
             git("commit", "-q", "--allow-empty", "-m", f"feature work {n}")
@@ -115,7 +119,10 @@ def main() -> None:
 
     base = results["python -c pass (baseline)"][0]
     budget = f"budget {BUDGET_S * 1000:.0f} ms"
-    print(f"median of {args.runs} runs each, {sys.version.split()[0]}; {budget}")
+    print(
+        f"{args.commits} commits, {args.lines} record lines; median of {args.runs} runs each, "
+        f"{sys.version.split()[0]}; {budget}"
+    )
     for name, (seconds, out) in results.items():
         verdict = ""
         if name.startswith(("oomrec hook", "hooks/")) and "no fix" in name:

@@ -126,10 +126,13 @@ def build_repo(path: Path, commits: int) -> None:
         tip = b.commit("refs/heads/main", f"more work {n}", tip, {"state.txt": f"m{n}\n"})
     b.flush()
     subprocess.run(["git", "reset", "-q", "--hard", "main"], cwd=path, check=True)
+    # A repository this size has been through git's automatic gc, which writes the commit-graph
+    # file (gc.writeCommitGraph): without it every walk of the history parses each commit.
+    subprocess.run(["git", "gc", "-q"], cwd=path, check=True)
 
 
 def cached_repo(cache: Path, commits: int) -> Path:
-    path = cache / f"plan-repo-{commits}-v2"
+    path = cache / f"plan-repo-{commits}-v3"
     if not (path / ".git" / "oomrec-bench-done").exists():
         if path.exists():
             subprocess.run(["rm", "-rf", str(path)], check=True)
