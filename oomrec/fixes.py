@@ -35,6 +35,9 @@ GIT_CONFIG = (
     "diff.mnemonicPrefix=false",
     "diff.relative=false",
     "diff.renames=false",
+    # A blank context line keeps its leading space: content.py reads hunks line by line.
+    "diff.suppressBlankEmpty=false",
+    "diff.context=3",
     "color.ui=false",
     "core.quotePath=true",
     "trailer.separators=:",

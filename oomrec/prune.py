@@ -92,8 +92,9 @@ def plan(
         if not history.in_effect_at(root):
             raise OomrecError(
                 f"HEAD ({short_commit(history.sha_at())}) does not have fix "
-                f"{short_commit(fix_sha)} in effect (not merged here, or reverted): no record is "
-                "lifted by it on this checkout; check out a branch that has the fix, then prune"
+                f"{short_commit(fix_sha)} in effect (not merged here, reverted, or its change "
+                "not in HEAD's tree): no record is lifted by it on this checkout; check out a "
+                "branch that has the fix, then prune"
             )
     result = PrunePlan(fix)
     judgements = history.judge([rec for _, rec in chosen])

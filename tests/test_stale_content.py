@@ -388,3 +388,54 @@ def test_every_view_gives_each_record_the_same_verdict(cli: Cli, repo: Repo) -> 
     assert next(r for r in listed if r["model"] == "m-unknown")["status"] == (
         f"applies (unknown: {unknown['m-unknown']})"
     )
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ["diff.suppressBlankEmpty=true"],
+        ["diff.context=0", "diff.interHunkContext=9"],
+        ["diff.algorithm=patience", "diff.indentHeuristic=false"],
+        ["diff.noprefix=true", "diff.mnemonicPrefix=true", "core.quotePath=false"],
+        ["diff.external=false", "diff.orderFile=order.txt"],
+        ["core.autocrlf=true", "diff.ignoreSubmodules=all"],
+    ],
+)
+def test_hostile_diff_config_changes_no_verdict(code: tuple[Repo, str], config: list[str]) -> None:
+    repo, pre = code
+    # Blank lines in the context, and a second file git may order either way.
+    spaced = BEFORE.replace("    y = 2\n", "\n    y = 2\n\n")
+    base = repo.commit("spaced", {"prefill.py": spaced, "a é.py": "one\n\ntwo\n"})
+    f = repo.commit(
+        f"Chunk\n\n{TRAILER}\n",
+        {"prefill.py": spaced.replace("run(tokens)", "run_chunked(tokens)"), "a é.py": "1\n\n2\n"},
+    )
+    (repo.path / "order.txt").write_text("prefill.py\n*\n")
+    for item in config:
+        name, _, value = item.partition("=")
+        repo.git("config", name, value)
+    assert verdict(repo.path, base).status == Status.LIFTED
+    # Measured on other code than the fix's patch starts from: the tree cannot say.
+    assert verdict(repo.path, pre).status == Status.UNKNOWN
+    assert verdict(repo.path, f).status == Status.APPLIES
+    repo.git("revert", "-n", f)
+    repo.git("commit", "-q", "-m", "Back out")
+    assert verdict(repo.path, base).status == Status.APPLIES
+
+
+def test_prune_since_a_fix_whose_change_is_not_in_the_tree_is_refused(
+    cli: Cli, code: tuple[Repo, str]
+) -> None:
+    repo, pre = code
+    repo.git("checkout", "-q", "-b", "topic")
+    f = fix(repo)
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "-s", "ours", "-m", "Merge topic, keeping ours", "topic")
+    record = repo.path / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    before = f"{MODEL},8192,2026-07-03,{pre},,b.csv\n"
+    record.write_text(before)
+    result = cli("record", "prune", "--since", f)
+    assert result.exit_code == 2
+    assert "its change not in HEAD's tree" in " ".join(result.stderr.split())
+    assert record.read_text() == before
