@@ -29,11 +29,12 @@ AFTER = (
 )
 
 
-def verdict(path: Path, commit: str, at: str = "HEAD") -> Judgement:
+def verdict(path: Path, commit: str, at: str = "HEAD", content: bool = True) -> Judgement:
     repo = gitutil.open_repo(path)
     assert repo is not None
     rec = OomRecord(MODEL, 8192, "2026-07-03", commit)
-    return History(repo, "OOM-Fix", [commit], at=(at,)).judge([rec], at=at)[0]
+    history = History(repo, "OOM-Fix", [commit], at=(at,), content=content)
+    return history.judge([rec], at=at)[0]
 
 
 @pytest.fixture
@@ -123,11 +124,7 @@ def test_revert_m_2_takes_out_a_fix_from_the_first_parent_side(code: tuple[Repo,
     assert "reversing" in repo.git("log", "-1", "--format=%B")
     assert verdict(repo.path, pre).status == Status.APPLIES
     # And the graph alone now reads it too: the kept parent is the one the message names.
-    repo_ = gitutil.open_repo(repo.path)
-    assert repo_ is not None
-    rec = OomRecord(MODEL, 8192, "2026-07-03", pre)
-    graph_only = History(repo_, "OOM-Fix", [pre], content=False)
-    assert graph_only.judge([rec])[0].status == Status.APPLIES
+    assert verdict(repo.path, pre, content=False).applies
 
 
 def test_a_backported_revert_of_a_backported_fix_keeps_the_record(code: tuple[Repo, str]) -> None:
@@ -143,11 +140,8 @@ def test_a_backported_revert_of_a_backported_fix_keeps_the_record(code: tuple[Re
     assert verdict(repo.path, before).status == Status.LIFTED
     repo.git("cherry-pick", "-x", revert)
     assert verdict(repo.path, before).status == Status.APPLIES
-    repo_ = gitutil.open_repo(repo.path)
-    assert repo_ is not None
-    rec = OomRecord(MODEL, 8192, "2026-07-03", before)
     # The revert names a SHA that is not in release's history: matched by its patch.
-    assert History(repo_, "OOM-Fix", [before], content=False).judge([rec])[0].applies
+    assert verdict(repo.path, before, content=False).applies
 
 
 def test_a_rebased_fix_and_revert_pair_keeps_the_record(code: tuple[Repo, str]) -> None:
@@ -162,10 +156,7 @@ def test_a_rebased_fix_and_revert_pair_keeps_the_record(code: tuple[Repo, str]) 
     repo.git("checkout", "-q", "main")
     repo.git("merge", "-q", "--no-ff", "--no-edit", "topic")
     assert verdict(repo.path, pre).status == Status.APPLIES
-    repo_ = gitutil.open_repo(repo.path)
-    assert repo_ is not None
-    rec = OomRecord(MODEL, 8192, "2026-07-03", pre)
-    assert History(repo_, "OOM-Fix", [pre], content=False).judge([rec])[0].applies
+    assert verdict(repo.path, pre, content=False).applies
 
 
 def test_revert_chain_ending_in_a_second_revert_of_the_fix(code: tuple[Repo, str]) -> None:
@@ -176,11 +167,8 @@ def test_revert_chain_ending_in_a_second_revert_of_the_fix(code: tuple[Repo, str
     assert verdict(repo.path, pre).status == Status.LIFTED
     repo.git("revert", "--no-edit", f)
     assert verdict(repo.path, pre).status == Status.APPLIES
-    repo_ = gitutil.open_repo(repo.path)
-    assert repo_ is not None
-    rec = OomRecord(MODEL, 8192, "2026-07-03", pre)
     # The newest event decides, not the deepest revert.
-    assert History(repo_, "OOM-Fix", [pre], content=False).judge([rec])[0].applies
+    assert verdict(repo.path, pre, content=False).applies
 
 
 # -- the graph says "absent where measured", the tree says the change was there ----------------
