@@ -6,10 +6,12 @@ judgement reads only the commits not reachable from the tips it scanned last tim
 
 The file lives in the repository's common git dir (`oomrec/events-<key>`, one per trailer key,
 shared by linked worktrees, never tracked): a header line, one `tip <sha>` line per scanned tip,
-then the raw `git log` output of the event commits found (fixes.parse_log reads it). It is a
-cache: a file that cannot be read, is of another version, or names a tip this repository no
-longer has is ignored and rewritten (atomically); a shallow repository is never cached, since
-deepening it brings commits below the tips scanned.
+the raw `git log` output of the event commits found (fixes.parse_log reads it), and an end line
+naming how many characters that output holds. It is a cache: a file that cannot be read, is of
+another version, is cut short, or names a tip this repository no longer has is ignored and
+rewritten (atomically); a shallow repository is never cached, since deepening it brings commits
+below the tips scanned. A fix the cache lost would never be seen again (its tips were scanned),
+which is why a file cut short is ignored, not read as far as it goes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     import git
 
 _HEADER = "oomrec events v1 "
+_END = "\x1eend "
 # Past this many tips the file starts over from the tips of the day.
 _MAX_TIPS = 20_000
 
@@ -91,11 +94,15 @@ def _read(path: Path, key: str) -> tuple[list[str], str]:
     while rest.startswith("tip "):
         line, _, rest = rest.partition("\n")
         tips.append(line[4:].strip())
-    return tips, rest
+    body, _, end = rest.rpartition(_END)
+    if end != f"{len(body)}\n":
+        return [], ""
+    return tips, body
 
 
 def _write(path: Path, key: str, tips: list[str], text: str) -> None:
     body = _HEADER + key + "\n" + "".join(f"tip {t}\n" for t in tips) + text
+    body += f"{_END}{len(text)}\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")

@@ -76,3 +76,15 @@ def test_a_shallow_clone_is_not_cached(tmp_path: Path, repo: Repo) -> None:
     assert not (clone / ".git" / "oomrec" / "events-OOM-Fix").exists()
     git(clone, "fetch", "-q", "--unshallow")
     assert status(clone, pre) == Status.LIFTED
+
+
+def test_a_cache_cut_short_is_not_read_as_far_as_it_goes(repo: Repo) -> None:
+    pre = repo.commit("pre", {"prefill.py": "v1\n"})
+    repo.commit("Chunk\n\nOOM-Fix: gemma-4-*\n", {"prefill.py": "chunked\n"})
+    assert status(repo.path, pre) == Status.LIFTED
+    path = cache_file(repo)
+    whole = path.read_bytes()
+    # Its tips intact, the fix's entry gone: read as it stands, the fix would never be seen.
+    path.write_bytes(whole[: whole.index(b"tip ") + 45])
+    assert status(repo.path, pre) == Status.LIFTED
+    assert path.read_bytes() == whole
