@@ -87,7 +87,7 @@ class GuardLimits:
             and available < self.min_available_bytes
         ):
             return (
-                f"host available memory {show_bytes(available)} fell under --min-available "
+                f"available memory {show_bytes(available)} fell under --min-available "
                 f"{show_bytes(self.min_available_bytes)}"
             )
         return None
@@ -104,8 +104,11 @@ class GuardStop:
 
 
 def host_total() -> int:
-    """This host's RAM in bytes: what a percentage limit is a share of."""
-    return int(psutil.virtual_memory().total)
+    """The memory that binds here, in bytes: this host's RAM, or the limit of a memory cgroup
+    around oomrec where that is tighter. What a percentage limit is a share of."""
+    from oomrec.memscope import binding_total
+
+    return binding_total(int(psutil.virtual_memory().total))
 
 
 def parse_limit(value: object, where: str, total: int) -> int | None:
@@ -136,7 +139,8 @@ def parse_limit(value: object, where: str, total: int) -> int | None:
 
 
 class AvailableMemory:
-    """The host's available memory, read cheaply many times a second.
+    """The available memory that binds, read cheaply many times a second: the host's, or what
+    an enclosing memory cgroup has left where that is less (memscope.CgroupAvailable).
 
     Linux: MemAvailable of /proc/meminfo (the kernel's estimate of what can be allocated without
     swapping), read through one descriptor kept open; elsewhere psutil's `available` (macOS:
@@ -144,7 +148,11 @@ class AvailableMemory:
     """
 
     def __init__(self) -> None:
+        from oomrec.memscope import CgroupAvailable, enclosing_limit
+
         self._fd: int | None = None
+        scope = enclosing_limit()
+        self._cgroup = CgroupAvailable(scope) if scope is not None else None
         if sys.platform.startswith("linux"):
             try:
                 self._fd = os.open(_MEMINFO, os.O_RDONLY)
@@ -152,6 +160,13 @@ class AvailableMemory:
                 self._fd = None
 
     def read(self) -> int | None:
+        host = self._host()
+        inside = self._cgroup.read() if self._cgroup is not None else None
+        if inside is None:
+            return host
+        return inside if host is None else min(host, inside)
+
+    def _host(self) -> int | None:
         if self._fd is not None:
             try:
                 data = os.pread(self._fd, 4096, 0)
@@ -166,7 +181,10 @@ class AvailableMemory:
             return None
 
     def close(self) -> None:
-        """Release the descriptor; later reads ask psutil."""
+        """Release the descriptors; later reads ask psutil."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._cgroup is not None:
+            self._cgroup.close()
+            self._cgroup = None

@@ -185,7 +185,8 @@ def detect_memory() -> int | None:
 
     `$OOMREC_MEM_BYTES` wins (bytes, or e.g. `96GiB`; `unknown` records no memory, so records
     apply whatever the memory). Discrete CUDA/ROCm GPUs: device memory (`nvidia-smi`,
-    `rocm-smi`); unified memory (GB10, Strix Halo, Apple) and CPUs: host RAM.
+    `rocm-smi`); unified memory (GB10, Strix Halo, Apple) and CPUs: host RAM, or the limit of an
+    enclosing memory cgroup where that is tighter (oomrec/memscope.py).
     """
     override = os.environ.get(MEM_ENV, "").strip()
     if override.lower() == "unknown":
@@ -231,10 +232,15 @@ def _rocm_vram() -> int | None:
 
 
 def _host_ram() -> int | None:
+    """Host RAM, or the tighter limit of a cgroup around this process (a Slurm or docker job):
+    an OOM inside a 1 GiB cgroup says nothing about a host with the RAM free."""
+    from oomrec.memscope import binding_total
+
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return None
+    return binding_total(ram)
 
 
 def _positive_int(text: str | None) -> int | None:

@@ -80,8 +80,8 @@ TOOL_KEYS: tuple[Setting, ...] = (
         "min_available",
         "size, N% or off",
         "off",
-        "Memory guard: stop a cell when the host's available memory falls under it, as "
-        "--min-available.",
+        "Memory guard: stop a cell when the available memory that binds (the host's, or an "
+        "enclosing cgroup's) falls under it, as --min-available.",
     ),
 )
 

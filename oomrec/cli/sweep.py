@@ -29,6 +29,7 @@ from oomrec.cli.render import plural, print_json, verb
 from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
 from oomrec.config import display_path
 from oomrec.errors import EXIT_INTERRUPTED
+from oomrec.memscope import cgroup_binds, describe_binding, host_ram
 from oomrec.records import Applicability, RecordLine, applicability, not_applying_because
 from oomrec.schema import Token
 from oomrec.sweep import (
@@ -202,8 +203,9 @@ def sweep_command(
         typer.Option(
             "--min-available",
             metavar="SIZE",
-            help="Memory guard: stop a cell as soon as the host's available memory falls "
-            "under SIZE (6G, 5%%, off) while it runs. Default: off.",
+            help="Memory guard: stop a cell as soon as the available memory that binds (the "
+            "host's, or an enclosing cgroup's) falls under SIZE (6G, 5%%, off) while it runs. "
+            "Default: off.",
         ),
     ] = None,
     allow_empty: Annotated[
@@ -344,6 +346,10 @@ def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
         + ")",
         f"  guard:   {config.guard.describe()}",
     ]
+    # Which memory limit binds: said when the guard acts on it or a cgroup's is the tighter.
+    host = host_ram()
+    if config.guard.on or cgroup_binds(host):
+        lines.append(f"  memory:  {describe_binding(host)}")
     if config.shard is not None:
         i, n = config.shard
         took = ", ".join(config.models) or "none"
