@@ -3,8 +3,10 @@
 Only `SKIP:oom` and `SKIP:oom_guard` (the memory guard's stop) feed the backstop and the record.
 Evidence must be true, but a missed OOM is the worse error (it launches a cell that can wedge a
 machine), so: a timeout is never OOM; an allocator message in the output (anywhere in it) is; a
-SIGKILL is OOM when the kernel's OOM-kill counters grew during the cell, `FAIL:killed` when every
-readable counter stayed unchanged, and an unconfirmed OOM when no counter can be read.
+SIGKILL is OOM when the kernel log names one of the cell's processes as killed by the OOM
+killer; an unconfirmed OOM when a kill may have been the cell's (a pid oomrec never saw, in its
+own cgroup) or, with no kernel log to read, a counter grew or none can be read; `FAIL:killed`
+otherwise (no OOM kill, or only other cgroups'). See oomkill.py.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ class HowKnown(StrEnum):
     """How a SKIP:oom (or SKIP:oom_guard) verdict is known, as the log and the sweep's JSON
     (`oom_evidence`) say it."""
 
-    KERNEL = "kernel counter"
+    KERNEL = "kernel log"
     SIGNATURE = "signature"
     ROW = "runner row"
     UNCONFIRMED = "unconfirmed"
@@ -93,10 +95,10 @@ def verdict_from_exit(
             Token.TRUE_OOM, f"{how}, output has {signature.describe()}", HowKnown.SIGNATURE
         )
     if not sigkill:
-        # Not evidence enough alone (the counter may be the machine's), but worth a look.
-        seen = f"; {kills.describe()}" if kills.confirmed else ""
+        # Not evidence enough alone, but worth a look.
+        seen = f"; {kills.describe()}" if kills.confirmed or kills.unconfirmed else ""
         return Verdict(Token.FAIL_BENCH, f"{how}, no out-of-memory message in its output{seen}")
-    if kills.unreadable:
+    if kills.unconfirmed or kills.unreadable:
         return Verdict(
             Token.TRUE_OOM,
             f"{how}, not by oomrec; {kills.describe()}: taken as OOM, the safe side",

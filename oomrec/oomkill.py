@@ -1,18 +1,33 @@
-"""The kernel's OOM-kill counters, read before and after a cell: did the OOM killer act?
+"""Did the kernel's OOM killer kill this cell? Its log first, its counters where no log is.
 
 A SIGKILL alone proves nothing (a manual `kill -9`, `timeout -s KILL`, a scheduler's time limit
-all give it). Linux counts its OOM kills in `/proc/vmstat` (`oom_kill`, the whole machine), in
-cgroup v2 `memory.events` and in cgroup v1 `memory.oom_control` (`oom_kill`, oomrec's own cgroup,
-which its cells share); whichever of them are readable are compared across the cell.
+all give it), and the counters cannot tell whose OOM they counted: `/proc/vmstat oom_kill` is
+the whole machine's, and oomrec's own cgroup's (v2 `memory.events`, v1 `memory.oom_control`)
+counts whatever else runs in it. On a shared host or a cluster node other processes OOM all the
+time. So:
+
+- the kernel log (`/dev/kmsg`, where readable: root, or `kernel.dmesg_restrict=0`) is read from
+  the cell's start to its end; each OOM kill in it names the killed pid and its memory cgroup
+  (`oom-kill:...task_memcg=...,pid=N`, `Killed process N`). A kill of one of the cell's
+  processes is the proof; a kill in oomrec's own cgroup (or one below it) of a pid oomrec never
+  saw may be a short-lived process of the cell: unconfirmed, taken as OOM (a missed OOM is the
+  worse error); kills elsewhere are another cgroup's and never evidence;
+- without the log, the counters are compared across the cell, and a growth is only
+  unconfirmed: it cannot be tied to the cell.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 _VMSTAT = Path("/proc/vmstat")
+_KMSG = "/dev/kmsg"
+# Linux's /dev/kmsg is character device 1, 11 (Documentation/admin-guide/devices.txt).
+_KMSG_DEVICE = os.makedev(1, 11)
 _CGROUP_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 _V1_MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
 
@@ -25,27 +40,70 @@ class OomCounters:
 
 
 @dataclass(frozen=True, slots=True)
+class LoggedKill:
+    """One OOM kill the kernel logged: the pid, its command and memory cgroup when said."""
+
+    pid: int
+    command: str = ""
+    memcg: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class KillEvidence:
-    """What the counters say about a cell: which grew (by how much), which were readable."""
+    """What the counters and the kernel log say about a cell: which counters grew (by how
+    much), which were readable; the log's OOM kills during the cell (None: no log to read), and
+    which of them were of the cell's processes or might be (in oomrec's own cgroup)."""
 
     grew: tuple[tuple[str, int], ...]
     readable: tuple[str, ...]
+    logged: tuple[LoggedKill, ...] | None = None
+    of_cell: tuple[LoggedKill, ...] = ()
+    maybe_cell: tuple[LoggedKill, ...] = ()
 
     @property
     def confirmed(self) -> bool:
+        """The kernel log names a process of the cell as killed by the OOM killer."""
+        return bool(self.of_cell)
+
+    @property
+    def unconfirmed(self) -> bool:
+        """An OOM kill that may have been the cell's: a pid oomrec never saw in its own cgroup,
+        or, with no log to read, a counter that grew."""
+        if self.of_cell:
+            return False
+        if self.logged is not None:
+            return bool(self.maybe_cell)
         return bool(self.grew)
 
     @property
     def unreadable(self) -> bool:
-        return not self.readable
+        return self.logged is None and not self.readable
 
     def describe(self) -> str:
+        if self.of_cell:
+            kill = self.of_cell[0]
+            return f"the kernel's OOM killer killed pid {kill.pid} ({kill.command}), the cell's"
+        if self.maybe_cell:
+            kill = self.maybe_cell[0]
+            return (
+                f"the kernel's OOM killer killed pid {kill.pid} ({kill.command}) in oomrec's own "
+                "cgroup, a process oomrec did not see in the cell"
+            )
+        if self.logged is not None:
+            if self.logged:
+                return (
+                    f"the kernel log names no process of the cell ({len(self.logged)} OOM "
+                    "kill(s) in other cgroups meanwhile)"
+                )
+            return "the kernel log has no OOM kill during the cell"
         if self.grew:
             growth = ", ".join(f"{where} oom_kill +{delta}" for where, delta in self.grew)
-            return f"the kernel's OOM killer acted ({growth})"
+            return (
+                f"an OOM-kill counter grew ({growth}) and no kernel log is readable to tell whose"
+            )
         if self.readable:
             return f"no OOM kill counted ({', '.join(self.readable)} oom_kill unchanged)"
-        return "no OOM-kill counter readable here, so not confirmed"
+        return "no OOM-kill counter or kernel log readable here, so not confirmed"
 
 
 def read_counters() -> OomCounters:
@@ -58,14 +116,118 @@ def read_counters() -> OomCounters:
     return OomCounters(tuple(values))
 
 
-def compare(before: OomCounters, after: OomCounters) -> KillEvidence:
-    """Counters readable both times, and which of them grew."""
+def compare(
+    before: OomCounters,
+    after: OomCounters,
+    logged: tuple[LoggedKill, ...] | None = None,
+    cell_pids: frozenset[int] = frozenset(),
+) -> KillEvidence:
+    """Counters readable both times and which of them grew; with the kernel log's kills during
+    the cell (`logged`), which were of `cell_pids` or may have been (in oomrec's cgroup)."""
     then = dict(before.values)
     both = [(where, count - then[where]) for where, count in after.values if where in then]
+    of_cell: tuple[LoggedKill, ...] = ()
+    maybe: tuple[LoggedKill, ...] = ()
+    if logged is not None:
+        of_cell = tuple(k for k in logged if k.pid in cell_pids)
+        own = own_memcg()
+        maybe = tuple(
+            k
+            for k in logged
+            if k.pid not in cell_pids and (k.memcg is None or own is None or _within(k.memcg, own))
+        )
     return KillEvidence(
         grew=tuple((where, delta) for where, delta in both if delta > 0),
         readable=tuple(where for where, _ in both),
+        logged=logged,
+        of_cell=of_cell,
+        maybe_cell=maybe,
     )
+
+
+def _within(memcg: str, own: str) -> bool:
+    own = own.rstrip("/")
+    return own == "" or memcg == own or memcg.startswith(own + "/")
+
+
+@functools.cache
+def own_memcg() -> str | None:
+    """oomrec's memory cgroup as the kernel log names it (`/a/b`), None when unknown."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    found = None
+    for line in lines:
+        if line.count(":") < 2:
+            continue
+        _, controllers, rel = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return rel.strip() or "/"
+        if controllers == "":
+            found = rel.strip() or "/"
+    return found
+
+
+_KILLED = re.compile(rb"Killed process (\d+) \(([^)]*)\)")
+_OOM_KILL = re.compile(rb"oom-kill:.*?task_memcg=([^,]*),task=([^,]*),pid=(\d+)")
+
+
+class KernelLog:
+    """The kernel log from now on (`/dev/kmsg`), read for the OOM killer's lines at the end of
+    a cell; `kills()` is None where it cannot be read or lost records meanwhile."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        try:
+            self._fd = os.open(_KMSG, os.O_RDONLY | os.O_NONBLOCK)
+            # Only the kernel's log device is the kernel's word (not a file bound over it).
+            if os.fstat(self._fd).st_rdev != _KMSG_DEVICE:
+                raise OSError("not the kernel log device")
+            os.lseek(self._fd, 0, os.SEEK_END)
+        except OSError:
+            self.close()
+
+    def kills(self) -> tuple[LoggedKill, ...] | None:
+        """The OOM kills logged since this was made; closes the log."""
+        if self._fd is None:
+            return None
+        found: dict[int, LoggedKill] = {}
+        try:
+            while True:
+                try:
+                    record = os.read(self._fd, 8192)
+                except BlockingIOError:
+                    break
+                except BrokenPipeError:
+                    # Records were overwritten before they were read: one may have been ours.
+                    return None
+                if not record:
+                    break
+                _, _, text = record.partition(b";")
+                if b"oom-kill:" in text:
+                    m = _OOM_KILL.search(text)
+                    if m:
+                        pid = int(m[3])
+                        found[pid] = LoggedKill(pid, m[2].decode(errors="replace"), _str(m[1]))
+                elif b"Killed process" in text:
+                    m = _KILLED.search(text)
+                    if m and int(m[1]) not in found:
+                        found[int(m[1])] = LoggedKill(int(m[1]), m[2].decode(errors="replace"))
+        except OSError:
+            return None
+        finally:
+            self.close()
+        return tuple(found.values())
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _str(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
 
 
 def _read_count(path: Path) -> int | None:

@@ -207,6 +207,11 @@ class ProcessTree:
                 self._statm[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
 
     @property
+    def pids(self) -> frozenset[int]:
+        """Every process seen in the cell: the runner and what the walks found."""
+        return frozenset({self.root, *self._seen}) - {-1}
+
+    @property
     def leftovers(self) -> Leftovers:
         return Leftovers(len(self._killed), len(self._escaped))
 

@@ -198,6 +198,7 @@ def run_cell(
     (KeyboardInterrupt on SIGINT/SIGTERM) kills the tree, reaps the child and propagates.
     """
     before = oomkill.read_counters()
+    log = oomkill.KernelLog()
     start = time.perf_counter()
     floor = _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
     watchdog = proctree.watchdog()
@@ -216,6 +217,7 @@ def run_cell(
     except OSError as exc:
         if subreaper:
             proctree.set_subreaper(False)
+        log.close()
         evidence = oomkill.compare(before, before)
         return CellRun(
             tuple(argv), 127, False, "", None, 0.0, evidence, exec_error=exc.strerror or str(exc)
@@ -255,7 +257,7 @@ def run_cell(
         output_tail=bytes(tail).decode("utf-8", errors="replace"),
         peak_rss_bytes=max(peaks) if peaks else None,
         seconds=seconds,
-        kills=oomkill.compare(before, oomkill.read_counters()),
+        kills=oomkill.compare(before, oomkill.read_counters(), log.kills(), tree.pids),
         signature=scanner.hit,
         leftovers=tree.leftovers,
         guard_stop=None if watch is None else watch.stop,

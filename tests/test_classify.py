@@ -9,16 +9,25 @@ import signal
 import pytest
 
 from oomrec.classify import verdict_from_exit, verdict_from_row
-from oomrec.oomkill import KillEvidence, OomCounters, compare, read_counters
+from oomrec.oomkill import KillEvidence, LoggedKill, OomCounters, compare, read_counters
 from oomrec.schema import RECORDED_TOKENS, Token, line_token
 from oomrec.signatures import match_signature
 from oomrec.sweep import Action
 from tests.conftest import SHARED_CORPUS
 
-# What the kernel's OOM-kill counters can say about a cell.
+# What the kernel's OOM-kill counters can say about a cell, with no kernel log to read.
 GREW = KillEvidence(grew=(("/proc/vmstat", 1),), readable=("/proc/vmstat",))
 UNCHANGED = KillEvidence(grew=(), readable=("/proc/vmstat", "cgroup v1 memory.oom_control"))
 UNREADABLE = KillEvidence(grew=(), readable=())
+# And what the kernel log says: a kill of the cell's runner, of a pid never seen in oomrec's
+# cgroup, only kills in other cgroups (the counters grew with them), or no kill at all.
+KILLED = LoggedKill(4242, "python", "/sweep")
+OF_CELL = KillEvidence(grew=GREW.grew, readable=GREW.readable, logged=(KILLED,), of_cell=(KILLED,))
+MAYBE = KillEvidence(grew=(), readable=(), logged=(KILLED,), maybe_cell=(KILLED,))
+ELSEWHERE = KillEvidence(
+    grew=GREW.grew, readable=GREW.readable, logged=(LoggedKill(7, "other", "/job/8"),)
+)
+NO_KILL = KillEvidence(grew=(), readable=(), logged=())
 CUDA_OOM = "CUDA out of memory. Tried to allocate 1 GiB"
 
 
@@ -27,8 +36,15 @@ CUDA_OOM = "CUDA out of memory. Tried to allocate 1 GiB"
     [
         (124, CUDA_OOM, GREW, False, "FAIL:timeout", None),
         (-signal.SIGKILL, CUDA_OOM, GREW, True, "FAIL:timeout", None),
-        (-signal.SIGKILL, "", GREW, False, "SKIP:oom", "kernel counter"),
-        (137, "", GREW, False, "SKIP:oom", "kernel counter"),
+        (-signal.SIGKILL, "", OF_CELL, False, "SKIP:oom", "kernel log"),
+        (137, "", OF_CELL, False, "SKIP:oom", "kernel log"),
+        (-signal.SIGKILL, "", MAYBE, False, "SKIP:oom", "unconfirmed"),
+        # Another cgroup's OOM is never the cell's, whatever the machine's counter did.
+        (-signal.SIGKILL, "", ELSEWHERE, False, "FAIL:killed", None),
+        (-signal.SIGKILL, "", NO_KILL, False, "FAIL:killed", None),
+        # No log: a counter that grew cannot be tied to the cell, but a missed OOM is worse.
+        (-signal.SIGKILL, "", GREW, False, "SKIP:oom", "unconfirmed"),
+        (137, "", GREW, False, "SKIP:oom", "unconfirmed"),
         (-signal.SIGKILL, "", UNCHANGED, False, "FAIL:killed", None),
         (137, "", UNCHANGED, False, "FAIL:killed", None),
         (-signal.SIGKILL, "", UNREADABLE, False, "SKIP:oom", "unconfirmed"),
@@ -59,11 +75,14 @@ def test_verdict_from_exit(
 
 def test_a_kill_verdict_says_what_the_counters_said() -> None:
     assert "/proc/vmstat oom_kill +1" in verdict_from_exit(-9, None, GREW).reason
+    assert "no kernel log is readable to tell whose" in verdict_from_exit(-9, None, GREW).reason
+    assert "killed pid 4242 (python), the cell's" in verdict_from_exit(-9, None, OF_CELL).reason
+    assert "1 OOM kill(s) in other cgroups" in verdict_from_exit(-9, None, ELSEWHERE).reason
     assert verdict_from_exit(137, None, UNCHANGED).reason == (
         "exit 137 (SIGKILL), not by oomrec and not by the OOM killer: no OOM kill counted "
         "(/proc/vmstat, cgroup v1 memory.oom_control oom_kill unchanged)"
     )
-    assert "no OOM-kill counter readable here, so not confirmed" in (
+    assert "no OOM-kill counter or kernel log readable here, so not confirmed" in (
         verdict_from_exit(-9, None, UNREADABLE).reason
     )
 

@@ -271,10 +271,15 @@ def test_a_real_oom_kill_in_a_memory_limited_cgroup_is_a_confirmed_oom(tmp_path:
     finally:
         cgroup.remove()
     assert run.returncode == -signal.SIGKILL
-    assert run.kills.confirmed, run.kills.describe()
     verdict = verdict_from_exit(run.returncode, run.signature, run.kills)
-    assert (verdict.token, verdict.evidence) == ("SKIP:oom", "kernel counter")
-    assert "oom_kill +" in verdict.reason
+    if run.kills.logged is None:
+        # No kernel log readable here: the counter's growth is all there is.
+        assert (verdict.token, verdict.evidence) == ("SKIP:oom", "unconfirmed")
+        assert "oom_kill +" in verdict.reason
+    else:
+        assert run.kills.confirmed, run.kills.describe()
+        assert (verdict.token, verdict.evidence) == ("SKIP:oom", "kernel log")
+        assert "the cell's" in verdict.reason
 
 
 def test_a_grandchild_that_left_the_process_group_dies_with_the_cell(tmp_path: Path) -> None:

@@ -5,19 +5,22 @@ through the CLI, in real git repositories."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from oomrec.cellcsv import CELL_CSV_CAP
-from oomrec.oomkill import read_counters
+from oomrec.oomkill import KernelLog, read_counters
 from oomrec.schema import HEADER_15
 from tests.cgroups import make_memory_cgroup
 from tests.conftest import CliResult
-from tests.gitrepo import Repo
+from tests.gitrepo import IDENTITY, Repo
 from tests.helpers import gone
 
 Cli = Callable[..., CliResult]
@@ -60,6 +63,14 @@ elif action.startswith("join:"):
     Path(action[5:]).write_text("0")
     held = bytearray(256 << 20)
     held[::4096] = b"x" * (len(held) // 4096)
+elif action.startswith("wait-kill:"):
+    # Say it runs, wait for the test's word, then SIGKILL itself (as `kill -9` or a scheduler).
+    where = Path(action[10:])
+    (where / "ready").write_text("1")
+    while not (where / "go").exists():
+        import time
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)
 elif action == "escape":
     child = subprocess.Popen(["sleep", "60"], start_new_session=True)
     (here / "escaped.pid").write_text(str(child.pid))
@@ -132,7 +143,11 @@ def test_a_runner_that_kill_9s_itself_is_fail_killed_and_recorded_nowhere(
     assert rows(repo)[0].endswith(",512,FAIL:killed")
     assert record(repo) == ""
     assert "[1/2] a @ 512: FAIL:killed (" in result.stderr
-    assert "not by the OOM killer: no OOM kill counted (/proc/vmstat" in result.stderr
+    said = " ".join(result.stderr.split())
+    assert (
+        "not by the OOM killer: the kernel log has no OOM kill during the cell" in said
+        or "not by the OOM killer: no OOM kill counted (/proc/vmstat" in said
+    )
 
 
 def test_a_real_oom_kill_is_a_confirmed_oom_recorded_with_its_evidence(
@@ -145,12 +160,63 @@ def test_a_real_oom_kill_is_a_confirmed_oom_recorded_with_its_evidence(
         cgroup.remove()
     assert result.exit_code == 0, result.stderr
     cells = json.loads(result.stdout)["cells"]
+    # The kernel log names the cell's process; without one to read, only a counter's growth
+    # says it, unconfirmed (a missed OOM is the worse error).
+    evidence = "kernel log" if KernelLog().kills() is not None else "unconfirmed"
     assert [(c["verdict"], c["oom_evidence"]) for c in cells] == [
-        ("SKIP:oom", "kernel counter"),
+        ("SKIP:oom", evidence),
         ("SKIP:oom_backstop", None),
     ]
-    assert "killed by SIGKILL: the kernel's OOM killer acted (" in result.stderr
+    if evidence == "kernel log":
+        assert "killed by SIGKILL: the kernel's OOM killer killed pid " in result.stderr
     assert record(repo).startswith("a,512,")
+
+
+def test_a_kill_9_during_another_cgroups_oom_is_fail_killed_and_recorded_nowhere(
+    cell_runner: CellRunner, repo: Repo, tmp_path: Path
+) -> None:
+    if KernelLog().kills() is None:
+        pytest.skip("the kernel log (/dev/kmsg) is not readable here")
+    # oomrec in a cgroup of its own; another job OOMs in a sibling cgroup meanwhile.
+    sweep_cgroup = make_memory_cgroup(8 << 30)
+    other = make_memory_cgroup(64 << 20)
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    try:
+        cell_runner.act({512: f"wait-kill:{signals}"})
+        env = {**os.environ, **IDENTITY}
+        sweep = subprocess.Popen(
+            ["sh", "-c", f'echo $$ > "{sweep_cgroup.procs}" && exec "$@"', "sh",
+             sys.executable, "-m", "oomrec", *cell_runner.args("512"), "--json"],
+            cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while not (signals / "ready").exists():
+                assert sweep.poll() is None, sweep.communicate()
+                assert time.monotonic() < deadline, "the cell never started"
+                time.sleep(0.01)
+            code = "b = bytearray(256 << 20); b[::4096] = b'x' * (len(b) // 4096)"
+            oomed = subprocess.run(
+                ["sh", "-c", f'echo $$ > "{other.procs}" && exec "$@"', "sh",
+                 sys.executable, "-c", code],
+                check=False,
+            )  # fmt: skip
+            assert oomed.returncode == -signal.SIGKILL  # the other job's real OOM kill
+            (signals / "go").write_text("1")
+            out, err = sweep.communicate(timeout=120)
+        finally:
+            if sweep.poll() is None:
+                sweep.kill()
+                sweep.wait()
+    finally:
+        other.remove()
+        sweep_cgroup.remove()
+    assert sweep.returncode == 0, err
+    cells = json.loads(out)["cells"]
+    assert [(c["verdict"], c["oom_evidence"]) for c in cells] == [("FAIL:killed", None)]
+    assert "OOM kill(s) in other cgroups" in " ".join(err.split())
+    assert record(repo) == ""
 
 
 def test_an_oom_line_followed_by_a_megabyte_of_output_is_a_true_oom(
@@ -239,8 +305,10 @@ def _today() -> str:
 
 # Hides every OOM-kill counter from the command it runs, as a locked-down container would: a
 # private mount namespace with /proc/vmstat empty and no cgroup filesystem.
+# No OOM-kill counter and no kernel log: /dev/null over /proc/vmstat and /dev/kmsg.
 _HIDE_COUNTERS = (
-    'mount --bind /dev/null /proc/vmstat && mount -t tmpfs none /sys/fs/cgroup && exec "$0" "$@"'
+    "mount --bind /dev/null /proc/vmstat && mount -t tmpfs none /sys/fs/cgroup && "
+    'mount --bind /dev/null /dev/kmsg && exec "$0" "$@"'
 )
 
 
@@ -267,5 +335,7 @@ def test_a_sigkill_with_no_counter_readable_is_an_unconfirmed_oom(
         ("SKIP:oom", "unconfirmed"),
         ("SKIP:oom_backstop", None),
     ]
-    assert "no OOM-kill counter readable here, so not confirmed" in done.stderr
+    assert "no OOM-kill counter or kernel log readable here, so not confirmed" in " ".join(
+        done.stderr.split()
+    )
     assert record(repo).startswith("a,512,")
