@@ -49,20 +49,14 @@ def inside(procs: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess[st
     )
 
 
+def oomrec_inside(procs: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return inside(procs, sys.executable, "-m", "oomrec", *args, cwd=cwd)
+
+
 def test_records_made_inside_a_cgroup_carry_its_limit(repo: Repo, record: Path) -> None:
     cgroup = make_memory_cgroup(GIB)
     try:
-        done = inside(
-            cgroup.procs,
-            sys.executable,
-            "-m",
-            "oomrec",
-            "record",
-            "add",
-            "m",
-            "512",
-            cwd=repo.path,
-        )
+        done = oomrec_inside(cgroup.procs, "record", "add", "m", "512", cwd=repo.path)
     finally:
         cgroup.remove()
     assert done.returncode == 0, done.stderr
@@ -78,11 +72,8 @@ def test_min_available_stops_a_growing_cell_before_the_kernel_does(
     (repo.path / "models" / "a").mkdir(parents=True)
     cgroup = make_memory_cgroup(GIB)
     try:
-        done = inside(
+        done = oomrec_inside(
             cgroup.procs,
-            sys.executable,
-            "-m",
-            "oomrec",
             "sweep",
             "--models",
             "a",
