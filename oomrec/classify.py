@@ -3,10 +3,11 @@
 Only `SKIP:oom` and `SKIP:oom_guard` (the memory guard's stop) feed the backstop and the record.
 Evidence must be true, but a missed OOM is the worse error (it launches a cell that can wedge a
 machine), so: a timeout is never OOM; an allocator message in the output (anywhere in it) is; a
-SIGKILL is OOM when the kernel log names one of the cell's processes as killed by the OOM
-killer; an unconfirmed OOM when a kill may have been the cell's (a pid oomrec never saw, in its
-own cgroup) or, with no kernel log to read, a counter grew or none can be read; `FAIL:killed`
-otherwise (no OOM kill, or only other cgroups'). See oomkill.py.
+SIGKILL is OOM when the cell's own cgroup (cellscope.py) counted an OOM kill, or the kernel log
+names one of the cell's processes as killed by the OOM killer; an unconfirmed OOM when a kill
+may have been the cell's (no cell cgroup: a pid oomrec never saw, in its own cgroup; or, with no
+kernel log either, a counter grew or none can be read); `FAIL:killed` otherwise (no OOM kill,
+or only other cgroups'). See oomkill.py.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class HowKnown(StrEnum):
     """How a SKIP:oom (or SKIP:oom_guard) verdict is known, as the log and the sweep's JSON
     (`oom_evidence`) say it."""
 
+    CGROUP = "cell cgroup"
     KERNEL = "kernel log"
     SIGNATURE = "signature"
     ROW = "runner row"
@@ -89,7 +91,8 @@ def verdict_from_exit(
     how = _describe_status(returncode)
     sigkill = returncode in (-signal.SIGKILL, SHELL_SIGKILL_STATUS)
     if sigkill and kills.confirmed:
-        return Verdict(Token.TRUE_OOM, f"{how}: {kills.describe()}", HowKnown.KERNEL)
+        known = HowKnown.CGROUP if kills.by_cgroup and kills.cell_kills else HowKnown.KERNEL
+        return Verdict(Token.TRUE_OOM, f"{how}: {kills.describe()}", known)
     if signature is not None:
         return Verdict(
             Token.TRUE_OOM, f"{how}, output has {signature.describe()}", HowKnown.SIGNATURE

@@ -63,10 +63,10 @@ def enclosing_limit() -> CgroupLimit | None:
             continue
         _, controllers, rel = line.split(":", 2)
         if controllers == "":
-            root = _mount(mounts, "cgroup2", None)
+            root = mount_point(mounts, "cgroup2", None)
             limit = _walk(root, rel, "memory.max", 2) if root else None
         elif "memory" in controllers.split(","):
-            root = _mount(mounts, "cgroup", "memory")
+            root = mount_point(mounts, "cgroup", "memory")
             limit = _walk(root, rel, "memory.limit_in_bytes", 1) if root else None
         else:
             continue
@@ -130,16 +130,7 @@ class CgroupAvailable:
             stat = os.pread(stat_fd, 8192, 0)
         except (OSError, ValueError):
             return None
-        key = self.scope.inactive_key
-        inactive = 0
-        at = stat.find(b"\n" + key)
-        start = at + 1 + len(key) if at >= 0 else (len(key) if stat.startswith(key) else -1)
-        if start >= 0:
-            end = stat.find(b"\n", start)
-            try:
-                inactive = int(stat[start : end if end >= 0 else None])
-            except ValueError:
-                inactive = 0
+        inactive = stat_value(stat, self.scope.inactive_key)
         return max(0, self.scope.limit - max(0, usage - inactive))
 
     def close(self) -> None:
@@ -149,7 +140,21 @@ class CgroupAvailable:
             self._fds = None
 
 
-def _mount(mounts: list[str], fstype: str, option: str | None) -> Path | None:
+def stat_value(stat: bytes, key: bytes) -> int:
+    """The number after `key` (`b"inactive_file "`) in a memory.stat-style text, 0 if absent."""
+    at = stat.find(b"\n" + key)
+    start = at + 1 + len(key) if at >= 0 else (len(key) if stat.startswith(key) else -1)
+    if start < 0:
+        return 0
+    end = stat.find(b"\n", start)
+    try:
+        return int(stat[start : end if end >= 0 else None])
+    except ValueError:
+        return 0
+
+
+def mount_point(mounts: list[str], fstype: str, option: str | None) -> Path | None:
+    """Where `/proc/self/mountinfo` lines `mounts` mount a `fstype` with `option`."""
     for line in mounts:
         fields = line.split(" - ", 1)
         if len(fields) != 2 or len(fields[1].split()) < 3:

@@ -59,17 +59,26 @@ class KillEvidence:
     logged: tuple[LoggedKill, ...] | None = None
     of_cell: tuple[LoggedKill, ...] = ()
     maybe_cell: tuple[LoggedKill, ...] = ()
+    # The cell's own cgroup (cellscope.py) and its oom_kill count, where it had one: proof
+    # either way, since only the cell's processes were in it.
+    cell_cgroup: str | None = None
+    cell_kills: int | None = None
+
+    @property
+    def by_cgroup(self) -> bool:
+        return self.cell_cgroup is not None and self.cell_kills is not None
 
     @property
     def confirmed(self) -> bool:
-        """The kernel log names a process of the cell as killed by the OOM killer."""
-        return bool(self.of_cell)
+        """The cell's own cgroup counted an OOM kill, or the kernel log names a process of the
+        cell (one that moved itself out of the cell's cgroup, say) as killed by the OOM killer."""
+        return bool(self.by_cgroup and self.cell_kills) or bool(self.of_cell)
 
     @property
     def unconfirmed(self) -> bool:
-        """An OOM kill that may have been the cell's: a pid oomrec never saw in its own cgroup,
-        or, with no log to read, a counter that grew."""
-        if self.of_cell:
+        """An OOM kill that may have been the cell's: without a cgroup of the cell's own, a pid
+        oomrec never saw in its own cgroup, or, with no log to read, a counter that grew."""
+        if self.confirmed or self.by_cgroup:
             return False
         if self.logged is not None:
             return bool(self.maybe_cell)
@@ -77,12 +86,17 @@ class KillEvidence:
 
     @property
     def unreadable(self) -> bool:
-        return self.logged is None and not self.readable
+        return not self.by_cgroup and self.logged is None and not self.readable
 
     def describe(self) -> str:
+        if self.by_cgroup and self.cell_kills:
+            return f"the kernel's OOM killer killed a process in {self.cell_cgroup}"
         if self.of_cell:
             kill = self.of_cell[0]
             return f"the kernel's OOM killer killed pid {kill.pid} ({kill.command}), the cell's"
+        if self.by_cgroup:
+            logged = "" if self.logged is None else ", and the kernel log names none of its pids"
+            return f"no OOM kill in {self.cell_cgroup} (oom_kill 0){logged}"
         if self.maybe_cell:
             kill = self.maybe_cell[0]
             return (

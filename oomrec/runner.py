@@ -9,6 +9,7 @@ holds (`;`, `$(...)`, spaces) reaches the runner as one literal argument and run
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oomrec import oomkill, proctree
+from oomrec import cellscope, oomkill, proctree
 from oomrec.errors import OomrecError
 from oomrec.guard import CHECK_S, GRACE_S, AvailableMemory, GuardLimits, GuardStop
 from oomrec.oomkill import KillEvidence
@@ -204,6 +205,7 @@ def run_cell(
     watchdog = proctree.watchdog()
     tree = proctree.ProcessTree()
     subreaper = proctree.set_subreaper(True)
+    scope = cellscope.make()
     try:
         proc = subprocess.Popen(
             argv,
@@ -213,11 +215,15 @@ def run_cell(
             start_new_session=True,
             env=None if env is None else dict(env),
             cwd=cwd,
+            # Into the cell's cgroup before exec: every process the runner starts is in it too.
+            preexec_fn=None if scope is None else scope.join,
         )
-    except OSError as exc:
+    except (OSError, subprocess.SubprocessError) as exc:
         if subreaper:
             proctree.set_subreaper(False)
         log.close()
+        if scope is not None:
+            scope.remove()
         evidence = oomkill.compare(before, before)
         return CellRun(
             tuple(argv), 127, False, "", None, 0.0, evidence, exec_error=exc.strerror or str(exc)
@@ -232,7 +238,8 @@ def run_cell(
     scanner = SignatureScanner()
     tail = bytearray()
     deadline = None if timeout is None else time.monotonic() + timeout
-    watch = _GuardWatch(guard, tree, watcher) if guard is not None and guard.on else None
+    watch = _GuardWatch(guard, tree, watcher, scope) if guard is not None and guard.on else None
+    cell_peak = cell_kills = None
     try:
         timed_out = _pump(proc.stdout.fileno(), watcher, tree, scanner, tail, deadline, watch)
     finally:
@@ -247,9 +254,20 @@ def run_cell(
             watch.close()
         if subreaper:
             proctree.set_subreaper(False)
+        if scope is not None:
+            cell_peak, cell_kills = scope.peak(), scope.oom_kills()
+            scope.remove()
     scanner.close()
     seconds = time.perf_counter() - start
-    peaks = [p for p in (tree.peak, _peak_bytes(rusage, floor)) if p is not None]
+    # The cgroup's peak counts each page once; the tree's sum of RSS counts shared ones twice.
+    peaks = (
+        [cell_peak]
+        if cell_peak
+        else [p for p in (tree.peak, _peak_bytes(rusage, floor)) if p is not None]
+    )
+    kills = oomkill.compare(before, oomkill.read_counters(), log.kills(), tree.pids)
+    if scope is not None and cell_kills is not None:
+        kills = dataclasses.replace(kills, cell_cgroup=scope.describe(), cell_kills=cell_kills)
     return CellRun(
         argv=tuple(argv),
         returncode=proc.returncode,
@@ -257,7 +275,7 @@ def run_cell(
         output_tail=bytes(tail).decode("utf-8", errors="replace"),
         peak_rss_bytes=max(peaks) if peaks else None,
         seconds=seconds,
-        kills=oomkill.compare(before, oomkill.read_counters(), log.kills(), tree.pids),
+        kills=kills,
         signature=scanner.hit,
         leftovers=tree.leftovers,
         guard_stop=None if watch is None else watch.stop,
@@ -334,12 +352,20 @@ def _pump(
 
 
 class _GuardWatch:
-    """The memory guard of one running cell: checks its budget, stops its tree on a breach."""
+    """The memory guard of one running cell: checks its budget, stops its tree on a breach.
+    With a cgroup of the cell's own, the cell's memory is that cgroup's working set."""
 
-    def __init__(self, limits: GuardLimits, tree: proctree.ProcessTree, watcher: _ExitWatcher):
+    def __init__(
+        self,
+        limits: GuardLimits,
+        tree: proctree.ProcessTree,
+        watcher: _ExitWatcher,
+        scope: cellscope.CellCgroup | None = None,
+    ):
         self.limits = limits
         self.tree = tree
         self.watcher = watcher
+        self.scope = scope
         self.stop: GuardStop | None = None
         self._kill_at = math.inf
         self._available = AvailableMemory() if limits.min_available_bytes is not None else None
@@ -352,6 +378,8 @@ class _GuardWatch:
                 self.tree.signal_all(signal.SIGKILL)
             return
         available = None if self._available is None else self._available.read()
+        if self.scope is not None:
+            cell_bytes = self.scope.working_set() or cell_bytes
         reason = self.limits.breach(cell_bytes, available)
         # A runner that has already exited finished by itself: its own exit is its verdict.
         if reason is None or self.watcher.poll():

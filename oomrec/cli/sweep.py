@@ -22,6 +22,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from oomrec.cellscope import describe_mode
 from oomrec.cli import output as output_state
 from oomrec.cli.apps import RecordOption, app
 from oomrec.cli.output import info
@@ -346,6 +347,7 @@ def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
         + ")",
         f"  guard:   {config.guard.describe()}",
     ]
+    lines.append(f"  scope:   {describe_mode()}")
     # Which memory limit binds: said when the guard acts on it or a cgroup's is the tighter.
     host = host_ram()
     if config.guard.on or cgroup_binds(host):
