@@ -25,6 +25,10 @@ from oomrec.signatures import SignatureHit
 TIMEOUT_STATUS = 124
 # A shell reports a child killed by SIGKILL as 128 + 9.
 SHELL_SIGKILL_STATUS = 128 + signal.SIGKILL
+SHELL_SIGSEGV_STATUS = 128 + signal.SIGSEGV
+# A SIGSEGV of a process sampled at this share of its RLIMIT_AS or more ran out of address
+# space: an allocation failed and the runner crashed on it (MLX's CPU build does, silently).
+ADDRESS_SPACE_SHARE = 0.9
 
 
 class HowKnown(StrEnum):
@@ -37,6 +41,7 @@ class HowKnown(StrEnum):
     ROW = "runner row"
     UNCONFIRMED = "unconfirmed"
     FAKE = "faked"
+    ADDRESS_SPACE = "address-space limit"
     GUARD = "memory guard"
 
 
@@ -75,12 +80,14 @@ def verdict_from_exit(
     kills: KillEvidence,
     *,
     timed_out: bool = False,
+    address_space: tuple[int, int] | None = None,
 ) -> Verdict:
     """The verdict for a cell that wrote no row, from how it ended and what it printed.
 
     `returncode` is as `subprocess` reports it (negative: killed by that signal); `signature` is
     the allocator message found in its whole output; `kills` compares the OOM-kill counters read
-    before and after the cell; `timed_out` means oomrec killed it.
+    before and after the cell; `timed_out` means oomrec killed it; `address_space` is the
+    (virtual size, RLIMIT_AS) of the process that came closest to its limit.
     """
     if timed_out:
         return Verdict(Token.FAIL_TIMEOUT, "killed by oomrec after --timeout")
@@ -97,6 +104,16 @@ def verdict_from_exit(
         return Verdict(
             Token.TRUE_OOM, f"{how}, output has {signature.describe()}", HowKnown.SIGNATURE
         )
+    segv = returncode in (-signal.SIGSEGV, SHELL_SIGSEGV_STATUS)
+    if segv and address_space is not None:
+        vms, limit = address_space
+        if vms >= ADDRESS_SPACE_SHARE * limit:
+            return Verdict(
+                Token.TRUE_OOM,
+                f"{how} with its address space at {vms / limit:.0%} of its RLIMIT_AS "
+                f"({vms >> 20} of {limit >> 20} MiB): an allocation failed",
+                HowKnown.ADDRESS_SPACE,
+            )
     if not sigkill:
         # Not evidence enough alone, but worth a look.
         seen = f"; {kills.describe()}" if kills.confirmed or kills.unconfirmed else ""

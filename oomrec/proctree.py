@@ -148,18 +148,26 @@ class ProcessTree:
         self._statm: dict[int, int] = {}
         self._killed: set[int] = set()
         self._escaped: set[int] = set()
+        # Each process's RLIMIT_AS (0: none), and the (virtual size, limit) of the process that
+        # came closest to its limit in a sample: a runner killed by SIGSEGV there ran out of
+        # address space (MLX's CPU build segfaults when an allocation fails under `ulimit -v`).
+        self._as_limits: dict[int, int] = {}
+        self.address_space: tuple[int, int] | None = None
 
     def launched(self, root: int) -> None:
         """The runner started as `root`, the leader of its own process group."""
         self.root = root
 
     def sample(self) -> int:
-        """Walk the tree, add its current summed RSS to the peak, and return that sum."""
+        """Walk the tree, add its current summed RSS to the peak, and return that sum; note
+        how close each process came to its address-space limit."""
         total = 0
         members = self._members()
         for proc in members:
             with contextlib.suppress(psutil.Error):
-                total += proc.memory_info().rss
+                info = proc.memory_info()
+                total += info.rss
+                self._note_address_space(proc, info.vms)
         if _STATM:
             self._track({proc.pid for proc in members})
         self._add_to_peak(total)
@@ -205,6 +213,15 @@ class ProcessTree:
         for pid in pids - self._statm.keys():
             with contextlib.suppress(OSError):
                 self._statm[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
+
+    def _note_address_space(self, proc: psutil.Process, vms: int) -> None:
+        limit = self._as_limits.get(proc.pid)
+        if limit is None:
+            limit = self._as_limits[proc.pid] = _address_space_limit(proc)
+        if limit > 0:
+            ratio = vms / limit
+            if self.address_space is None or ratio > self.address_space[0] / self.address_space[1]:
+                self.address_space = (vms, limit)
 
     @property
     def pids(self) -> frozenset[int]:
@@ -291,6 +308,15 @@ def _proc_children(pid: int) -> list[int]:
     except OSError:
         pass
     return pids
+
+
+def _address_space_limit(proc: psutil.Process) -> int:
+    """The process's soft RLIMIT_AS in bytes, 0 when it has none or it cannot be read."""
+    try:
+        soft, _ = proc.rlimit(psutil.RLIMIT_AS)  # type: ignore[attr-defined]
+    except (psutil.Error, AttributeError, OSError):
+        return 0
+    return soft if 0 < soft < (1 << 62) else 0
 
 
 def _process(pid: int) -> psutil.Process | None:

@@ -180,6 +180,9 @@ class CellRun:
     exec_error: str | None = None
     # The memory guard stopped the cell (it was still running when the guard signalled it).
     guard_stop: GuardStop | None = None
+    # The (virtual size, RLIMIT_AS) of the process that came closest to its address-space
+    # limit in a sample, None when no process of the cell had one.
+    address_space: tuple[int, int] | None = None
 
 
 def run_cell(
@@ -279,6 +282,7 @@ def run_cell(
         signature=scanner.hit,
         leftovers=tree.leftovers,
         guard_stop=None if watch is None else watch.stop,
+        address_space=tree.address_space,
     )
 
 

@@ -694,7 +694,13 @@ def _check_writable(output: Path) -> None:
 def _verdict_without_row(run: CellRun) -> Verdict:
     if run.exec_error is not None:
         return Verdict(Token.FAIL_BENCH, f"cannot run {run.argv[0]}: {run.exec_error}")
-    verdict = verdict_from_exit(run.returncode, run.signature, run.kills, timed_out=run.timed_out)
+    verdict = verdict_from_exit(
+        run.returncode,
+        run.signature,
+        run.kills,
+        timed_out=run.timed_out,
+        address_space=run.address_space,
+    )
     if verdict.is_true_oom:
         return verdict
     # What the runner said last is usually why it failed; an OOM's reason names its message.

@@ -165,3 +165,16 @@ def test_tokens_are_one_enum_and_unknown_ones_stay_plain_strings() -> None:
     assert [a.value for a in Action] == [
         "run", "SKIP:oom_backstop", "SKIP:oom_record", "SKIP:oom", "done",
     ]  # fmt: skip
+
+
+def test_a_sigsegv_is_an_oom_only_at_the_address_space_limit() -> None:
+    near, far = (950 << 20, 1 << 30), (300 << 20, 1 << 30)
+    for status in (-signal.SIGSEGV, 139):
+        at_limit = verdict_from_exit(status, None, UNCHANGED, address_space=near)
+        assert (at_limit.token, at_limit.evidence) == ("SKIP:oom", "address-space limit")
+        assert verdict_from_exit(status, None, UNCHANGED, address_space=far).token == ("FAIL:bench")
+        assert verdict_from_exit(status, None, UNCHANGED).token == "FAIL:bench"
+    # Another signal near the limit is not this case.
+    assert verdict_from_exit(-signal.SIGABRT, None, UNCHANGED, address_space=near).token == (
+        "FAIL:bench"
+    )

@@ -306,3 +306,40 @@ def test_a_grandchild_that_left_the_process_group_dies_with_the_cell(tmp_path: P
     assert run.leftovers.killed >= 2
     assert run.leftovers.escaped >= 2
     assert "had left its process group" in (run.leftovers.describe() or "")
+
+
+# Grows its address space 8 MiB every 50 ms under its own RLIMIT_AS (as `ulimit -v` sets it),
+# then, when an allocation fails, crashes with SIGSEGV and no message: what MLX's CPU build does.
+SEGV_AT_LIMIT = r"""
+import os, resource, signal, sys, time
+import psutil
+base = psutil.Process().memory_info().vms
+limit = base + (int(sys.argv[1]) << 20)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+held = []
+try:
+    while True:
+        block = bytearray(8 << 20)
+        block[::4096] = b"x" * (len(block) // 4096)
+        held.append(block)
+        time.sleep(0.05)
+except MemoryError:
+    os.kill(os.getpid(), signal.SIGSEGV)
+"""
+
+
+def test_a_sigsegv_at_the_address_space_limit_is_an_oom_and_elsewhere_a_crash() -> None:
+    run = run_cell([PY, "-c", SEGV_AT_LIMIT, "768"], 120)
+    assert run.returncode == -signal.SIGSEGV
+    assert run.address_space is not None
+    verdict = verdict_from_exit(
+        run.returncode, run.signature, run.kills, address_space=run.address_space
+    )
+    assert (verdict.token, verdict.evidence) == ("SKIP:oom", "address-space limit")
+    assert "of its RLIMIT_AS" in verdict.reason
+    # The same crash with no address-space limit near: a bug, not an OOM.
+    crash = run_cell([PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"], 60)
+    verdict = verdict_from_exit(
+        crash.returncode, crash.signature, crash.kills, address_space=crash.address_space
+    )
+    assert verdict.token == "FAIL:bench"

@@ -1,4 +1,6 @@
-"""What the memory guard costs and how fast it acts.
+"""What the memory guard costs and how fast it acts, in both scopes: a memory cgroup per cell
+(where oomrec can make one: its working set is the cell's memory) and the process tree (the
+summed RSS of the cell's processes), each measured in the same run.
 
 - overhead: oomrec's own CPU time (user + sys; children excluded) while a cell of 4 processes,
   one of them with 20 threads (as a PyTorch runner has), sleeps for --seconds: without a guard
@@ -27,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from oomrec import cellscope
 from oomrec.guard import GuardLimits
 from oomrec.runner import run_cell
 
@@ -123,27 +126,43 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
 
+    modes = ["a cgroup per cell", "the process tree"]
+    why = cellscope.unavailable()
+    if why is not None:
+        print(f"no cgroup per cell here ({why}): the process tree only")
+        modes = modes[1:]
+    make = cellscope.make
+    for mode in modes:
+        # The tree mode is what a host without cgroups gets: no cell cgroup is made.
+        cellscope.make = make if mode == modes[0] and why is None else (lambda: None)
+        try:
+            measure(mode, args.seconds, args.runs)
+        finally:
+            cellscope.make = make
+
+
+def measure(mode: str, seconds: float, runs: int) -> None:
     configs = {
         "no guard (baseline)": None,
         "--max-cell-memory": GuardLimits(max_cell_bytes=64 << 30),
         "--max-cell-memory + --min-available": GuardLimits(64 << 30, 1 << 20),
     }
     for name, guard in configs.items():
-        shares = [cpu_share(args.seconds, guard) for _ in range(3)]
+        shares = [cpu_share(seconds, guard) for _ in range(3)]
         print(
-            f"overhead, {name}, a 4-process cell for {args.seconds:.0f} s: "
+            f"[{mode}] overhead, {name}, a 4-process cell for {seconds:.0f} s: "
             + ", ".join(f"{share * 100:.2f}%" for share in shares)
             + " of a core"
         )
     script = Path(tempfile.mkdtemp(prefix="bench-guard-")) / "steps.py"
     script.write_text(STEPS)
     for child in (False, True):
-        samples = [r for _ in range(args.runs) if (r := reaction(script, child)) is not None]
+        samples = [r for _ in range(runs) if (r := reaction(script, child)) is not None]
         name = "reaction, a child of the runner allocates" if child else "reaction, the runner"
         if samples:
-            report(name, samples)
+            report(f"[{mode}] {name}", samples)
         else:
-            print(f"{name}: the guard never acted")
+            print(f"[{mode}] {name}: the guard never acted")
 
 
 if __name__ == "__main__":
