@@ -32,6 +32,7 @@ from pathlib import Path
 from oomrec.memscope import mount_point, stat_value
 
 _PREFIX = "oomrec-"
+_STAT_EVERY = 8
 _counter = itertools.count(1)
 
 
@@ -54,6 +55,10 @@ class CellCgroup:
         self._usage = os.open(path / usage, os.O_RDONLY)
         self._stat = os.open(path / "memory.stat", os.O_RDONLY)
         self._inactive = b"inactive_file " if version == 2 else b"total_inactive_file "
+        # memory.stat is a page of text the kernel makes on each read; the inactive page cache
+        # it gives changes slowly, so the guard re-reads it every _STAT_EVERY checks.
+        self._cache = 0
+        self._reads = 0
 
     def join(self) -> None:
         """Move the calling process in: run between fork and exec (Popen's preexec_fn), so it
@@ -64,10 +69,12 @@ class CellCgroup:
         """What the cell uses now, less page cache the kernel may drop first."""
         try:
             usage = int(os.pread(self._usage, 64, 0))
-            stat = os.pread(self._stat, 8192, 0)
+            if self._reads % _STAT_EVERY == 0:
+                self._cache = stat_value(os.pread(self._stat, 8192, 0), self._inactive)
         except (OSError, ValueError):
             return None
-        return max(0, usage - stat_value(stat, self._inactive))
+        self._reads += 1
+        return max(0, usage - self._cache)
 
     def peak(self) -> int | None:
         name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"

@@ -330,7 +330,8 @@ def _pump(
                         watch.check(cell_bytes, now)
                         next_check = now + CHECK_S
                 elif watch is not None and now >= next_check:
-                    watch.check(tree.quick_rss(), now)
+                    # With a cgroup of the cell's own, the guard reads that instead.
+                    watch.check(tree.quick_rss() if watch.scope is None else 0, now)
                     next_check = now + CHECK_S
                 wait = min(next_sample, next_check) - now
                 if deadline is not None:
