@@ -24,6 +24,7 @@ import contextlib
 import functools
 import itertools
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from pathlib import Path
 from oomrec.memscope import mount_point, stat_value
 
 _PREFIX = "oomrec-"
+_OURS = re.compile(r"oomrec-(\d+)-(?:\d+|probe)")
 _STAT_EVERY = 8
 _counter = itertools.count(1)
 
@@ -203,10 +205,12 @@ def _clean_leftovers(parent: Path) -> None:
     """Remove the cell cgroups of oomrec processes that died without removing them."""
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
-            if not entry.name.startswith(_PREFIX) or not entry.is_dir():
+            # Only names oomrec gives: another tool's `oomrec-...` cgroup is not ours to remove.
+            match = _OURS.fullmatch(entry.name)
+            if match is None or not entry.is_dir():
                 continue
-            pid_text = entry.name[len(_PREFIX) :].split("-", 1)[0]
-            if pid_text.isdigit() and int(pid_text) != os.getpid() and _alive(int(pid_text)):
+            pid = int(match[1])
+            if pid == os.getpid() or _alive(pid):
                 continue
             if not _read_text(entry / "cgroup.procs").strip():
                 _rmdir(entry, tries=1)

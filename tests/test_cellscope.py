@@ -125,9 +125,12 @@ def test_a_fork_that_shares_the_runners_pages_is_not_counted_twice(
 def test_cgroups_a_killed_oomrec_left_are_removed_by_the_next(tmp_path: Path) -> None:
     place = cellscope._place()
     assert isinstance(place, cellscope._Place)
-    # A dead oomrec's cell cgroup: a pid that cannot be running (beyond pid_max).
+    # A dead oomrec's cell cgroup: a pid that cannot be running (beyond pid_max); and a
+    # cgroup another tool named oomrec-something, which is not oomrec's to remove.
     left = place.parent / "oomrec-4194999-3"
     left.mkdir()
+    other = place.parent / "oomrec-test-4194999-3"
+    other.mkdir()
     try:
         done = subprocess.run(
             [PY, "-c", "from oomrec import cellscope; print(cellscope.unavailable())"],
@@ -138,6 +141,8 @@ def test_cgroups_a_killed_oomrec_left_are_removed_by_the_next(tmp_path: Path) ->
         )
         assert done.stdout.strip() == "None"
         assert not left.exists()
+        assert other.exists()
     finally:
-        if left.exists():
-            left.rmdir()
+        for path in (left, other):
+            if path.exists():
+                path.rmdir()
