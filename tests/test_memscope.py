@@ -17,7 +17,7 @@ from tests.gitrepo import IDENTITY, Repo
 GIB = 1 << 30
 MIB = 1 << 20
 
-# `grow.py STEP_MIB STEPS cell_csv`: touch STEP_MIB more every 20 ms, then write an ok row.
+# `grow.py STEP_MIB STEPS cell_csv`: touch STEP_MIB more every 40 ms, then write an ok row.
 GROW = r"""
 import sys, time
 step, steps, cell_csv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -27,7 +27,7 @@ for n in range(steps):
     block[::4096] = b"x" * (len(block) // 4096)
     held.append(block)
     print(f"touched {(n + 1) * step} MiB", flush=True)
-    time.sleep(0.02)
+    time.sleep(0.04)
 row = 'a,./models/a,512,32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,"Hi",512'
 open(cell_csv, "w").write("HEADER\n" + row + "\n")
 """
