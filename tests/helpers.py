@@ -61,3 +61,25 @@ def dry_run_verdicts(cli: Callable[..., Any], where: Path) -> tuple[dict[str, An
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)
     return plan, [cell["verdict"] for cell in plan["cells"]]
+
+
+class Today:
+    """Today's date as oomrec writes it (YYYY-MM-DD), read each time it is used: a constant
+    taken when the module is imported goes stale for a test run that crosses midnight."""
+
+    def __str__(self) -> str:
+        from datetime import date
+
+        return date.today().isoformat()
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __eq__(self, other: object) -> bool:
+        return str(self) == other if isinstance(other, str) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+
+TODAY = Today()

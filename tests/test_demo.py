@@ -6,16 +6,15 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import date
 from pathlib import Path
 
 import pytest
 
 from oomrec.schema import HEADER_15
 from tests.conftest import CliResult
+from tests.helpers import TODAY
 
 Cli = Callable[..., CliResult]
-TODAY = date.today().isoformat()
 ONLY_LINUX = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced by Linux only"
 )

@@ -7,17 +7,16 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import date
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
+from tests.helpers import TODAY
 from tests.tty import run_on_tty
 
 Cli = Callable[..., CliResult]
-TODAY = date.today().isoformat()
 
 
 def _write(path: Path, text: str) -> Path:

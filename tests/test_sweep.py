@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import date
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,11 @@ from oomrec import cellscope
 from oomrec.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.helpers import gone
+from tests.helpers import TODAY, gone
 from tests.scripted_runner import RUNNER, Runner
 from tests.tty import run_on_tty
 
 Cli = Callable[..., CliResult]
-TODAY = date.today().isoformat()
 
 
 def ok_row(model: str, length: int) -> str:
