@@ -105,15 +105,14 @@ class Change:
 def read_changes(repo: git.Repo, shas: Collection[str]) -> dict[str, Change]:
     """Each commit's change (first-parent diff; the whole tree for a root commit), from one
     `diff-tree --raw -z` (exact paths, blob ids, modes) and one `diff-tree -p` (the hunks)."""
-    from oomrec.gitutil import run_with_stdin
+    from oomrec.gitutil import with_stdin_bytes
 
     if not shas:
         return {}
     ordered = sorted(shas)
-    raw = run_with_stdin(repo, "diff-tree", [*_DIFF, "--raw", "-z", "--no-abbrev"], ordered)
-    patch = run_with_stdin(
-        repo,
-        "diff-tree",
+    raw = with_stdin_bytes(repo.git.diff_tree, [*_DIFF, "--raw", "-z", "--no-abbrev"], ordered)
+    patch = with_stdin_bytes(
+        repo.git.diff_tree,
         [*_DIFF, "-p", "--full-index", "--src-prefix=a/", "--dst-prefix=b/", "-U3"],
         ordered,
     )

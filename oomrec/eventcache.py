@@ -37,10 +37,17 @@ _MAX_TIPS = 20_000
 def events(repo: git.Repo, tips: Collection[str], key: str, shallow: bool) -> list[Event]:
     """The event commits in the history of `tips` (full SHAs), and possibly some outside it
     (found for earlier tips): callers keep those in the history they walk."""
-    from oomrec.gitutil import run_with_stdin
+    from oomrec.gitutil import with_stdin_bytes
 
     if not tips:
         return []
+
+    def log(revs: list[str]) -> str:
+        # Bytes decoded with replacement: a message that is not UTF-8 must not make text the
+        # cache file cannot be written in.
+        out = with_stdin_bytes(repo.git.log, log_args(key, stdin=True), revs)
+        return out.decode("utf-8", "replace")
+
     path = _path(repo, key)
     old_tips, old_text = ([], "") if shallow or path is None else _read(path, key)
     known = set(old_tips)
@@ -48,27 +55,18 @@ def events(repo: git.Repo, tips: Collection[str], key: str, shallow: bool) -> li
     if not new_tips:
         return parse_log(old_text, key)
     try:
-        text = run_with_stdin(
-            repo,
-            "log",
-            log_args(key, stdin=True),
-            [*new_tips, *(f"^{t}" for t in old_tips)],
-        ).decode("utf-8", "replace")
+        text = log([*new_tips, *(f"^{t}" for t in old_tips)])
     except OomrecError:
         if not old_tips:
             raise
         # A tip gone from the repository (gc after a rebase): start over.
         old_tips, old_text = [], ""
-        text = run_with_stdin(repo, "log", log_args(key, stdin=True), new_tips).decode(
-            "utf-8", "replace"
-        )
+        text = log(new_tips)
     all_tips = [*old_tips, *new_tips]
     combined = old_text + text
     if len(all_tips) > _MAX_TIPS:
-        all_tips, combined = list(tips), ""
-        combined = run_with_stdin(repo, "log", log_args(key, stdin=True), all_tips).decode(
-            "utf-8", "replace"
-        )
+        all_tips = list(tips)
+        combined = log(all_tips)
     if path is not None and not shallow:
         _write(path, key, all_tips, combined)
     return parse_log(combined, key)

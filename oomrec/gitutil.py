@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import git
 from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
@@ -163,7 +164,7 @@ def resolve_many(repo: git.Repo, names: Collection[str]) -> dict[str, Resolved]:
     if plain:
         # --buffer: one write per 4 KiB, not a flush per name; each write wakes this thread,
         # which the report runs beside its build (1,767 wake-ups cost it ~0.1 s).
-        out = _with_stdin(
+        out = with_stdin(
             repo.git.cat_file, ["--batch-check=%(objectname) %(objecttype)", "--buffer"], plain
         )
         for name, row in zip(plain, out.split("\n"), strict=True):
@@ -195,7 +196,7 @@ def _disambiguate(repo: git.Repo, name: str) -> Resolved:
     candidates = out.split()
     if not candidates:
         return Resolved(None, "missing")
-    out = _with_stdin(repo.git.cat_file, ["--batch-check=%(objectname) %(objecttype)"], candidates)
+    out = with_stdin(repo.git.cat_file, ["--batch-check=%(objectname) %(objecttype)"], candidates)
     commits = [row.split()[0] for row in out.split("\n") if row.endswith(" commit")]
     if len(commits) == 1:
         return Resolved(commits[0])
@@ -209,15 +210,6 @@ def shallow_commits(repo: git.Repo) -> frozenset[str]:
         return frozenset(shallow.read_text(encoding="ascii").split())
     except FileNotFoundError:
         return frozenset()
-
-
-def events(repo: git.Repo, tips: Collection[str], key: str) -> list[Event]:
-    """The event commits (fix trailer, fix-id trailer, cherry-pick or revert line) in the
-    history of `tips` (full SHAs), in ONE `git log`."""
-    if not tips:
-        return []
-    out = _with_stdin(repo.git.log, log_args(key, stdin=True), tips)
-    return parse_log(out, key)
 
 
 def range_events(repo: git.Repo, revs: Sequence[str], key: str) -> list[Event]:
@@ -238,9 +230,7 @@ def parents(repo: git.Repo, tips: Collection[str]) -> list[list[str]]:
     in ONE `git rev-list --parents --topo-order --reverse`."""
     if not tips:
         return []
-    out = _with_stdin(
-        repo.git.rev_list, ["--parents", "--topo-order", "--reverse", "--stdin"], tips
-    )
+    out = with_stdin(repo.git.rev_list, ["--parents", "--topo-order", "--reverse", "--stdin"], tips)
     return [row.split() for row in out.split("\n") if row]
 
 
@@ -250,7 +240,7 @@ def patch_ids(repo: git.Repo, shas: Collection[str], reverse: bool = False) -> d
     reversed, which is what a revert of it has."""
     if not shas:
         return {}
-    diff = _with_stdin(
+    diff = with_stdin(
         repo.git.diff_tree,
         [
             "--stdin",
@@ -272,7 +262,7 @@ def patch_ids(repo: git.Repo, shas: Collection[str], reverse: bool = False) -> d
         ],
         shas,
     )
-    out = _with_stdin(repo.git.patch_id, ["--stable"], [diff])
+    out = with_stdin(repo.git.patch_id, ["--stable"], [diff])
     ids: dict[str, str] = {}
     for row in out.split("\n"):
         patch, _, commit = row.partition(" ")
@@ -314,7 +304,7 @@ def not_on_remote(repo: git.Repo, shas: Collection[str], remote: str) -> set[str
     tips = repo.git.for_each_ref("--format=%(objectname)", f"refs/remotes/{remote}/").split()
     if not tips:
         return set(shas)
-    out = _with_stdin(repo.git.rev_list, ["--stdin"], [*shas, *(f"^{t}" for t in tips)])
+    out = with_stdin(repo.git.rev_list, ["--stdin"], [*shas, *(f"^{t}" for t in tips)])
     return set(out.split()) & set(shas)
 
 
@@ -324,36 +314,45 @@ def hooks_dir(repo: git.Repo) -> Path:
     return Path(repo.working_dir) / repo.git.rev_parse("--git-path", "hooks")
 
 
-def run_with_stdin(
-    repo: git.Repo, command: str, args: Sequence[str], lines: Iterable[str]
+def with_stdin(command: Callable[..., str], args: Sequence[str], lines: Iterable[str]) -> str:
+    """`command(*args)` (a GitPython git command) with `lines` on its stdin; its stdout."""
+    return _run_with_stdin(command, args, lines)
+
+
+def with_stdin_bytes(
+    command: Callable[..., bytes], args: Sequence[str], lines: Iterable[str]
 ) -> bytes:
-    """`git <command> <args>` with `lines` on its stdin; its stdout as bytes."""
-    with tempfile.TemporaryFile() as stdin:
-        stdin.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
-        stdin.seek(0)
-        try:
-            # GitPython's command method adds the -c overrides (open_repo) before the command.
-            run = getattr(repo.git, command.replace("-", "_"))
-            return run(*args, istream=stdin, stdout_as_string=False, strip_newline_in_stdout=False)
-        except GitCommandError as exc:
-            raise OomrecError(
-                f"git {command} failed ({_first_stderr_line(exc)}); check the repository"
-            ) from None
+    """The same, its stdout as bytes, byte for byte (patches, `-z` output)."""
+    return _run_with_stdin(
+        command, args, lines, stdout_as_string=False, strip_newline_in_stdout=False
+    )
 
 
-def _with_stdin(command: Callable[..., str], args: Sequence[str], lines: Iterable[str]) -> str:
+def _run_with_stdin(
+    command: Callable[..., Any], args: Sequence[str], lines: Iterable[str], **options: bool
+) -> Any:
     # GitPython takes stdin as a file, not a string; a temp file cannot deadlock the way a pipe
     # written while git's stdout fills up can.
     with tempfile.TemporaryFile() as stdin:
         stdin.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
         stdin.seek(0)
         try:
-            return command(*args, istream=stdin)
+            return command(*args, istream=stdin, **options)
         except GitCommandError as exc:
             raise OomrecError(
-                f"git {exc.command[1] if len(exc.command) > 1 else ''} failed "
-                f"({_first_stderr_line(exc)}); check the repository"
+                f"git {_subcommand(exc.command)} failed ({_first_stderr_line(exc)}); check the "
+                "repository"
             ) from None
+
+
+def _subcommand(argv: Sequence[str] | str) -> str:
+    """The git subcommand of a failed command line, past the `-c name=value` overrides."""
+    if isinstance(argv, str):
+        return argv
+    i = 1
+    while i + 1 < len(argv) and argv[i] == "-c":
+        i += 2
+    return str(argv[i]) if i < len(argv) else ""
 
 
 # Row-accurate commits for import-csv: which lines of a file came after the commit that added it.

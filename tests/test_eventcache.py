@@ -88,3 +88,14 @@ def test_a_cache_cut_short_is_not_read_as_far_as_it_goes(repo: Repo) -> None:
     path.write_bytes(whole[: whole.index(b"tip ") + 45])
     assert status(repo.path, pre) == Status.LIFTED
     assert path.read_bytes() == whole
+
+
+def test_a_fix_whose_message_is_not_utf8_is_cached_and_read_back(repo: Repo) -> None:
+    pre = repo.commit("pre", {"prefill.py": "v1\n"})
+    (repo.path / "prefill.py").write_text("chunked\n")
+    (repo.path / "msg").write_bytes(b"Caf\xe9 fix\n\nOOM-Fix: gemma-4-*\n")
+    repo.git("-c", "i18n.commitEncoding=binary", "commit", "-q", "-a", "-F", "msg")
+    assert status(repo.path, pre) == Status.LIFTED
+    assert "Caf\ufffd fix" in cache_file(repo).read_text(encoding="utf-8")
+    # Read back from the cache, not logged again.
+    assert status(repo.path, pre) == Status.LIFTED
