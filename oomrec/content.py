@@ -34,7 +34,6 @@ F's old nor its new one. None of it grows with the number of records.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -211,7 +210,7 @@ class Trees:
     def __init__(self, repo: git.Repo, id_size: int) -> None:
         self.repo = repo
         # A raw object id inside a tree object: 20 bytes for SHA-1, 32 for SHA-256.
-        self._pattern = _ENTRY_20 if id_size == 20 else _ENTRY_32
+        self._size = id_size
         self._roots: dict[str, dict[bytes, bytes] | None] = {}
         self._trees: dict[bytes, dict[bytes, bytes] | None] = {}
 
@@ -260,15 +259,11 @@ class Trees:
         return out
 
     def _parsed(self, got: tuple[str, bytes] | None) -> dict[bytes, bytes] | None:
+        from oomrec.gitutil import tree_entries
+
         if not got or got[0] != "tree":
             return None
-        # Entries are contiguous, so each match starts where the last ended: the regex engine
-        # reads a 50-entry tree ~3x faster than a Python loop.
-        return dict(self._pattern.findall(got[1]))
-
-
-_ENTRY_20 = re.compile(rb"[0-7]+ ([^\0]*)\0(.{20})", re.DOTALL)
-_ENTRY_32 = re.compile(rb"[0-7]+ ([^\0]*)\0(.{32})", re.DOTALL)
+        return {name: oid for _, name, oid in tree_entries(got[1], self._size)}
 
 
 def _find(lines: Sequence[bytes], seq: Sequence[bytes], start: int, index: dict) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -294,6 +295,19 @@ def read_objects(repo: git.Repo, names: Sequence[str]) -> list[tuple[str, bytes]
         found.append((header[1].decode(), out[end + 1 : end + 1 + size]))
         pos = end + 1 + size + 1
     return found
+
+
+# A tree object's entries, `<mode> <name>\0<raw id>`, back to back: the regex engine walks them
+# (each match starts where the last ended) several times faster than a Python loop.
+_TREE_ENTRY = {
+    size: re.compile(rb"([0-7]+) ([^\0]*)\0(.{%d})" % size, re.DOTALL) for size in (20, 32)
+}
+
+
+def tree_entries(data: bytes, id_size: int = 20) -> list[tuple[bytes, bytes, bytes]]:
+    """A tree object's (mode, name, raw object id) entries; ids are `id_size` raw bytes (20 for
+    SHA-1, 32 for SHA-256)."""
+    return _TREE_ENTRY[id_size].findall(data)
 
 
 def not_on_remote(repo: git.Repo, shas: Collection[str], remote: str) -> set[str]:

@@ -133,15 +133,12 @@ def read_ref(repo: git.Repo, ref: str) -> dict[str, str]:
 
 
 def _tree_entries(data: bytes) -> list[tuple[bytes, str, str]]:
-    entries = []
-    pos = 0
-    while pos < len(data):
-        space = data.index(b" ", pos)
-        nul = data.index(b"\0", space)
-        name = data[space + 1 : nul].decode("ascii", errors="replace")
-        entries.append((data[pos:space], name, data[nul + 1 : nul + 21].hex()))
-        pos = nul + 21
-    return entries
+    from oomrec import gitutil
+
+    return [
+        (mode, name.decode("ascii", errors="replace"), oid.hex())
+        for mode, name, oid in gitutil.tree_entries(data)
+    ]
 
 
 def read_all(repo: git.Repo, skip_host: str | None = None) -> list[NoteLine]:
