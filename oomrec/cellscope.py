@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from oomrec.memscope import mount_point, stat_value
+from oomrec.memscope import WorkingSet, own_cgroups, stat_value, usage_name
 
 _PREFIX = "oomrec-"
 _OURS = re.compile(r"oomrec-(\d+)-(?:\d+|probe)")
@@ -53,14 +53,12 @@ class CellCgroup:
         self.path = path
         self.version = version
         self._procs = os.open(path / "cgroup.procs", os.O_WRONLY)
-        usage = "memory.current" if version == 2 else "memory.usage_in_bytes"
-        self._usage = os.open(path / usage, os.O_RDONLY)
-        self._stat = os.open(path / "memory.stat", os.O_RDONLY)
-        self._inactive = b"inactive_file " if version == 2 else b"total_inactive_file "
-        # memory.stat is a page of text the kernel makes on each read; the inactive page cache
-        # it gives changes slowly, so the guard re-reads it every _STAT_EVERY checks.
-        self._cache = 0
-        self._reads = 0
+        try:
+            # The guard reads it every check: memory.stat every _STAT_EVERY of them.
+            self._working = WorkingSet(path, version, stat_every=_STAT_EVERY)
+        except OSError:
+            os.close(self._procs)
+            raise
 
     def join(self) -> None:
         """Move the calling process in: run between fork and exec (Popen's preexec_fn), so it
@@ -69,14 +67,7 @@ class CellCgroup:
 
     def working_set(self) -> int | None:
         """What the cell uses now, less page cache the kernel may drop first."""
-        try:
-            usage = int(os.pread(self._usage, 64, 0))
-            if self._reads % _STAT_EVERY == 0:
-                self._cache = stat_value(os.pread(self._stat, 8192, 0), self._inactive)
-        except (OSError, ValueError):
-            return None
-        self._reads += 1
-        return max(0, usage - self._cache)
+        return self._working.read()
 
     def peak(self) -> int | None:
         name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
@@ -98,9 +89,9 @@ class CellCgroup:
     def remove(self) -> None:
         """Kill whatever of the cell is still in its cgroup (only the cell's processes can be:
         one that escaped the tree walk is caught here), then remove the cgroup."""
-        for fd in (self._procs, self._usage, self._stat):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(self._procs)
+        self._working.close()
         for _ in range(3):
             pids = [int(p) for p in _read_text(self.path / "cgroup.procs").split() if p.isdigit()]
             if not pids:
@@ -149,37 +140,22 @@ def describe_mode() -> str:
 def _place() -> _Place | str:
     """Where cell cgroups can be made, tried once per process (and leftovers cleaned there);
     or why they cannot."""
-    try:
-        own = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
-        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
+    own = own_cgroups()
+    if not own:
         return "no /proc/self/cgroup (not Linux)"
     tried: list[str] = []
-    for line in own:
-        if line.count(":") < 2:
+    for cg in own:
+        parent = cg.path
+        if parent is None:
             continue
-        _, controllers, rel = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            root = mount_point(mounts, "cgroup", "memory")
-            version = 1
-        elif controllers == "":
-            root = mount_point(mounts, "cgroup2", None)
-            version = 2
-        else:
-            continue
-        if root is None:
-            continue
-        parent = root / rel.strip().lstrip("/")
-        if not parent.is_dir():
-            parent = root
-        if version == 2 and "memory" not in _read_text(parent / "cgroup.subtree_control"):
+        if cg.version == 2 and "memory" not in _read_text(parent / "cgroup.subtree_control"):
             tried.append(f"v2: the memory controller is not delegated below {parent}")
             continue
-        why = _probe(parent, version)
+        why = _probe(parent, cg.version)
         if why is None:
             _clean_leftovers(parent)
-            return _Place(parent, version)
-        tried.append(f"v{version}: {why}")
+            return _Place(parent, cg.version)
+        tried.append(f"v{cg.version}: {why}")
     return "; ".join(tried) or "no memory cgroup controller mounted"
 
 
@@ -191,8 +167,7 @@ def _probe(parent: Path, version: int) -> str | None:
     except OSError as exc:
         return f"cannot make a cgroup under {parent} ({exc.strerror})"
     try:
-        usage = "memory.current" if version == 2 else "memory.usage_in_bytes"
-        if not (test / usage).exists() or not (test / "cgroup.procs").exists():
+        if not (test / usage_name(version)).exists() or not (test / "cgroup.procs").exists():
             return f"{parent} has no memory controller files"
         if not os.access(test / "cgroup.procs", os.W_OK):
             return f"cannot move processes into cgroups under {parent}"

@@ -14,6 +14,7 @@ What is available inside a cgroup is its limit less its working set: what it use
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
@@ -31,47 +32,85 @@ class CgroupLimit:
     path: Path
     version: int
 
-    @property
-    def usage_file(self) -> Path:
-        return self.path / ("memory.current" if self.version == 2 else "memory.usage_in_bytes")
-
-    @property
-    def stat_file(self) -> Path:
-        return self.path / "memory.stat"
-
-    @property
-    def inactive_key(self) -> bytes:
-        # v1's hierarchical total counts the cgroups below too, as its usage does.
-        return b"inactive_file " if self.version == 2 else b"total_inactive_file "
-
     def describe(self) -> str:
         return f"cgroup {self.path} (v{self.version})"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnCgroup:
+    """This process's cgroup in one memory hierarchy, as `/proc/self/cgroup` names it."""
+
+    version: int
+    # The path below the hierarchy's root, as the kernel (and its log) names it: `/a/b`.
+    rel: str
+
+    @property
+    def root(self) -> Path | None:
+        """Where the hierarchy is mounted, None where it is not."""
+        return _mounts().get(self.version)
+
+    @property
+    def path(self) -> Path | None:
+        """The cgroup's directory (the mount's root inside a cgroup namespace)."""
+        root = self.root
+        if root is None:
+            return None
+        here = root / self.rel.strip().lstrip("/")
+        return here if here.is_dir() else root
+
+
+@functools.cache
+def own_cgroups() -> tuple[OwnCgroup, ...]:
+    """This process's memory cgroups, in `/proc/self/cgroup`'s order: the v1 memory
+    controller's and the v2 unified one's; none where it cannot be read (not Linux)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ()
+    found = []
+    for line in lines:
+        if line.count(":") < 2:
+            continue
+        _, controllers, rel = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            found.append(OwnCgroup(1, rel.strip() or "/"))
+        elif controllers == "":
+            found.append(OwnCgroup(2, rel.strip() or "/"))
+    return tuple(found)
+
+
+@functools.cache
+def _mounts() -> dict[int, Path]:
+    try:
+        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    found = {1: mount_point(mounts, "cgroup", "memory"), 2: mount_point(mounts, "cgroup2", None)}
+    return {version: root for version, root in found.items() if root is not None}
+
+
+def usage_name(version: int) -> str:
+    """The file of a cgroup's memory usage in bytes."""
+    return "memory.current" if version == 2 else "memory.usage_in_bytes"
+
+
+# The memory.stat line of the page cache the kernel drops first; v1's hierarchical total counts
+# the cgroups below too, as its usage does.
+_INACTIVE = {1: b"total_inactive_file ", 2: b"inactive_file "}
 
 
 @functools.cache
 def enclosing_limit() -> CgroupLimit | None:
     """This process's binding cgroup memory limit, or None where no cgroup limits it (or
     cgroups cannot be read: not Linux, no memory controller mounted)."""
-    try:
-        own = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
-        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    found: list[CgroupLimit] = []
-    for line in own:
-        if line.count(":") < 2:
-            continue
-        _, controllers, rel = line.split(":", 2)
-        if controllers == "":
-            root = mount_point(mounts, "cgroup2", None)
-            limit = _walk(root, rel, "memory.max", 2) if root else None
-        elif "memory" in controllers.split(","):
-            root = mount_point(mounts, "cgroup", "memory")
-            limit = _walk(root, rel, "memory.limit_in_bytes", 1) if root else None
-        else:
-            continue
-        if limit is not None:
-            found.append(limit)
+    names = {1: "memory.limit_in_bytes", 2: "memory.max"}
+    found = [
+        limit
+        for cg in own_cgroups()
+        if cg.root is not None
+        and cg.path is not None
+        and (limit := _walk(cg.path, cg.root, names[cg.version], cg.version)) is not None
+    ]
     return min(found, key=lambda c: c.limit) if found else None
 
 
@@ -103,41 +142,62 @@ def cgroup_binds(host: int) -> bool:
     return scope is not None and scope.limit < host
 
 
+class WorkingSet:
+    """A cgroup's working set, its usage less its inactive page cache, read through descriptors
+    kept open (the guard reads it every few ms). memory.stat is a page of text the kernel makes
+    on each read; with `stat_every` N it is re-read every Nth time (that cache changes slowly)."""
+
+    def __init__(self, path: Path, version: int, stat_every: int = 1) -> None:
+        """OSError when the cgroup's files cannot be opened."""
+        self._usage = os.open(path / usage_name(version), os.O_RDONLY)
+        try:
+            self._stat = os.open(path / "memory.stat", os.O_RDONLY)
+        except OSError:
+            os.close(self._usage)
+            raise
+        self._fds: tuple[int, ...] = (self._usage, self._stat)
+        self._key = _INACTIVE[version]
+        self._every = stat_every
+        self._inactive = 0
+        self._reads = 0
+
+    def read(self) -> int | None:
+        if not self._fds:
+            return None
+        try:
+            usage = int(os.pread(self._usage, 64, 0))
+            if self._reads % self._every == 0:
+                self._inactive = stat_value(os.pread(self._stat, 8192, 0), self._key)
+        except (OSError, ValueError):
+            return None
+        self._reads += 1
+        return max(0, usage - self._inactive)
+
+    def close(self) -> None:
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds = ()
+
+
 class CgroupAvailable:
-    """What the binding cgroup has left, read through descriptors kept open (the guard reads
-    it every few ms): its limit less its usage less its inactive page cache."""
+    """What the binding cgroup has left: its limit less its working set."""
 
     def __init__(self, scope: CgroupLimit) -> None:
         self.scope = scope
-        self._fds: tuple[int, int] | None = None
         try:
-            usage = os.open(scope.usage_file, os.O_RDONLY)
+            self._working: WorkingSet | None = WorkingSet(scope.path, scope.version)
         except OSError:
-            return
-        try:
-            stat = os.open(scope.stat_file, os.O_RDONLY)
-        except OSError:
-            os.close(usage)
-            return
-        self._fds = (usage, stat)
+            self._working = None
 
     def read(self) -> int | None:
-        if self._fds is None:
-            return None
-        usage_fd, stat_fd = self._fds
-        try:
-            usage = int(os.pread(usage_fd, 64, 0))
-            stat = os.pread(stat_fd, 8192, 0)
-        except (OSError, ValueError):
-            return None
-        inactive = stat_value(stat, self.scope.inactive_key)
-        return max(0, self.scope.limit - max(0, usage - inactive))
+        used = self._working.read() if self._working is not None else None
+        return None if used is None else max(0, self.scope.limit - used)
 
     def close(self) -> None:
-        if self._fds is not None:
-            for fd in self._fds:
-                os.close(fd)
-            self._fds = None
+        if self._working is not None:
+            self._working.close()
+            self._working = None
 
 
 def stat_value(stat: bytes, key: bytes) -> int:
@@ -165,12 +225,8 @@ def mount_point(mounts: list[str], fstype: str, option: str | None) -> Path | No
     return None
 
 
-def _walk(root: Path, rel: str, name: str, version: int) -> CgroupLimit | None:
-    """The tightest `name` limit from this process's cgroup up to the mount's root."""
-    here = root / rel.strip().lstrip("/")
-    if not here.is_dir():
-        # A cgroup namespace shows this process's cgroup as the root of the mount.
-        here = root
+def _walk(here: Path, root: Path, name: str, version: int) -> CgroupLimit | None:
+    """The tightest `name` limit from the cgroup `here` up to the mount's `root`."""
     best: CgroupLimit | None = None
     while True:
         limit = _read_limit(here / name)

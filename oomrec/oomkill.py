@@ -164,23 +164,13 @@ def _within(memcg: str, own: str) -> bool:
     return own == "" or memcg == own or memcg.startswith(own + "/")
 
 
-@functools.cache
 def own_memcg() -> str | None:
-    """oomrec's memory cgroup as the kernel log names it (`/a/b`), None when unknown."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    found = None
-    for line in lines:
-        if line.count(":") < 2:
-            continue
-        _, controllers, rel = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            return rel.strip() or "/"
-        if controllers == "":
-            found = rel.strip() or "/"
-    return found
+    """oomrec's memory cgroup as the kernel log names it (`/a/b`), None when unknown: the v1
+    memory controller's where there is one, else the v2 one."""
+    from oomrec.memscope import own_cgroups
+
+    own = sorted(own_cgroups(), key=lambda cg: cg.version)
+    return own[0].rel if own else None
 
 
 _KILLED = re.compile(rb"Killed process (\d+) \(([^)]*)\)")
