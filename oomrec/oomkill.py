@@ -135,9 +135,12 @@ def compare(
     after: OomCounters,
     logged: tuple[LoggedKill, ...] | None = None,
     cell_pids: frozenset[int] = frozenset(),
+    cell_cgroup: str | None = None,
+    cell_kills: int | None = None,
 ) -> KillEvidence:
     """Counters readable both times and which of them grew; with the kernel log's kills during
-    the cell (`logged`), which were of `cell_pids` or may have been (in oomrec's cgroup)."""
+    the cell (`logged`), which were of `cell_pids` or may have been (in oomrec's cgroup); with
+    the cell's own cgroup (`cell_cgroup`), the OOM kills it counted (`cell_kills`)."""
     then = dict(before.values)
     both = [(where, count - then[where]) for where, count in after.values if where in then]
     of_cell: tuple[LoggedKill, ...] = ()
@@ -156,6 +159,8 @@ def compare(
         logged=logged,
         of_cell=of_cell,
         maybe_cell=maybe,
+        cell_cgroup=cell_cgroup,
+        cell_kills=cell_kills,
     )
 
 

@@ -9,7 +9,6 @@ holds (`;`, `$(...)`, spaces) reaches the runner as one literal argument and run
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import os
 import re
@@ -268,9 +267,14 @@ def run_cell(
         if cell_peak
         else [p for p in (tree.peak, _peak_bytes(rusage, floor)) if p is not None]
     )
-    kills = oomkill.compare(before, oomkill.read_counters(), log.kills(), tree.pids)
-    if scope is not None and cell_kills is not None:
-        kills = dataclasses.replace(kills, cell_cgroup=scope.describe(), cell_kills=cell_kills)
+    kills = oomkill.compare(
+        before,
+        oomkill.read_counters(),
+        log.kills(),
+        tree.pids,
+        cell_cgroup=None if scope is None else scope.describe(),
+        cell_kills=cell_kills,
+    )
     return CellRun(
         argv=tuple(argv),
         returncode=proc.returncode,
@@ -324,14 +328,13 @@ def _pump(
                     return timed_out
             else:
                 if now >= next_sample:
-                    cell_bytes = tree.sample()
+                    walked = tree.sample()
                     next_sample = now + proctree.SAMPLE_S
                     if watch is not None:
-                        watch.check(cell_bytes, now)
+                        watch.check(walked, now)
                         next_check = now + CHECK_S
                 elif watch is not None and now >= next_check:
-                    # With a cgroup of the cell's own, the guard reads that instead.
-                    watch.check(tree.quick_rss() if watch.scope is None else 0, now)
+                    watch.check(None, now)
                     next_check = now + CHECK_S
                 wait = min(next_sample, next_check) - now
                 if deadline is not None:
@@ -375,7 +378,18 @@ class _GuardWatch:
         self._kill_at = math.inf
         self._available = AvailableMemory() if limits.min_available_bytes is not None else None
 
-    def check(self, cell_bytes: int, now: float) -> None:
+    def cell_bytes(self, walked: int | None) -> int:
+        """The cell's memory now: its cgroup's working set where it has one, else the tree's
+        summed RSS (`walked` by a walk just made, else re-read from the processes it found)."""
+        if self.scope is not None:
+            working = self.scope.working_set()
+            if working is not None:
+                return working
+        return walked if walked is not None else self.tree.quick_rss()
+
+    def check(self, walked: int | None, now: float) -> None:
+        # Measured first, stopped or not: reading the tree's RSS also keeps its peak.
+        cell_bytes = self.cell_bytes(walked)
         if self.stop is not None:
             if now >= self._kill_at:
                 self._kill_at = math.inf
@@ -383,8 +397,6 @@ class _GuardWatch:
                 self.tree.signal_all(signal.SIGKILL)
             return
         available = None if self._available is None else self._available.read()
-        if self.scope is not None:
-            cell_bytes = self.scope.working_set() or cell_bytes
         reason = self.limits.breach(cell_bytes, available)
         # A runner that has already exited finished by itself: its own exit is its verdict.
         if reason is None or self.watcher.poll():
