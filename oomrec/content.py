@@ -57,6 +57,8 @@ _DIFF = (
     "--ignore-submodules=none",
 )
 _NULL = frozenset({"0" * 40, "0" * 64})
+# Regular files (and none, for an added or deleted one): the others have no hunks to match.
+_TEXT_MODES = frozenset({"100644", "100755", "000000"})
 
 
 class State(StrEnum):
@@ -123,8 +125,7 @@ def read_changes(repo: git.Repo, shas: Collection[str]) -> dict[str, Change]:
         blocks = hunks.get(sha, [])
         for i, (mode_old, mode_new, old, new, path) in enumerate(entries.get(sha, [])):
             block = blocks[i] if i < len(blocks) else None
-            text_modes = {"100644", "100755", "000000"}
-            opaque = block is None or block[1] or not {mode_old, mode_new} <= text_modes
+            opaque = block is None or block[1] or not {mode_old, mode_new} <= _TEXT_MODES
             files.append(
                 FileChange(
                     path,

@@ -627,7 +627,7 @@ class History:
                     fix,
                     f"{where}'s tree may not hold the change of {fix.describe()}: {here.reason}",
                 )
-            elif there.state == State.PRESENT and here.state == State.PRESENT:
+            elif there.state == State.PRESENT:
                 kept = kept or (
                     fix,
                     f"measured at {short_commit(pending.sha)} on code that already had the "
