@@ -31,15 +31,28 @@ def oomrec(where: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
+def code_repo(path: Path, *init: str) -> str:
+    """A repository at `path` (`git init` with `init` options) with prefill.py committed; the
+    commit's SHA."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main", *init)
+    (path / "prefill.py").write_text("v1\n")
+    git(path, "add", "prefill.py")
+    git(path, "commit", "-q", "-m", "base")
+    return git(path, "rev-parse", "HEAD")
+
+
+def with_record(repo: Path, commit: str) -> None:
+    record = repo / "benchmarks" / ".oom-record"
+    record.parent.mkdir()
+    record.write_text(f"gemma-4-31b,8192,2026-07-03,{commit},,b.csv\n")
+
+
 @pytest.fixture
 def bare(tmp_path: Path) -> tuple[Path, Path, Path]:
     """A bare repository with two linked worktrees: (bare, worktree on main, worktree on b)."""
     seed = tmp_path / "seed"
-    seed.mkdir()
-    git(seed, "init", "-q", "-b", "main")
-    (seed / "prefill.py").write_text("v1\n")
-    git(seed, "add", "prefill.py")
-    git(seed, "commit", "-q", "-m", "base")
+    code_repo(seed)
     bare = tmp_path / "proj.git"
     git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
     git(bare, "worktree", "add", "-q", str(tmp_path / "wa"), "main")
@@ -66,17 +79,10 @@ def test_worktrees_of_a_bare_repository_share_one_record(bare: tuple[Path, Path,
 
 def test_git_dir_and_work_tree_from_elsewhere(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "prefill.py").write_text("v1\n")
-    git(repo, "add", "prefill.py")
-    git(repo, "commit", "-q", "-m", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    base = code_repo(repo)
     (repo / "prefill.py").write_text("chunked\n")
     git(repo, "commit", "-q", "-am", "Chunk\n\nOOM-Fix: gemma-4-*")
-    record = repo / "benchmarks" / ".oom-record"
-    record.parent.mkdir()
-    record.write_text(f"gemma-4-31b,8192,2026-07-03,{base},,b.csv\n")
+    with_record(repo, base)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {"GIT_DIR": str(repo / ".git"), "GIT_WORK_TREE": str(repo)}
@@ -89,16 +95,9 @@ def test_git_dir_and_work_tree_from_elsewhere(tmp_path: Path) -> None:
 
 def test_a_sha256_repository_through_the_cli_and_the_hooks(tmp_path: Path) -> None:
     repo = tmp_path / "s256"
-    repo.mkdir()
-    git(repo, "init", "-q", "--object-format=sha256", "-b", "main")
-    (repo / "prefill.py").write_text("v1\n")
-    git(repo, "add", "prefill.py")
-    git(repo, "commit", "-q", "-m", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    base = code_repo(repo, "--object-format=sha256")
     assert len(base) == 64
-    record = repo / "benchmarks" / ".oom-record"
-    record.parent.mkdir()
-    record.write_text(f"gemma-4-31b,8192,2026-07-03,{base},,b.csv\n")
+    with_record(repo, base)
     env = {"PATH": VENV_BIN + os.pathsep + os.environ["PATH"]}
     oomrec(repo, "hook", "install", env=env)
     (repo / "prefill.py").write_text("chunked\n")

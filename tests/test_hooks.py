@@ -411,6 +411,20 @@ def test_a_squash_merge_quoting_the_trailer_is_flagged(cli: Cli, repo: Repo) -> 
     ]
 
 
+def merge_resolved_by_commit(
+    repo: Repo, conflict: str, resolved: str
+) -> subprocess.CompletedProcess[str]:
+    """Merge branch `fix` into main, which conflicts in the file `conflict`; resolve it as
+    `resolved` and finish with `git commit`, the hooks running."""
+    conflicted = subprocess.run(
+        ["git", "merge", "fix"], cwd=repo.path, capture_output=True, text=True, check=False
+    )
+    assert conflicted.returncode != 0
+    (repo.path / conflict).write_text(resolved)
+    repo.git("add", conflict)
+    return run_git(repo.path, "commit", "--no-edit")
+
+
 def test_a_conflicted_merge_finished_by_commit_is_flagged(cli: Cli, repo: Repo) -> None:
     repo.commit("base", {"prefill.py": "v1\n", "notes.txt": "n1\n"})
     with_records(repo, repo.head())
@@ -420,13 +434,7 @@ def test_a_conflicted_merge_finished_by_commit_is_flagged(cli: Cli, repo: Repo) 
     repo.commit("notes on the fix", {"notes.txt": "chunked\n"})
     repo.git("checkout", "-q", "main")
     repo.commit("main change", {"notes.txt": "n2\n"})
-    conflicted = subprocess.run(
-        ["git", "merge", "fix"], cwd=repo.path, capture_output=True, text=True, check=False
-    )
-    assert conflicted.returncode != 0
-    (repo.path / "notes.txt").write_text("chunked n2\n")
-    repo.git("add", "notes.txt")
-    done = run_git(repo.path, "commit", "--no-edit")
+    done = merge_resolved_by_commit(repo, "notes.txt", "chunked n2\n")
     assert oomrec_lines(done) == [flag(fix, 2)]
 
 
@@ -442,13 +450,7 @@ def test_a_conflict_resolved_over_the_fixed_lines_says_nothing_and_the_records_a
     repo.commit("Chunk the prefill\n\nOOM-Fix: gemma-4-*\n", {"prefill.py": "chunked\n"})
     repo.git("checkout", "-q", "main")
     repo.commit("main change", {"prefill.py": "v2\n"})
-    conflicted = subprocess.run(
-        ["git", "merge", "fix"], cwd=repo.path, capture_output=True, text=True, check=False
-    )
-    assert conflicted.returncode != 0
-    (repo.path / "prefill.py").write_text("chunked v2\n")
-    repo.git("add", "prefill.py")
-    done = run_git(repo.path, "commit", "--no-edit")
+    done = merge_resolved_by_commit(repo, "prefill.py", "chunked v2\n")
     assert oomrec_lines(done) == []
     listed = cli("record", "list")
     assert "holds neither the fix's version nor the one before it" in " ".join(
