@@ -14,8 +14,9 @@ runner is placed there between fork and exec, so every process it starts is too)
 The cgroup is made under oomrec's own (v1: in the memory hierarchy; v2: where the memory
 controller is enabled for oomrec's cgroup's children), named `oomrec-<pid>-<n>`, and removed when
 the cell ends; cgroups a killed oomrec left behind are removed by the next one. Where none can
-be made (not root and no delegation, no memory controller, macOS), `unavailable()` says why once
-and cells fall back to their process tree and the kernel log (oomkill.py).
+be made (not root and no delegation, no memory controller, macOS), or where OOMREC_CELL_SCOPE=tree
+asks for it, `unavailable()` says why once and cells fall back to their process tree and the
+kernel log (oomkill.py).
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from oomrec.errors import OomrecError
 from oomrec.memscope import WorkingSet, own_cgroups, stat_value, usage_name
 
 _PREFIX = "oomrec-"
 _OURS = re.compile(r"oomrec-(\d+)-(?:\d+|probe)")
 _STAT_EVERY = 8
+SCOPE_ENV = "OOMREC_CELL_SCOPE"
+_SCOPES = ("cgroup", "tree")
 _counter = itertools.count(1)
 
 
@@ -105,7 +109,7 @@ class CellCgroup:
 
 def make() -> CellCgroup | None:
     """A cgroup for the next cell, or None where none can be made (see unavailable())."""
-    place = _place()
+    place = _chosen_place(strict=False)
     if isinstance(place, str):
         return None
     path = place.parent / f"{_PREFIX}{os.getpid()}-{next(_counter)}"
@@ -121,8 +125,9 @@ def make() -> CellCgroup | None:
 
 
 def unavailable() -> str | None:
-    """Why cells cannot have cgroups of their own here, or None when they can."""
-    place = _place()
+    """Why cells cannot have cgroups of their own here, or None when they can. OomrecError
+    when OOMREC_CELL_SCOPE is neither cgroup nor tree."""
+    place = _chosen_place(strict=True)
     return place if isinstance(place, str) else None
 
 
@@ -134,6 +139,23 @@ def describe_mode() -> str:
         assert isinstance(place, _Place)
         return f"a memory cgroup per cell (v{place.version}, under {place.parent})"
     return f"the cell's process tree and the kernel log (no cgroup per cell: {why})"
+
+
+def _chosen_place(strict: bool) -> _Place | str:
+    """_place(), unless OOMREC_CELL_SCOPE asks for the process tree (read each time: it is the
+    operator's to change between runs of one process, as the tests do)."""
+    raw = os.environ.get(SCOPE_ENV, "")
+    value = raw.strip().lower() or "cgroup"
+    if value not in _SCOPES:
+        if strict:
+            raise OomrecError(
+                f"{SCOPE_ENV}={raw[:40]!r} is not cgroup or tree; unset it (a cgroup per cell "
+                "where one can be made) or set it to tree (each cell's process tree)"
+            )
+        value = "cgroup"
+    if value == "tree":
+        return f"{SCOPE_ENV}=tree"
+    return _place()
 
 
 @functools.cache

@@ -6,10 +6,13 @@ subreaper while a cell runs (`PR_SET_CHILD_SUBREAPER`), so orphans of the cell b
 children instead of init's, and the tree can be walked from oomrec; elsewhere the processes seen
 in the tree while sampling are remembered. At the end of the cell every one left is killed.
 
-The peak is that of the tree's summed RSS, sampled with psutil every SAMPLE_S seconds; on Linux
-the tree is walked through /proc/PID/task/TID/children, 0.2-0.3% of a core in all
-(benchmarks/perf/bench_runner.py). A process that lives less than a sample is covered by
-`wait4`'s ru_maxrss for the direct child (see runner.py). With the memory guard on, the
+The peak is that of the tree's memory, sampled every SAMPLE_S seconds; on Linux the tree is
+walked through /proc/PID/task/TID/children, 0.2-0.3% of a core in all
+(benchmarks/perf/bench_runner.py). Where the cell has no cgroup of its own (cellscope), the tree's
+memory counts each page once, as a cgroup would (see `_Dedup`): processes that share one address
+space (vfork, CLONE_VM) count once, and pages a fork shares with its parent count once (PSS).
+A process that lives less than a sample is covered by `wait4`'s ru_maxrss for the direct child
+(see runner.py). With the memory guard on, the
 processes the last walk found are re-read between walks through their /proc/PID/statm
 (`quick_rss`), and a watchdog kills the cell's process group if oomrec dies while it runs.
 """
@@ -22,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,6 +36,15 @@ _PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/childre
 _STATM = os.path.exists(f"/proc/{os.getpid()}/statm")
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PR_SET_CHILD_SUBREAPER = 36
+# kcmp(2): do two processes share one address space? (x86_64, aarch64; elsewhere never asked.)
+_KCMP = {"x86_64": 312, "aarch64": 272}.get(os.uname().machine if hasattr(os, "uname") else "")
+_KCMP_VM = 1
+# PSS costs ~12 us per MiB mapped (benchmarks/perf/bench_guard.py): a read that took t waits
+# _PSS_SPACING * t before the next one, so PSS stays near 0.5% of a core at most.
+_PSS_SPACING = 200
+# A process under this counts its whole RSS (it can overstate by no more): a shell, a `sleep`,
+# a tool's one-off call are not worth a PSS read.
+_PSS_FROM_BYTES = 16 << 20
 # `read` fails at end of file. dash's kill takes `-s KILL --`, not `-KILL --`.
 _WATCHDOG = 'g=0; while read -r line; do g=$line; done; [ "$g" = 0 ] || kill -s KILL -- "-$g"'
 # Enough rounds for a chain of processes adopted one generation at a time as parents die.
@@ -153,14 +166,15 @@ class ProcessTree:
         # address space (MLX's CPU build segfaults when an allocation fails under `ulimit -v`).
         self._as_limits: dict[int, int] = {}
         self.address_space: tuple[int, int] | None = None
+        self._dedup = _Dedup()
 
     def launched(self, root: int) -> None:
         """The runner started as `root`, the leader of its own process group."""
         self.root = root
 
     def sample(self) -> int:
-        """Walk the tree, add its current summed RSS to the peak, and return that sum; note
-        how close each process came to its address-space limit."""
+        """Walk the tree, add its memory now to the peak, and return it; note how close each
+        process came to its address-space limit."""
         total = 0
         members = self._members()
         for proc in members:
@@ -168,13 +182,14 @@ class ProcessTree:
                 info = proc.memory_info()
                 total += info.rss
                 self._note_address_space(proc, info.vms)
-        if _STATM:
-            self._track({proc.pid for proc in members})
-        self._add_to_peak(total)
-        return total
+        if not _STATM:
+            self._add_to_peak(total)
+            return total
+        self._track({proc.pid for proc in members})
+        return self._measure(walked=True)
 
     def quick_rss(self) -> int:
-        """The summed RSS of the processes the last walk found, without walking (the guard's
+        """The memory of the processes the last walk found, without walking (the guard's
         check: ~3 us a process on Linux); a process started since is seen at the next walk."""
         if not _STATM:
             total = 0
@@ -183,15 +198,31 @@ class ProcessTree:
                     total += proc.memory_info().rss
             self._add_to_peak(total)
             return total
-        total = 0
+        return self._measure(walked=False)
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the last figure counts shared pages from an older PSS reading (or, where a
+        process sharing pages has gone since, not at all): `exact()` before acting on it."""
+        return self._dedup.estimated
+
+    def exact(self) -> int:
+        """The memory of the processes the last walk found, each page once, read now (PSS of
+        each address space: ~12 us per MiB; the guard asks before it stops a cell)."""
+        return self._measure(walked=False, force=True)
+
+    def _measure(self, walked: bool, force: bool = False) -> int:
+        statm: dict[int, bytes] = {}
         for pid, fd in list(self._statm.items()):
             try:
-                total += int(os.pread(fd, 128, 0).split()[1]) * _PAGE
-            except (OSError, ValueError, IndexError):
+                statm[pid] = os.pread(fd, 128, 0)
+            except OSError:
                 # Gone: a dead process's statm cannot be read.
                 os.close(fd)
                 del self._statm[pid]
-        self._add_to_peak(total)
+        total = self._dedup.measure(statm, walked, force)
+        if not self._dedup.estimated:
+            self._add_to_peak(total)
         return total
 
     def signal_all(self, signum: int) -> None:
@@ -284,6 +315,112 @@ class ProcessTree:
                 continue
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)
+
+
+class _Dedup:
+    """The memory of a set of processes with each page counted once, from their statm lines.
+
+    The summed RSS counts a page once per process that maps it: a child between fork and exec
+    (or a vfork child, which shares the very address space) shows its parent's whole RSS, and a
+    600M guard stopped a 412 MiB runner at "825 MiB" as it ran `sh -c`. So:
+    - processes whose statm lines are the same byte for byte are asked with kcmp(2) whether they
+      share one address space, and each address space counts once (exactly);
+    - where two or more address spaces remain, pages a fork shares with its parent are counted
+      once by PSS (smaps_rollup): each process's excess (RSS - PSS) is read at most every
+      `_PSS_SPACING` times what the last read took and subtracted from its later RSS readings
+      (processes under `_PSS_FROM_BYTES` count in full).
+    A process that shared pages and has gone leaves the others' excess stale (their PSS rose):
+    then the figure is the plain sum (the safe side) and `estimated` until the next PSS read.
+    """
+
+    def __init__(self) -> None:
+        self._excess: dict[int, int] = {}
+        self._next_pss = 0.0
+        self.estimated = False
+
+    def measure(self, statm: dict[int, bytes], walked: bool, force: bool) -> int:
+        rss: dict[int, int] = {}
+        for pid, line in statm.items():
+            try:
+                rss[pid] = int(line.split()[1]) * _PAGE
+            except (ValueError, IndexError):
+                continue
+        distinct = _one_per_address_space(statm, rss)
+        if len(distinct) < 2:
+            self._excess.clear()
+            self.estimated = False
+            return sum(rss[pid] for pid in distinct)
+        if self._excess.keys() - distinct.keys():
+            # A process that shared pages with the others has gone: their excess is stale.
+            self._excess.clear()
+        now = time.monotonic()
+        if force or (walked and now >= self._next_pss):
+            excess = _excess([p for p in distinct if rss[p] >= _PSS_FROM_BYTES], rss)
+            if excess is not None:
+                self._excess = excess
+            self._next_pss = time.monotonic() + _PSS_SPACING * (time.monotonic() - now)
+        # A process with no reading yet counts its whole RSS: the safe side, but not exact.
+        self.estimated = any(
+            pid not in self._excess and rss[pid] >= _PSS_FROM_BYTES for pid in distinct
+        )
+        return sum(max(0, rss[pid] - self._excess.get(pid, 0)) for pid in distinct)
+
+
+def _one_per_address_space(statm: dict[int, bytes], rss: dict[int, int]) -> dict[int, None]:
+    """The pids of `rss`, one per address space (an ordered set)."""
+    kept: dict[int, None] = {}
+    by_line: dict[bytes, list[int]] = {}
+    for pid in rss:
+        same = by_line.setdefault(statm[pid], [])
+        if not any(_same_address_space(pid, other) for other in same):
+            kept[pid] = None
+            same.append(pid)
+    return kept
+
+
+def _same_address_space(a: int, b: int) -> bool:
+    """kcmp(2) says `a` and `b` share one address space; False where it cannot say (count
+    twice: the safe side)."""
+    if _KCMP is None:
+        return False
+    try:
+        return _libc().syscall(_KCMP, a, b, _KCMP_VM, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _excess(pids: list[int], rss: dict[int, int]) -> dict[int, int] | None:
+    """Each process's RSS less its PSS (what it shares with others), None where PSS cannot be
+    read here (no smaps_rollup: before Linux 4.14)."""
+    excess: dict[int, int] = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{os.getpid()}/smaps_rollup"):
+                return None
+            data = b""
+        except OSError:
+            # Gone, or not ours to read: its whole RSS counts.
+            data = b""
+        excess[pid] = 0
+        start = data.find(b"\nPss:")
+        if start >= 0:
+            with contextlib.suppress(ValueError):
+                pss = int(data[start + 5 : data.index(b"kB", start)]) * 1024
+                excess[pid] = max(0, rss[pid] - pss)
+    return excess
+
+
+_LIBC: ctypes.CDLL | None = None
+
+
+def _libc() -> ctypes.CDLL:
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
 
 
 def _children_map() -> Callable[[int], list[int]]:

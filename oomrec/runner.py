@@ -376,15 +376,19 @@ class _GuardWatch:
         self.scope = scope
         self.stop: GuardStop | None = None
         self._kill_at = math.inf
+        self._tree_figure = True
         self._available = AvailableMemory() if limits.min_available_bytes is not None else None
 
     def cell_bytes(self, walked: int | None) -> int:
-        """The cell's memory now: its cgroup's working set where it has one, else the tree's
-        summed RSS (`walked` by a walk just made, else re-read from the processes it found)."""
+        """The cell's memory now: its cgroup's working set where it has one, else the tree's,
+        each page once (`walked` by a walk just made, else re-read from the processes it
+        found)."""
         if self.scope is not None:
             working = self.scope.working_set()
             if working is not None:
+                self._tree_figure = False
                 return working
+        self._tree_figure = True
         return walked if walked is not None else self.tree.quick_rss()
 
     def check(self, walked: int | None, now: float) -> None:
@@ -398,6 +402,10 @@ class _GuardWatch:
             return
         available = None if self._available is None else self._available.read()
         reason = self.limits.breach(cell_bytes, available)
+        if reason is not None and self._tree_figure and self.tree.estimated:
+            # The figure may count a fork's shared pages twice: read them once before stopping.
+            cell_bytes = self.tree.exact()
+            reason = self.limits.breach(cell_bytes, available)
         # A runner that has already exited finished by itself: its own exit is its verdict.
         if reason is None or self.watcher.poll():
             return

@@ -121,6 +121,13 @@ ENV_VARS: tuple[Setting, ...] = (
         "As sweep --fake-oom (the flag wins); the harness's name.",
     ),
     Setting(
+        "OOMREC_CELL_SCOPE",
+        "cgroup or tree",
+        "cgroup",
+        "tree: judge each cell by its process tree and the kernel log even where a memory "
+        "cgroup per cell can be made.",
+    ),
+    Setting(
         "OOMREC_POLARS_MIN_ROWS",
         "integer",
         "170000",

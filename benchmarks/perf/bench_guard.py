@@ -5,7 +5,8 @@ summed RSS of the cell's processes), each measured in the same run.
 - overhead: oomrec's own CPU time (user + sys; children excluded) while a cell of 4 processes,
   one of them with 20 threads (as a PyTorch runner has), sleeps for --seconds: without a guard
   (the baseline: the 200 ms peak sampler alone), with --max-cell-memory, and with both limits;
-  as a share of one core, all in the same run;
+  as a share of one core, all in the same run; then the same for a runner holding 400 MiB that
+  forks a child sharing its pages every 0.5 s (the tree scope reads PSS to count them once);
 - reaction: a runner touches 64 MiB every 50 ms (~25 ms of touching, then a pause) and prints
   the time and the RSS the guard sums before and after each step; the 300 MiB limit lies inside
   a step, and the guard stops the runner in it or in the pause after it. Reaction = the guard's
@@ -20,6 +21,7 @@ summed RSS of the cell's processes), each measured in the same run.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import sys
@@ -42,6 +44,20 @@ kids = [subprocess.Popen(['sleep', '{s}']) for _ in range(3)]
 for _ in range(20):
     threading.Thread(target=time.sleep, args=({s},), daemon=True).start()
 time.sleep({s})
+"""
+
+FORKING = """
+import os, time
+held = bytearray(400 << 20)
+held[::4096] = b"x" * (len(held) // 4096)
+end = time.monotonic() + {s}
+while time.monotonic() < end:
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.25)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    time.sleep(0.25)
 """
 
 STEPS = """
@@ -75,8 +91,8 @@ def own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def cpu_share(seconds: float, guard: GuardLimits | None) -> float:
-    code = IDLE.format(s=seconds)
+def cpu_share(seconds: float, guard: GuardLimits | None, cell: str = IDLE) -> float:
+    code = cell.format(s=seconds)
     cpu, start = own_cpu(), time.perf_counter()
     run_cell([sys.executable, "-c", code], timeout=seconds * 3, guard=guard)
     return (own_cpu() - cpu) / (time.perf_counter() - start)
@@ -131,14 +147,11 @@ def main() -> None:
     if why is not None:
         print(f"no cgroup per cell here ({why}): the process tree only")
         modes = modes[1:]
-    make = cellscope.make
     for mode in modes:
         # The tree mode is what a host without cgroups gets: no cell cgroup is made.
-        cellscope.make = make if mode == modes[0] and why is None else (lambda: None)
-        try:
-            measure(mode, args.seconds, args.runs)
-        finally:
-            cellscope.make = make
+        if mode == "the process tree":
+            os.environ[cellscope.SCOPE_ENV] = "tree"
+        measure(mode, args.seconds, args.runs)
 
 
 def measure(mode: str, seconds: float, runs: int) -> None:
@@ -151,6 +164,14 @@ def measure(mode: str, seconds: float, runs: int) -> None:
         shares = [cpu_share(seconds, guard) for _ in range(3)]
         print(
             f"[{mode}] overhead, {name}, a 4-process cell for {seconds:.0f} s: "
+            + ", ".join(f"{share * 100:.2f}%" for share in shares)
+            + " of a core"
+        )
+    for name, guard in list(configs.items())[:2]:
+        shares = [cpu_share(seconds, guard, FORKING) for _ in range(3)]
+        print(
+            f"[{mode}] overhead, {name}, a 400 MiB runner forking every 0.5 s for "
+            f"{seconds:.0f} s: "
             + ", ".join(f"{share * 100:.2f}%" for share in shares)
             + " of a core"
         )

@@ -1,0 +1,150 @@
+"""A cell judged by its process tree, where it has no cgroup of its own (OOMREC_CELL_SCOPE=tree
+here; on hosts without a delegated memory cgroup it is the only way): each page counted once, so
+a fork of a big runner is not a guard stop, while memory a child really adds still is."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from oomrec import proctree
+from oomrec.guard import GuardLimits
+from oomrec.runner import run_cell
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.test_cellscope import FORK
+
+Cli = Callable[..., CliResult]
+MIB = 1 << 20
+PY = sys.executable
+ROW = 'a,./models/a,512,32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,"Hi",512'
+
+# `grow.py PARENT_MIB CHILD_MIB`: touch PARENT_MIB, fork a child that touches CHILD_MIB of its
+# own and waits to be stopped: the tree really holds both.
+GROW = r"""
+import os, sys, time
+held = bytearray(int(sys.argv[1]) << 20)
+held[::4096] = b"x" * (len(held) // 4096)
+pid = os.fork()
+if pid == 0:
+    more = bytearray(int(sys.argv[2]) << 20)
+    more[::4096] = b"y" * (len(more) // 4096)
+    time.sleep(120)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+needs_proc = pytest.mark.skipif(
+    not os.path.exists(f"/proc/{os.getpid()}/smaps_rollup"), reason="no /proc/PID/smaps_rollup"
+)
+
+
+@pytest.fixture(autouse=True)
+def _tree_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMREC_CELL_SCOPE", "tree")
+
+
+@needs_proc
+def test_a_fork_sharing_the_runners_pages_is_no_guard_stop_and_no_double_peak(
+    repo: Repo, record: Path, tmp_path: Path, cli: Cli
+) -> None:
+    script = tmp_path / "fork.py"
+    script.write_text(FORK.replace("HEADER", "h"))
+    (repo.path / "models" / "a").mkdir(parents=True)
+    result = cli(
+        "sweep", "--models", "a", "--lengths", "512",
+        "--runner", f"{PY} {script} 400 {{cell_csv}}", "--max-cell-memory", "600M", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "no cgroup per cell: OOMREC_CELL_SCOPE=tree" in " ".join(result.stderr.split())
+    cells = json.loads(result.stdout)["cells"]
+    # The summed RSS reads ~800 MiB while a child shares the parent's 400 MiB.
+    assert [c["verdict"] for c in cells] == ["ok"], cells
+    assert not record.exists() or record.read_text() == ""
+
+
+@needs_proc
+def test_the_peak_of_a_forking_runner_counts_its_pages_once(tmp_path: Path) -> None:
+    script = tmp_path / "fork.py"
+    script.write_text(FORK)
+    run = run_cell([PY, str(script), "300", str(tmp_path / "cell.csv")], 60)
+    assert run.returncode == 0, run.output_tail
+    assert run.peak_rss_bytes is not None
+    # 300 MiB and the interpreter, within 5%; twice that were the fork counted on its own.
+    assert 300 * MIB <= run.peak_rss_bytes <= 1.05 * (300 + 40) * MIB
+
+
+@needs_proc
+def test_memory_a_child_adds_of_its_own_is_still_a_guard_stop(tmp_path: Path) -> None:
+    script = tmp_path / "grow.py"
+    script.write_text(GROW)
+    run = run_cell([PY, str(script), "250", "400"], 60, guard=GuardLimits(max_cell_bytes=500 * MIB))
+    assert run.guard_stop is not None, run.output_tail
+    assert run.guard_stop.cell_bytes > 500 * MIB
+    assert "passed --max-cell-memory 500 MiB" in run.guard_stop.reason
+
+
+def test_kcmp_tells_one_address_space_from_a_forks() -> None:
+    if proctree._KCMP is None:
+        pytest.skip(f"no kcmp number known for {os.uname().machine}")
+    assert proctree._same_address_space(os.getpid(), os.getpid())
+    pid = os.fork()
+    if pid == 0:
+        os.read(os.pipe()[0], 1)  # blocks until killed
+        os._exit(0)
+    try:
+        assert not proctree._same_address_space(os.getpid(), pid)
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+
+
+def test_tasks_of_one_address_space_count_once_and_others_in_full() -> None:
+    if proctree._KCMP is None:
+        pytest.skip(f"no kcmp number known for {os.uname().machine}")
+    # A thread is a task of this address space, as a vfork child is until it execs.
+    ready, release = threading.Event(), threading.Event()
+    tids: list[int] = []
+
+    def hold() -> None:
+        tids.append(threading.get_native_id())
+        ready.set()
+        release.wait()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    ready.wait()
+    pid = os.fork()
+    if pid == 0:
+        os.read(os.pipe()[0], 1)  # blocks until killed
+        os._exit(0)
+    try:
+        me, tid = os.getpid(), tids[0]
+        line = Path(f"/proc/{me}/statm").read_bytes()
+        statm = {me: line, tid: line, pid: line}
+        rss = dict.fromkeys(statm, 1)
+        assert list(proctree._one_per_address_space(statm, rss)) == [me, pid]
+    finally:
+        release.set()
+        thread.join()
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+
+
+def test_an_unknown_cell_scope_is_one_line_and_exit_2(
+    repo: Repo, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo.path / "models" / "a").mkdir(parents=True)
+    monkeypatch.setenv("OOMREC_CELL_SCOPE", "cgroups")
+    result = cli("sweep", "--models", "a", "--lengths", "512", "--runner", "true")
+    assert result.exit_code != 0
+    assert result.stderr.strip().splitlines() == [
+        "oomrec: error: OOMREC_CELL_SCOPE='cgroups' is not cgroup or tree; unset it (a cgroup "
+        "per cell where one can be made) or set it to tree (each cell's process tree)"
+    ]
