@@ -7,8 +7,9 @@ available memory must stay at or over `--min-available`. The runner checks both 
 while a guard is on and stops the cell's whole tree when one is broken (see runner.py).
 
 Host memory is the accelerator's memory on unified-memory hosts (GB10, Strix Halo, Apple), so
-there the guard watches the right quantity. A discrete GPU's memory is not host memory: the guard
-then limits only the host side (NVML is left out).
+there the guard watches the right quantity. A discrete NVIDIA GPU's memory is not host memory:
+its own limits (`--max-cell-gpu-memory`, `--min-gpu-available`, each device on its own, `N%` of
+each device's memory) are read through NVML (accel.py) where `oomrec[nvidia]` is installed.
 """
 
 from __future__ import annotations
@@ -37,15 +38,35 @@ _LIMIT_HELP = "give e.g. 110G, 512M, 85% (of this host's memory) or off"
 
 
 @dataclass(frozen=True, slots=True)
+class GpuLimit:
+    """A limit on each GPU's memory: a size, or a share of each device's own memory."""
+
+    size: int | None = None
+    share: float | None = None
+
+    def of(self, total: int) -> int:
+        return self.size if self.size is not None else int(total * (self.share or 0) / 100)
+
+    def describe(self) -> str:
+        return show_bytes(self.size) if self.size is not None else f"{self.share:g}%"
+
+
+@dataclass(frozen=True, slots=True)
 class GuardLimits:
     """The budget a cell must keep; None: that limit is off."""
 
     max_cell_bytes: int | None = None
     min_available_bytes: int | None = None
+    max_cell_gpu: GpuLimit | None = None
+    min_gpu_available: GpuLimit | None = None
 
     @property
     def on(self) -> bool:
-        return self.max_cell_bytes is not None or self.min_available_bytes is not None
+        return self.max_cell_bytes is not None or self.min_available_bytes is not None or self.gpu
+
+    @property
+    def gpu(self) -> bool:
+        return self.max_cell_gpu is not None or self.min_gpu_available is not None
 
     def describe(self) -> str:
         if not self.on:
@@ -55,7 +76,29 @@ class GuardLimits:
             parts.append(f"max cell memory {show_bytes(self.max_cell_bytes)}")
         if self.min_available_bytes is not None:
             parts.append(f"min available {show_bytes(self.min_available_bytes)}")
+        if self.max_cell_gpu is not None:
+            parts.append(f"max cell GPU memory {self.max_cell_gpu.describe()}")
+        if self.min_gpu_available is not None:
+            parts.append(f"min GPU available {self.min_gpu_available.describe()}")
         return f"{', '.join(parts)}; checked every {CHECK_S * 1000:.0f} ms"
+
+    def gpu_breach(self, device: str, total: int, used: int, free: int | None) -> str | None:
+        """Why the cell must stop for one GPU (`device` names it), or None."""
+        if self.max_cell_gpu is not None and used > (limit := self.max_cell_gpu.of(total)):
+            return (
+                f"cell memory {show_bytes(used)} on {device} passed --max-cell-gpu-memory "
+                f"{show_bytes(limit)}"
+            )
+        if (
+            self.min_gpu_available is not None
+            and free is not None
+            and free < (floor := self.min_gpu_available.of(total))
+        ):
+            return (
+                f"free memory {show_bytes(free)} on {device} fell under --min-gpu-available "
+                f"{show_bytes(floor)}"
+            )
+        return None
 
     def warnings(self, available: int | None) -> list[str]:
         """What the operator should know before any cell runs under these limits."""
@@ -136,6 +179,39 @@ def parse_limit(value: object, where: str, total: int) -> int | None:
             f"(or always would); {_LIMIT_HELP}"
         )
     return size
+
+
+def parse_gpu_limit(value: object, where: str) -> GpuLimit | None:
+    """A GPU limit: a size, `N%` of each device's memory, or None for `off`; OomrecError (one
+    line) otherwise, or when NVML cannot read this host's GPUs (the limit could not act)."""
+    from oomrec import accel
+
+    text = str(value).strip() if isinstance(value, str | int) else ""
+    if text.lower() == OFF:
+        return None
+    if text.endswith("%"):
+        try:
+            percent = float(text[:-1].strip())
+        except ValueError:
+            percent = -1.0
+        if not 0 < percent < 100:
+            raise OomrecError(
+                f"{where} {text[:40]!r} is not a share from 0 to 100%; give e.g. 40G, 90% "
+                "(of each GPU's memory) or off"
+            )
+        limit = GpuLimit(share=percent)
+    else:
+        size = parse_size(text) if text else None
+        if size is None:
+            raise OomrecError(
+                f"{where} {str(value)[:40]!r} is not a memory size; give e.g. 40G, 90% (of "
+                "each GPU's memory) or off"
+            )
+        limit = GpuLimit(size=size)
+    found = accel.nvml()
+    if isinstance(found, str):
+        raise OomrecError(f"{where} cannot act here: {found}; or leave it off")
+    return limit
 
 
 class AvailableMemory:

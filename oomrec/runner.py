@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oomrec import cellscope, oomkill, proctree
+from oomrec import accel, cellscope, oomkill, proctree
 from oomrec.errors import OomrecError
 from oomrec.guard import CHECK_S, GRACE_S, AvailableMemory, GuardLimits, GuardStop
 from oomrec.oomkill import KillEvidence
@@ -378,6 +378,7 @@ class _GuardWatch:
         self._kill_at = math.inf
         self._tree_figure = True
         self._available = AvailableMemory() if limits.min_available_bytes is not None else None
+        self._gpu = _nvml() if limits.gpu else None
 
     def cell_bytes(self, walked: int | None) -> int:
         """The cell's memory now: its cgroup's working set where it has one, else the tree's,
@@ -406,6 +407,9 @@ class _GuardWatch:
             # The figure may count a fork's shared pages twice: read them once before stopping.
             cell_bytes = self.tree.exact()
             reason = self.limits.breach(cell_bytes, available)
+        if reason is None and self._gpu is not None and walked is not None:
+            # NVML's queries take ~0.1-1 ms: once a walk (every proctree.SAMPLE_S), not per check.
+            reason = self._gpu_breach()
         # A runner that has already exited finished by itself: its own exit is its verdict.
         if reason is None or self.watcher.poll():
             return
@@ -415,9 +419,26 @@ class _GuardWatch:
         self.stop = GuardStop(reason, cell_bytes, available, now)
         self._kill_at = now + GRACE_S
 
+    def _gpu_breach(self) -> str | None:
+        assert self._gpu is not None
+        pids = self.tree.pids
+        for device, used, free in zip(
+            self._gpu.devices, self._gpu.used_by(pids), self._gpu.free(), strict=True
+        ):
+            name = f"GPU {device.index} ({device.name})"
+            reason = self.limits.gpu_breach(name, device.total, used, free)
+            if reason is not None:
+                return reason
+        return None
+
     def close(self) -> None:
         if self._available is not None:
             self._available.close()
+
+
+def _nvml() -> accel.Nvml | None:
+    found = accel.nvml()
+    return None if isinstance(found, str) else found
 
 
 class _ExitWatcher:

@@ -83,6 +83,18 @@ TOOL_KEYS: tuple[Setting, ...] = (
         "Memory guard: stop a cell when the available memory that binds (the host's, or an "
         "enclosing cgroup's) falls under it, as --min-available.",
     ),
+    Setting(
+        "max_cell_gpu_memory",
+        "size, N% or off",
+        "off",
+        "Memory guard on each NVIDIA GPU (NVML): as --max-cell-gpu-memory.",
+    ),
+    Setting(
+        "min_gpu_available",
+        "size, N% or off",
+        "off",
+        "Memory guard on each NVIDIA GPU (NVML): as --min-gpu-available.",
+    ),
 )
 
 ENV_VARS: tuple[Setting, ...] = (

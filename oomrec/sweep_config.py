@@ -20,7 +20,7 @@ from oomrec import demo
 from oomrec.config import Settings, display_path
 from oomrec.errors import OomrecError
 from oomrec.files import kind as file_kind
-from oomrec.guard import GuardLimits, host_total, parse_limit
+from oomrec.guard import GuardLimits, host_total, parse_gpu_limit, parse_limit
 from oomrec.records import RecordFile, bounded_int, check_model_name, shorten
 from oomrec.resume import Mode
 from oomrec.runner import RunnerTemplate
@@ -196,6 +196,8 @@ class SweepOptions:
     # As typed: `110G`, `85%`, `off`.
     max_cell_memory: str | None = None
     min_available: str | None = None
+    max_cell_gpu_memory: str | None = None
+    min_gpu_available: str | None = None
     # Zero runnable cells (every model missing, an empty shard) is an error unless allowed.
     allow_empty: bool = False
     # The built-in synthetic models under a real memory limit, in ./oomrec-demo/.
@@ -353,7 +355,18 @@ def _guard_limits(opts: SweepOptions, tool: dict[str, Any], where: str) -> Guard
             limits.append(parse_limit(tool[key], f"{where} {key}", total))
         else:
             limits.append(None)
-    return GuardLimits(*limits)
+    gpu = []
+    for flag, key, value in (
+        ("--max-cell-gpu-memory", "max_cell_gpu_memory", opts.max_cell_gpu_memory),
+        ("--min-gpu-available", "min_gpu_available", opts.min_gpu_available),
+    ):
+        if value is not None:
+            gpu.append(parse_gpu_limit(value, flag))
+        elif key in tool:
+            gpu.append(parse_gpu_limit(tool[key], f"{where} {key}"))
+        else:
+            gpu.append(None)
+    return GuardLimits(*limits, *gpu)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -113,7 +113,12 @@ def test_a_cell_passing_max_cell_memory_is_stopped_recorded_and_backstopped(
     assert (repo.path / "out.csv").read_text().splitlines()[1].endswith(",512,SKIP:oom_guard")
     summary = json.loads(result.stdout)
     assert summary["guard_stops"] == 1
-    assert summary["guard"] == {"max_cell_bytes": 512 * MIB, "min_available_bytes": None}
+    assert summary["guard"] == {
+        "max_cell_bytes": 512 * MIB,
+        "min_available_bytes": None,
+        "max_cell_gpu": None,
+        "min_gpu_available": None,
+    }
     assert summary["totals"] == {"SKIP:oom_guard": 1, "SKIP:oom_backstop": 1}
 
 

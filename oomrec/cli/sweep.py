@@ -22,6 +22,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from oomrec.accel import describe_gpus
 from oomrec.cellscope import describe_mode
 from oomrec.cli import output as output_state
 from oomrec.cli.apps import RecordOption, app
@@ -209,6 +210,25 @@ def sweep_command(
             "Default: off.",
         ),
     ] = None,
+    max_cell_gpu_memory: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cell-gpu-memory",
+            metavar="SIZE",
+            help="Memory guard on each NVIDIA GPU (NVML: oomrec[nvidia]): stop a cell whose "
+            "processes hold more than SIZE on one device (40G, 90%% of its memory, off). "
+            "Default: off.",
+        ),
+    ] = None,
+    min_gpu_available: Annotated[
+        str | None,
+        typer.Option(
+            "--min-gpu-available",
+            metavar="SIZE",
+            help="Memory guard on each NVIDIA GPU (NVML): stop a cell as soon as a device's "
+            "free memory falls under SIZE (2G, 3%%, off). Default: off.",
+        ),
+    ] = None,
     allow_empty: Annotated[
         bool,
         typer.Option(
@@ -255,6 +275,8 @@ def sweep_command(
             rerun_failed=rerun_failed,
             max_cell_memory=max_cell_memory,
             min_available=min_available,
+            max_cell_gpu_memory=max_cell_gpu_memory,
+            min_gpu_available=min_gpu_available,
             allow_empty=allow_empty,
             demo=demo,
         )
@@ -352,6 +374,8 @@ def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
     host = host_ram()
     if config.guard.on or cgroup_binds(host):
         lines.append(f"  memory:  {describe_binding(host)}")
+    if config.guard.gpu:
+        lines.append(f"  gpu:     {describe_gpus()}")
     if config.shard is not None:
         i, n = config.shard
         took = ", ".join(config.models) or "none"

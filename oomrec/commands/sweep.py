@@ -25,7 +25,7 @@ from oomrec.commands.common import record_warnings
 from oomrec.config import display_path, load_settings
 from oomrec.errors import OomrecError
 from oomrec.fixes import trailer_key
-from oomrec.guard import AvailableMemory
+from oomrec.guard import AvailableMemory, GpuLimit
 from oomrec.hardware import detect, detect_memory
 from oomrec.records import Loaded, RecordFile
 from oomrec.schema import Token
@@ -92,6 +92,8 @@ class SweepOutcome(Result):
             "guard": {
                 "max_cell_bytes": config.guard.max_cell_bytes,
                 "min_available_bytes": config.guard.min_available_bytes,
+                "max_cell_gpu": _gpu_limit(config.guard.max_cell_gpu),
+                "min_gpu_available": _gpu_limit(config.guard.min_gpu_available),
             },
             "dry_run": self.dry_run,
             "interrupted": self.interrupted,
@@ -295,3 +297,7 @@ class _Relay:
     def __call__(self, message: str) -> None:
         if self.target is not None:
             self.target(message)
+
+
+def _gpu_limit(limit: GpuLimit | None) -> dict[str, float | int | None] | None:
+    return None if limit is None else {"bytes": limit.size, "percent": limit.share}
