@@ -397,12 +397,14 @@ def _excess(pids: list[int], rss: dict[int, int]) -> dict[int, int] | None:
         try:
             with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
                 data = fh.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
             if not os.path.exists(f"/proc/{os.getpid()}/smaps_rollup"):
                 return None
-            data = b""
+            # Gone since its statm was read (a fork that exec'd and exited): it holds nothing.
+            excess[pid] = rss[pid]
+            continue
         except OSError:
-            # Gone, or not ours to read: its whole RSS counts.
+            # Not ours to read: its whole RSS counts.
             data = b""
         excess[pid] = 0
         start = data.find(b"\nPss:")

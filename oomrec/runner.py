@@ -377,6 +377,7 @@ class _GuardWatch:
         self.stop: GuardStop | None = None
         self._kill_at = math.inf
         self._tree_figure = True
+        self._next_exact = -math.inf
         self._available = AvailableMemory() if limits.min_available_bytes is not None else None
         self._gpu = _nvml() if limits.gpu else None
 
@@ -403,8 +404,14 @@ class _GuardWatch:
             return
         available = None if self._available is None else self._available.read()
         reason = self.limits.breach(cell_bytes, available)
-        if reason is not None and self._tree_figure and self.tree.estimated:
-            # The figure may count a fork's shared pages twice: read them once before stopping.
+        over = self.limits.breach(cell_bytes, None) is not None
+        if over and self._tree_figure and self.tree.estimated:
+            # The figure may count a fork's shared pages twice: read them once before stopping,
+            # at most once a walk (a PSS read of a big runner takes ms; a runner forking in a
+            # loop would have one every check), so such a stop may wait for the next walk.
+            if now < self._next_exact:
+                return
+            self._next_exact = now + proctree.SAMPLE_S
             cell_bytes = self.tree.exact()
             reason = self.limits.breach(cell_bytes, available)
         if reason is None and self._gpu is not None and walked is not None:

@@ -40,6 +40,22 @@ if pid == 0:
 os.waitpid(pid, 0)
 """
 
+# `forkloop.py MIB SECONDS`: touch MIB, then for SECONDS fork children that exec `true` (one
+# after 10 ms, as a runner between fork and exec) and run `sh -c true`; all exit at once.
+FORKLOOP = r"""
+import os, subprocess, sys, time
+held = bytearray(int(sys.argv[1]) << 20)
+held[::4096] = b"x" * (len(held) // 4096)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.01)
+        os.execv("/bin/true", ["true"])
+    os.waitpid(pid, 0)
+    subprocess.run(["sh", "-c", "true"])
+"""
+
 needs_proc = pytest.mark.skipif(
     not os.path.exists(f"/proc/{os.getpid()}/smaps_rollup"), reason="no /proc/PID/smaps_rollup"
 )
@@ -88,6 +104,34 @@ def test_memory_a_child_adds_of_its_own_is_still_a_guard_stop(tmp_path: Path) ->
     assert run.guard_stop is not None, run.output_tail
     assert run.guard_stop.cell_bytes > 500 * MIB
     assert "passed --max-cell-memory 500 MiB" in run.guard_stop.reason
+
+
+@needs_proc
+def test_a_runner_forking_and_execing_in_a_loop_is_no_guard_stop(tmp_path: Path) -> None:
+    # Found by hand: a fork that exited between its statm and its PSS reads counted in full.
+    script = tmp_path / "forkloop.py"
+    script.write_text(FORKLOOP)
+    for _ in range(2):
+        run = run_cell(
+            [PY, str(script), "300", "2"], 60, guard=GuardLimits(max_cell_bytes=400 * MIB)
+        )
+        assert run.guard_stop is None, run.guard_stop
+        assert run.returncode == 0, run.output_tail
+        assert run.peak_rss_bytes is not None and run.peak_rss_bytes < 400 * MIB
+
+
+@needs_proc
+def test_a_process_gone_between_its_statm_and_its_pss_counts_nothing() -> None:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    # Its statm said 300 MiB; by the PSS read it has exec'd and exited: it holds nothing now.
+    assert proctree._excess([pid], {pid: 300 * MIB}) == {pid: 300 * MIB}
+    me = os.getpid()
+    rss = int(Path(f"/proc/{me}/statm").read_bytes().split()[1]) * proctree._PAGE
+    excess = proctree._excess([me], {me: rss})
+    assert excess is not None and 0 <= excess[me] < rss
 
 
 def test_kcmp_tells_one_address_space_from_a_forks() -> None:
