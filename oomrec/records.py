@@ -328,29 +328,37 @@ def parse_line(text: str) -> OomRecord:
     return read_line(text)[0]
 
 
-def read_line(text: str) -> tuple[OomRecord, str | None]:
+def read_line(text: str, *, whole: bool = True) -> tuple[OomRecord, str | None]:
     """A line as the harness would honour it: the record, and a note on what oomrec read as
     unknown (a free-form date or peak) or why the harness would not honour it. Raises NotARecord.
+
+    The harness writes `model,len,date,commit,peak,source` with `echo`, its `--output` path
+    unquoted: fields after the sixth are oomrec's (hardware tag, memory, kind) only when they
+    are what oomrec writes (`_written_by_oomrec`), else the rest of that path, and the record
+    applies on every machine (the safe side). `whole=False`: a last line without a line ending,
+    whose fields after the sixth may be cut short; they count as unknown.
     """
-    if '"' in text:
+    plain = text.split(",")
+    notes: list[str] = []
+    if len(plain) >= 2 and ('"' in plain[0] or '"' in plain[1]):
+        # Only a hand edit quotes the model or the length; CSV reads it, the harness does not.
         try:
             fields = next(csv.reader([text]))
         except csv.Error as exc:
             raise NotARecord(f"bad CSV quoting: {exc}") from None
+        if len(fields) < MIN_FIELDS:
+            raise NotARecord(f"{len(fields)} fields, needs at least {MIN_FIELDS}")
+        head, source, extra = fields[:5], fields[5], fields[6:]
+        if plain[0].strip() != fields[0].strip() or plain[1].strip() != fields[1].strip():
+            notes.append(HARNESS_QUOTED)
     else:
-        # The harness never quotes; a plain split is ~5x faster than csv.reader per line,
-        # which matters for record files of 100k lines.
-        fields = text.split(",")
-    if len(fields) < MIN_FIELDS:
-        raise NotARecord(f"{len(fields)} fields, needs at least {MIN_FIELDS}")
-    if " " in text or "\t" in text:
-        model, length, day, commit, peak, source = [f.strip() for f in fields[:MIN_FIELDS]]
-    else:
-        # Nothing to strip (most lines): ~10% of reading a 100k-line record.
-        model, length, day, commit, peak, source = fields[:MIN_FIELDS]
-    hardware = fields[6].strip() if len(fields) > 6 else ""
-    mem = fields[7].strip() if len(fields) > 7 else ""
-    kind = fields[8].strip() if len(fields) > 8 else ""
+        if len(plain) < MIN_FIELDS:
+            raise NotARecord(f"{len(plain)} fields, needs at least {MIN_FIELDS}")
+        head = plain[:5]
+        source, extra = _source_and_extra(plain[5:])
+    model_raw, length_raw = head[0], head[1]
+    model, length = model_raw.strip(), length_raw.strip()
+    day, commit, peak = (f.strip() for f in head[2:5])
     if not model:
         raise NotARecord("empty model")
     if not (length.isdigit() and length.isascii()):
@@ -358,37 +366,119 @@ def read_line(text: str) -> tuple[OomRecord, str | None]:
     prompt_target_len = bounded_int(length)
     if prompt_target_len is None:
         raise NotARecord(f"length {shorten(length)} is out of range")
-    notes = []
+    if not notes and (model != model_raw or length != length_raw):
+        notes.append(HARNESS_PADDED)
+    if len(length) > 1 and length.startswith("0"):
+        notes.append(HARNESS_ZERO)
+    unknown = []
     # A field the harness does not read is evidence oomrec can do without: the line still
     # pre-skips (as the harness's would), with that field unknown.
     if day and not is_date(day):
-        notes.append(f"date {shorten(day)} is not YYYY-MM-DD")
+        unknown.append(f"date {shorten(day)} is not YYYY-MM-DD")
         day = ""
     peak_bytes = bounded_int(peak) if peak else None
     if peak and peak_bytes is None:
-        notes.append(f"peak_bytes {shorten(peak)} is not a number of bytes")
+        unknown.append(f"peak_bytes {shorten(peak)} is not a number of bytes")
+    if not whole:
+        extra = []
+        notes.append(UNTERMINATED)
+    elif extra and not _written_by_oomrec(extra):
+        source = ",".join([source, *extra])
+        extra = []
+        notes.append(UNQUOTED_SOURCE)
+    hardware = extra[0].strip() if extra else ""
+    mem = extra[1].strip() if len(extra) > 1 else ""
+    kind = extra[2].strip() if len(extra) > 2 else ""
     mem_bytes = bounded_int(mem) if mem else None
-    if mem and mem_bytes is None:
-        notes.append(f"mem_bytes {shorten(mem)} is not a number of bytes")
-    note = f"{'; '.join(notes)}: read as unknown, the record applies" if notes else None
-    if '"' in text:
-        plain = text.split(",")
-        if plain[0].strip() != model or plain[1].strip() != length:
-            harness = "the bash harness reads its model and length without CSV quoting, so it "
-            note = (note + "; " if note else "") + harness + "would not honour this line"
+    if unknown:
+        notes.insert(0, f"{'; '.join(unknown)}: read as unknown, the record applies")
     record = OomRecord(
         model=model,
         prompt_target_len=prompt_target_len,
         date=day,
         commit=commit,
         peak_bytes=peak_bytes,
-        source_csv=source,
-        # Compared with this host's tag: `GB10` or `NVIDIA_GB10_122GB` written by hand is `gb10`.
+        source_csv=source.strip(),
+        # Compared with this host's tag: `GB10` written by hand is `gb10`.
         hardware=normalize(hardware) if hardware else None,
         mem_bytes=mem_bytes,
         kind=kind or None,
     )
-    return record, note
+    return record, "; ".join(notes) or None
+
+
+# Why the bash harness would not honour a line oomrec reads (each warned once per file).
+HARNESS_QUOTED = (
+    "the bash harness reads its model and length without CSV quoting, so it would not honour "
+    "this line"
+)
+HARNESS_PADDED = (
+    "the bash harness compares the model and the length as written, spaces included, so it "
+    "would not honour this line"
+)
+HARNESS_ZERO = (
+    "the bash harness reads a length with a leading zero as octal (or not at all), so it would "
+    "not honour this line as written"
+)
+HARNESS_BOM = (
+    "the bash harness reads the byte order mark as part of the first model name, so it would "
+    "not honour this line"
+)
+UNQUOTED_SOURCE = (
+    "the fields after the sixth are not a hardware tag, memory and kind as oomrec writes them: "
+    "read as the rest of the harness's unquoted source path, so the record applies on every "
+    "machine"
+)
+UNTERMINATED = (
+    "no line ending: read as the harness reads it, the fields after the sixth as unknown (the "
+    "record applies on every machine); the next append completes the line"
+)
+HARNESS_NOTES = (
+    HARNESS_QUOTED,
+    HARNESS_PADDED,
+    HARNESS_ZERO,
+    HARNESS_BOM,
+    UNQUOTED_SOURCE,
+    UNTERMINATED,
+)
+_KINDS = frozenset({KIND_GUARD, KIND_FAKE})
+_EXTRA_FIELDS = 3
+
+
+def _source_and_extra(rest: list[str]) -> tuple[str, list[str]]:
+    """The source field and the fields after it, from the plain split of everything after the
+    fifth comma; a source oomrec quoted (it held a comma or a quote) read as CSV."""
+    if rest[0].lstrip().startswith('"'):
+        try:
+            quoted = next(csv.reader([",".join(rest).lstrip()]))
+        except csv.Error:
+            quoted = []
+        if quoted and _written_by_oomrec(quoted[1:]):
+            return quoted[0], quoted[1:]
+    return rest[0], rest[1:]
+
+
+def _written_by_oomrec(extra: list[str]) -> bool:
+    """Whether the fields after the source are oomrec's: at most hardware, memory and kind; a
+    tag that reads back as itself (not a file name's part), a number, a kind oomrec writes."""
+    if not extra:
+        return True
+    if len(extra) > _EXTRA_FIELDS:
+        return False
+    tag = extra[0].strip()
+    if tag:
+        lowered = tag.lower()
+        if normalize(tag) != lowered or lowered.endswith(".csv") or lowered in _NOT_TAGS:
+            return False
+    mem = extra[1].strip() if len(extra) > 1 else ""
+    if mem and bounded_int(mem) is None:
+        return False
+    kind = extra[2].strip() if len(extra) > 2 else ""
+    return not kind or kind in _KINDS
+
+
+# File-name endings that normalize to themselves but name no hardware.
+_NOT_TAGS = frozenset({"csv", "tsv", "txt", "json", "out", "log"})
 
 
 def bounded_int(text: str) -> int | None:
@@ -458,21 +548,28 @@ def split_lines(text: str) -> list[tuple[str, str]]:
 
 
 def parse_text(text: str) -> list[RecordLine]:
-    """Every line of a record file's text, in order; a BOM and any line ending are tolerated."""
+    """Every line of a record file's text, in order; a BOM and any line ending are tolerated.
+
+    A last line without a line ending is read as the harness reads it when it has six fields
+    or more (its model and length are whole: a comma follows them); a shorter one may be an
+    append half done, and only a whole line is evidence.
+    """
+    bom = text.startswith(_BOM)
     text = text.removeprefix(_BOM)
     lines: list[RecordLine] = []
     for lineno, (line, ending) in enumerate(split_lines(text), start=1):
         if not line.strip():
             lines.append(RecordLine(lineno, line, None, None, ending))
-        elif not ending:
-            # A reader may see an append half done; only a whole line is evidence.
+        elif not ending and line.count(",") < MIN_FIELDS - 1:
             lines.append(RecordLine(lineno, line, None, _TORN, ending))
         else:
             try:
-                record, note = read_line(line)
+                record, note = read_line(line, whole=bool(ending))
             except NotARecord as exc:
                 lines.append(RecordLine(lineno, line, None, str(exc), ending))
             else:
+                if bom and lineno == 1:
+                    note = f"{note}; {HARNESS_BOM}" if note else HARNESS_BOM
                 lines.append(RecordLine(lineno, line, record, note, ending))
     return lines
 
@@ -498,6 +595,28 @@ class Loaded:
     @property
     def records(self) -> list[OomRecord]:
         return [line.record for line in self.lines if line.record is not None]
+
+
+def collapse_warnings(path: Path, lines: Sequence[RecordLine]) -> list[Warning_]:
+    """One warning per line with a problem; a line the harness would not honour for the same
+    reason as an earlier one is counted into that one's warning (`and N more lines`)."""
+    warnings: list[Warning_] = []
+    first: dict[str, int] = {}
+    more: dict[str, int] = {}
+    for line in lines:
+        if line.problem is None:
+            continue
+        if line.problem in HARNESS_NOTES:
+            if line.problem in first:
+                more[line.problem] = more.get(line.problem, 0) + 1
+                continue
+            first[line.problem] = len(warnings)
+        warnings.append(Warning_(path, line.lineno, line.problem, line.record is not None))
+    for problem, n in more.items():
+        at = first[problem]
+        extra = f" (and {n} more {'line' if n == 1 else 'lines'} like it)"
+        warnings[at] = replace(warnings[at], problem=problem + extra)
+    return warnings
 
 
 class RecordFile:
@@ -706,18 +825,45 @@ class RecordFile:
         tail = os.pread(fd, size - start, start)
         if not tail.decode("utf-8", errors="replace").strip().removeprefix(_BOM):
             return
-        torn = os.open(self.torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            os.write(torn, tail + b"\n")
-            os.fsync(torn)
-        finally:
-            os.close(torn)
+        commas = tail.count(b",")
+        if commas == MIN_FIELDS - 1:
+            # The harness's six fields, whole as it reads them (a hand-added line, say; only
+            # the source may be cut): the write completes it.
+            self.notices.append(
+                f"{self.shown_as}: its last line had no line ending; completed it with one"
+            )
+            return
+        self._move_aside(tail)
+        if commas > MIN_FIELDS - 1:
+            # Its model, length, date, commit and peak are whole (a comma follows each), and
+            # the harness honours it; a hardware tag or memory after them may be cut short
+            # (`v10` of `v100`), and completed as is it would scope the record wrongly. Kept:
+            # its first six fields, as a record of every machine (the safe side).
+            head = b",".join(tail.split(b",")[:MIN_FIELDS])
+            # The file is open for appending: cut the line away, then append its head.
+            os.ftruncate(fd, start)
+            os.write(fd, head + b"\n")
+            os.fsync(fd)
+            self.notices.append(
+                f"{self.shown_as}: its last line had no line ending and fields after the sixth "
+                f"that may be cut short; kept its first six (the record applies on every "
+                f"machine) and moved the line as it was to {self.torn_path}"
+            )
+            return
         os.ftruncate(fd, start)
         os.fsync(fd)
         self.notices.append(
             f"{self.shown_as}: its last line had no line ending (a write cut short); moved it "
             f"to {self.torn_path}"
         )
+
+    def _move_aside(self, tail: bytes) -> None:
+        torn = os.open(self.torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(torn, tail + b"\n")
+            os.fsync(torn)
+        finally:
+            os.close(torn)
 
     def _remove_stale_temps(self) -> None:
         # Only a rewrite makes these, and it holds the lock we hold: any left is from a killed one.
@@ -760,12 +906,7 @@ class RecordFile:
 
     def _parse(self, text: str) -> Loaded:
         lines = parse_text(text)
-        warnings = [
-            Warning_(Path(self.shown_as), line.lineno, line.problem, line.record is not None)
-            for line in lines
-            if line.problem is not None
-        ]
-        return Loaded(lines, warnings)
+        return Loaded(lines, collapse_warnings(Path(self.shown_as), lines))
 
     def _read_text(self) -> str:
         self._check_regular()
@@ -940,14 +1081,15 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def check_model_name(model: str) -> str:
-    """A model name safe to record (it is a directory basename); OomrecError otherwise."""
+    """A model name safe to record: its directory under the models dir, nested (`org/model`)
+    or not, as the harness names it; OomrecError otherwise."""
     if not model.strip():
         raise OomrecError("model name is empty; give the model's directory name")
     bad = [what for what, hit in _MODEL_FORBIDDEN if hit(model)]
     if bad:
         raise OomrecError(
-            f"model name {model!r} contains {bad[0]}; give the model's directory name "
-            "(its basename, as the sweep uses it)"
+            f"model name {model!r} contains {bad[0]}; give the model's directory under the "
+            "models dir (e.g. llama-3.1-8b-4bit or org/moe-30b)"
         )
     return model
 
@@ -961,7 +1103,8 @@ def check_length(text: str) -> int:
 
 
 _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
-    ("'/'", lambda m: "/" in m),
+    ("a leading '/'", lambda m: m.startswith("/")),
+    ("an empty or '.' path part", lambda m: any(p in ("", ".") for p in m.split("/"))),
     ("','", lambda m: "," in m),
     ("'..'", lambda m: ".." in m),
     ("a line break or control character", lambda m: any(ord(c) < 32 or c == "\x7f" for c in m)),

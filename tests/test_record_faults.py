@@ -124,10 +124,11 @@ def _kill_when_it_grows(proc: subprocess.Popen[str], path: Path, size: int) -> N
     assert gone(proc.pid)
 
 
-def test_sigkill_mid_append_never_leaves_a_torn_line_that_reads_as_a_record(
+def test_sigkill_mid_append_never_leaves_a_torn_line_that_scopes_a_record(
     tmp_path: Path,
 ) -> None:
     whole = _expected_batch_lines()
+    heads = {",".join(line.split(",")[:5]) for line in whole}
     path = tmp_path / "rec"
     for trial in range(4):
         size = path.stat().st_size if path.exists() else 0
@@ -137,25 +138,54 @@ def test_sigkill_mid_append_never_leaves_a_torn_line_that_reads_as_a_record(
         _kill_when_it_grows(proc, path, size)
         loaded = RecordFile(path).load()
         for line in loaded.lines:
-            if line.record is not None:
-                assert line.text in whole, f"trial {trial}: torn line read as a record"
-        # The next writer moves a torn tail aside (kept, never deleted) and appends whole lines.
+            if line.record is None or line.text in whole:
+                continue
+            # A torn last line is read as the harness reads it: model to peak are whole (a
+            # comma follows each); what comes after may be cut, so it scopes nothing.
+            assert line.ending == "", f"trial {trial}: a torn line inside the file"
+            assert ",".join(line.text.split(",")[:5]) in heads, f"trial {trial}: {line.text}"
+            assert line.record.hardware is None and line.record.mem_bytes is None
+        # The next writer keeps a torn tail aside (never deleted), keeps the first six fields
+        # of one that has them, and appends whole lines.
         rf = RecordFile(path)
         rf.append([OomRecord(f"after{trial}", 1, "2026-01-01", "unknown")])
         whole.add(f"after{trial},1,2026-01-01,unknown,,")
         assert path.read_text().endswith(f"after{trial},1,2026-01-01,unknown,,\n")
-        assert all(line.record is not None or line.is_blank for line in rf.load().lines)
+        for line in rf.load().lines:
+            assert line.record is not None or line.is_blank
+            if line.record is not None and line.text not in whole:
+                assert line.text.count(",") == 5 and line.record.hardware is None
 
 
-def test_a_cut_line_is_no_record_even_when_what_is_left_parses(tmp_path: Path) -> None:
+def test_a_cut_line_scopes_nothing_and_the_next_append_keeps_its_head(tmp_path: Path) -> None:
     path = tmp_path / "rec"
     # A tag cut short (`v100` -> `v10`) would read as another machine's record.
     path.write_bytes(b"a,1,2026-01-01,unknown,,s,v100\nb,2,2026-01-01,unknown,,s,v10")
+    loaded = RecordFile(path, shown_as="rec").load()
+    assert [(r.model, r.hardware) for r in loaded.records] == [("a", "v100"), ("b", None)]
+    [warning] = [str(w) for w in loaded.warnings]
+    assert warning.startswith("warning: rec:2: no line ending: read as the harness reads it")
+    rf = RecordFile(path, shown_as="rec")
+    rf.append([OomRecord("c", 3, "2026-01-01", "unknown")])
+    assert path.read_text() == (
+        "a,1,2026-01-01,unknown,,s,v100\nb,2,2026-01-01,unknown,,s\nc,3,2026-01-01,unknown,,\n"
+    )
+    assert rf.torn_path.read_text() == "b,2,2026-01-01,unknown,,s,v10\n"
+    assert "kept its first six (the record applies on every machine)" in " ".join(rf.notices)
+
+
+def test_a_short_cut_line_is_no_record_and_moves_aside(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_bytes(b"a,1,2026-01-01,unknown,,s\nb,2,2026-01")
     loaded = RecordFile(path, shown_as="rec").load()
     assert [r.model for r in loaded.records] == ["a"]
     assert [str(w) for w in loaded.warnings] == [
         "warning: rec:2: not a record (no line ending (an append cut short?)), kept as is"
     ]
+    rf = RecordFile(path, shown_as="rec")
+    rf.append([OomRecord("c", 3, "2026-01-01", "unknown")])
+    assert path.read_text() == "a,1,2026-01-01,unknown,,s\nc,3,2026-01-01,unknown,,\n"
+    assert rf.torn_path.read_text() == "b,2,2026-01\n"
 
 
 def test_a_failed_append_is_rolled_back_and_reported(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oomrec import records
 from oomrec.errors import OomrecError
 from oomrec.hardware import normalize
 from oomrec.records import (
@@ -22,6 +23,7 @@ from oomrec.records import (
     evidence_key,
     format_line,
     parse_line,
+    read_line,
 )
 
 SHA = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
@@ -71,7 +73,7 @@ _text = st.text(
         st.text(alphabet="abcdefgh0123456789-", min_size=1).filter(lambda h: normalize(h) == h),
     ),
     mem=st.one_of(st.none(), st.integers(min_value=0, max_value=2**63 - 1)),
-    kind=st.one_of(st.none(), st.just("guard"), _text.filter(lambda k: k and k == k.strip())),
+    kind=st.one_of(st.none(), st.just("guard"), st.just("fake")),
 )
 def test_any_record_round_trips(
     model: str,
@@ -127,7 +129,7 @@ def test_load_tolerates_missing_and_empty_files(tmp_path: Path) -> None:
     assert RecordFile(tmp_path / "empty").load().lines == []
 
 
-def test_load_tolerates_bom_crlf_blank_lines_but_a_line_without_ending_is_no_record(
+def test_load_tolerates_bom_crlf_blank_lines_and_reads_a_last_line_as_the_harness_does(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "rec"
@@ -135,10 +137,29 @@ def test_load_tolerates_bom_crlf_blank_lines_but_a_line_without_ending_is_no_rec
         b"\xef\xbb\xbfa,1,2026-01-01,unknown,,s\r\n\r\n\nb,2,2026-01-02,unknown,,s,gb10"
     )
     loaded = RecordFile(path, shown_as="rec").load()
-    # The last line may be an append cut short: `gb10` could be the start of a longer tag.
-    assert [(r.model, r.prompt_target_len, r.hardware) for r in loaded.records] == [("a", 1, None)]
+    # The last line may be an append cut short: `gb10` could be the start of a longer tag, so
+    # it scopes nothing; its model and length are whole (a comma follows each).
+    assert [(r.model, r.prompt_target_len, r.hardware) for r in loaded.records] == [
+        ("a", 1, None),
+        ("b", 2, None),
+    ]
     assert [str(w) for w in loaded.warnings] == [
-        "warning: rec:4: not a record (no line ending (an append cut short?)), kept as is"
+        f"warning: rec:1: {records.HARNESS_BOM}",
+        f"warning: rec:4: {records.UNTERMINATED}",
+    ]
+
+
+def test_a_harness_reading_problem_is_warned_once_per_kind(tmp_path: Path) -> None:
+    path = tmp_path / "rec"
+    path.write_text(
+        "a, 512,2026-01-01,unknown,,s\nb ,512,2026-01-01,unknown,,s\nc,02048,2026-01-01,u,,s\n"
+        "d,512,2026-01-01,unknown,,s\ne,\t1,2026-01-01,unknown,,s\n"
+    )
+    loaded = RecordFile(path, shown_as="rec").load()
+    assert [r.model for r in loaded.records] == ["a", "b", "c", "d", "e"]
+    assert [str(w) for w in loaded.warnings] == [
+        f"warning: rec:1: {records.HARNESS_PADDED} (and 2 more lines like it)",
+        f"warning: rec:3: {records.HARNESS_ZERO}",
     ]
 
 
@@ -158,13 +179,21 @@ def test_append_adds_lines_and_never_glues_onto_a_last_line(tmp_path: Path) -> N
     with path.open("a") as fh:
         fh.write("hand-written,2,2026-01-01,unknown,,s")  # no newline
     record_file.append([OomRecord("b", 3, "2026-01-01", "unknown", None, "x", "gb10")])
-    assert path.read_text() == "a,1,2026-01-01,unknown,,\nb,3,2026-01-01,unknown,,x,gb10\n"
-    # The line without an ending is moved aside, never deleted, and said.
-    assert record_file.torn_path.read_text() == "hand-written,2,2026-01-01,unknown,,s\n"
+    # The harness honours a hand-added line without an ending: the append completes it.
+    assert path.read_text() == (
+        "a,1,2026-01-01,unknown,,\nhand-written,2,2026-01-01,unknown,,s\n"
+        "b,3,2026-01-01,unknown,,x,gb10\n"
+    )
+    assert not record_file.torn_path.exists()
     assert record_file.notices == [
-        f"{path}: its last line had no line ending (a write cut short); moved it to "
-        f"{record_file.torn_path}"
+        f"{path}: its last line had no line ending; completed it with one"
     ]
+    # A line too short to be the harness's (a write cut short) is moved aside, never deleted.
+    with path.open("a") as fh:
+        fh.write("cut,4,2026")
+    record_file.append([OomRecord("c", 5, "2026-01-01", "unknown")])
+    assert path.read_text().endswith("b,3,2026-01-01,unknown,,x,gb10\nc,5,2026-01-01,unknown,,\n")
+    assert record_file.torn_path.read_text() == "cut,4,2026\n"
 
 
 def test_rewrite_keeps_unparsed_lines_verbatim_and_in_order(tmp_path: Path) -> None:
@@ -309,14 +338,23 @@ def test_rewrite_keeps_a_bom_and_crlf_endings(tmp_path: Path) -> None:
             line for line in loaded.lines if line.record is None or line.record.model != "drop"
         ]
     )
-    assert path.read_bytes() == b"\xef\xbb\xbfjunk line\r\na,1,2026-01-01,unknown,,s\r\n"
-    assert (tmp_path / "rec.torn").read_bytes() == b"last,3,2026-01-01,unknown,,s\n"
+    # The last line, whole as the harness reads it, is completed.
+    assert path.read_bytes() == (
+        b"\xef\xbb\xbfjunk line\r\na,1,2026-01-01,unknown,,s\r\nlast,3,2026-01-01,unknown,,s\n"
+    )
+    assert not (tmp_path / "rec.torn").exists()
 
 
-def test_hand_written_hardware_reads_as_its_tag() -> None:
+def test_hand_written_hardware_reads_as_its_tag_only_when_it_is_one() -> None:
     assert parse_line("m,1,2026-01-01,unknown,,s,GB10").hardware == "gb10"
-    assert parse_line("m,1,2026-01-01,unknown,,s,NVIDIA_GB10_122GB").hardware == "gb10"
     assert parse_line("m,1,2026-01-01,unknown,,s,").hardware is None
+    # Not a tag as oomrec writes it: the rest of an unquoted source path, on every machine.
+    rec, note = read_line("m,1,2026-01-01,unknown,,s,NVIDIA_GB10_122GB")
+    assert (rec.hardware, rec.source_csv, note) == (
+        None,
+        "s,NVIDIA_GB10_122GB",
+        records.UNQUOTED_SOURCE,
+    )
 
 
 @pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\x00b"])
