@@ -55,7 +55,8 @@ from oomrec.sweep_config import (
     FAKE_OOM_ENV,
     SweepConfig,
     check_before_launch,
-    model_basename,
+    last_part,
+    model_name,
 )
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def plan_cells(config: SweepConfig) -> Plan:
     prefix = config.models_dir_shown.rstrip("/")
     for model in config.models:
         if model in config.provided_models or (config.models_dir / model).is_dir():
-            name, path = model_basename(model), f"{prefix}/{model.rstrip('/')}"
+            name, path = model_name(model), f"{prefix}/{model.rstrip('/')}"
             cells.extend(Cell(name, n, path) for n in config.lengths)
         else:
             missing.append(model)
@@ -195,13 +196,31 @@ class Planner:
 
     def record_hit(self, model: str, length: int) -> JudgedLine | None:
         """The applying record with the smallest length <= `length` for `model`, if any."""
-        hits = self.records.get(model)
-        return hits[0] if hits and hits[0].length <= length else None
+        return _first_hit(self.records, model, length)
 
     def lifted_hit(self, model: str, length: int) -> JudgedLine | None:
         """The lifted record with the smallest length <= `length` for `model`, if any."""
-        hits = self.lifted.get(model)
-        return hits[0] if hits and hits[0].length <= length else None
+        return _first_hit(self.lifted, model, length)
+
+    def shared_last_parts(self, models: Sequence[str]) -> list[str]:
+        """Warnings for records that name a last part two or more of `models` share: such a
+        record (earlier oomrec versions wrote a nested model's last part) applies to all of them."""
+        sharing: dict[str, list[str]] = {}
+        for model in models:
+            sharing.setdefault(last_part(model), []).append(model)
+        said = []
+        for part, names in sharing.items():
+            if len(names) < 2 or part not in self.records:
+                continue
+            listed = " and ".join(sorted(names))
+            for item in self.records[part]:
+                said.append(
+                    f"warning: {item.where}: model {part!r} is the last part of {listed}: "
+                    f"the record applies to each of them (the safe side); if it is one "
+                    f"model's, rewrite its first field as that model's name under the models "
+                    f"dir (e.g. {sorted(n for n in names if n != part)[0]})"
+                )
+        return said
 
     def decide(self, cell: Cell) -> Decision:
         oom_at = self.oom_min.get(cell.model)
@@ -217,7 +236,9 @@ class Planner:
                 return Decision(
                     Action.RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
                 )
-        if (cell.model, cell.length) in self.fake_oom:
+        if (cell.model, cell.length) in self.fake_oom or (
+            (last_part(cell.model), cell.length) in self.fake_oom
+        ):
             return Decision(Action.FAKE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
         lifted = self.lifted_hit(cell.model, cell.length)
         if lifted is not None:
@@ -233,6 +254,18 @@ class Planner:
         if length <= self.oom_min.get(model, length):
             self.oom_min[model] = length
             self.oom_token[model] = token
+
+
+def _first_hit(table: dict[str, list[JudgedLine]], model: str, length: int) -> JudgedLine | None:
+    """The record of `table` with the smallest length <= `length` for `model`: its own, or for
+    a nested model one under its last part (written by earlier oomrec versions, or by hand)."""
+    hits = table.get(model)
+    best = hits[0] if hits and hits[0].length <= length else None
+    if "/" in model:
+        older = table.get(last_part(model))
+        if older and older[0].length <= length and (best is None or older[0].length < best.length):
+            best = older[0]
+    return best
 
 
 def gather_evidence(
@@ -376,6 +409,13 @@ class Reporter(Protocol):
     def cell_started(self, done: int, cell: Cell) -> None: ...
 
     def cell_done(self, done: int, result: CellResult) -> None: ...
+
+
+def write_header_only(path: Path) -> None:
+    """The CSV of a sweep with no cell to run, as the harness leaves it: its header alone."""
+    out = AggregateCsv(path)
+    out.add([], HEADER)
+    out.close()
 
 
 class AggregateCsv:

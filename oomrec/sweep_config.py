@@ -101,7 +101,7 @@ def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
 
 def check_model_path(name: str) -> str:
     """A model as the harness takes it: a directory under the models dir, nested (`org/model`)
-    or not; never absolute and never `..`. Its rows and records name its last part."""
+    or not; never absolute and never `..`. Its rows and records name it so (`model_name`)."""
     if name.startswith("/"):
         raise OomrecError(f"model {name!r} is an absolute path; name it under the models dir")
     parts = name.rstrip("/").split("/")
@@ -112,9 +112,15 @@ def check_model_path(name: str) -> str:
     return name
 
 
-def model_basename(name: str) -> str:
-    """The name rows and records carry for a model directory: its last part (the harness's)."""
-    return name.rstrip("/").rsplit("/", 1)[-1]
+def model_name(name: str) -> str:
+    """A model's identity in rows, records, the backstop and fake-OOM keys: its directory as
+    given under the models dir (`org/moe-30b`), as the harness names it."""
+    return name.rstrip("/")
+
+
+def last_part(model: str) -> str:
+    """The last part of a nested model's name: what records of earlier oomrec versions carry."""
+    return model.rsplit("/", 1)[-1]
 
 
 def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:

@@ -65,7 +65,7 @@ def test_add_outside_git_records_unknown_commit(
     ("args", "message"),
     [
         (["", "512"], "model name is empty"),
-        (["a/b", "512"], "model name 'a/b' contains '/'"),
+        (["/a/b", "512"], "model name '/a/b' contains a leading '/'"),
         (["a,b", "512"], "model name 'a,b' contains ','"),
         (["a\nb", "512"], "model name 'a\\nb' contains a line break"),
         (["..", "512"], "model name '..' contains '..'"),

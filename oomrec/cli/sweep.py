@@ -233,8 +233,9 @@ def sweep_command(
         bool,
         typer.Option(
             "--allow-empty",
-            help="Exit 0 when no cell can run (every model missing, an empty shard); "
-            "by default that is a usage error (exit 2).",
+            help="Exit 0 when no cell can run (every model or the models dir missing, an "
+            "empty shard), leaving a CSV that holds the header, as the harness does; by default "
+            "that is a usage error (exit 2).",
         ),
     ] = False,
     demo: Annotated[
@@ -387,7 +388,7 @@ def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
         why = flag or f"{name}={os.environ.get(name or '', '')}"
         lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
     if plan.models_dir_missing:
-        if not dry_run:
+        if not dry_run and not prepared.options.allow_empty:
             return lines  # the run stops with an error that says it: said once
         lines.append(
             f"models dir {config.models_dir_shown} does not exist: no model can run "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -41,6 +41,7 @@ from oomrec.sweep import (
     gather_evidence,
     plan_cells,
     preview,
+    write_header_only,
 )
 from oomrec.sweep_config import SweepConfig, SweepOptions, configure, output_problem
 
@@ -203,7 +204,16 @@ class Prepared:
         self.relay.target = reporter.log
         if self.demo is not None:
             demo_mod.set_up(self.demo)
-        result = Sweep(self.config, self.planner, reporter).run(self.plan)
+        plan = self.plan
+        if not plan.cells and self.options.allow_empty:
+            # As the harness: nothing to run (a missing models dir too) is an empty CSV, exit 0.
+            plan = replace(plan, models_dir_missing=False)
+            problem = output_problem(self.config)
+            if problem is not None:
+                raise OomrecError(problem)
+            if self.config.resume is None:
+                write_header_only(self.config.output)
+        result = Sweep(self.config, self.planner, reporter).run(plan)
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=False, result=result)
 
 
@@ -250,10 +260,12 @@ def prepare(options: SweepOptions) -> Prepared:
         host_mem=config.host_mem,
     )
     warnings.extend(_guard_warnings(config))
+    plan = plan_cells(config)
+    warnings.extend(planner.shared_last_parts(list(dict.fromkeys(c.model for c in plan.cells))))
     return Prepared(
         options=options,
         config=config,
-        plan=plan_cells(config),
+        plan=plan,
         planner=planner,
         loaded=loaded,
         warnings=warnings,
