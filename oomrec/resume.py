@@ -59,6 +59,9 @@ class Prior:
     entries: dict[tuple[str, int], Entry] = field(default_factory=dict)
     # Rows the sidecar does not know (a harness run, a hand edit), by cell when readable.
     unknown: dict[tuple[str, int], str] = field(default_factory=dict)
+    # The same rows by their `model_path` (`models/org/moe-30b`): the runner's rows name a
+    # nested model by its last part, the path names it whole.
+    unknown_paths: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def true_ooms(self) -> Iterable[tuple[str, int]]:
         """The cells whose row is a true OOM: the backstop starts from them."""
@@ -104,8 +107,15 @@ def load(csv_path: Path) -> Prior:
             continue
         cell = _cell_of(row, columns)
         if cell is not None:
-            prior.unknown[cell] = row
+            prior.unknown[cell[:2]] = row
+            if cell[2]:
+                prior.unknown_paths[(cell[2], cell[1])] = row
     return prior
+
+
+def path_key(model_path: str) -> str:
+    """A `model_path` as rows of one cell write it either way (`./models/x/`, `models/x`)."""
+    return model_path.strip().removeprefix("./").rstrip("/")
 
 
 def _sidecar(path: Path) -> dict[str, Entry]:
@@ -130,16 +140,18 @@ def _sidecar(path: Path) -> dict[str, Entry]:
     return out
 
 
-def _cell_of(row: str, columns: list[str]) -> tuple[str, int] | None:
+def _cell_of(row: str, columns: list[str]) -> tuple[str, int, str] | None:
+    """A row's model, length and `model_path` key ("" without that column)."""
     fields = split_row(row)
     if "model" not in columns or "prompt_target_len" not in columns:
         return None
     try:
         model = fields[columns.index("model")]
         length = int(fields[columns.index("prompt_target_len")])
+        path = path_key(fields[columns.index("model_path")]) if "model_path" in columns else ""
     except (IndexError, ValueError):
         return None
-    return model, length
+    return model, length, path
 
 
 def prior_cell(
@@ -150,12 +162,13 @@ def prior_cell(
     *,
     rerun_failed: bool = False,
     mode: Mode = Mode.RERUN,
+    model_path: str = "",
 ) -> PriorCell | None:
     """Whether the cell is done; None when the earlier run has no row for it."""
     key = (model, length)
     entry = prior.entries.get(key)
     if entry is None:
-        row = prior.unknown.get(key)
+        row = prior.unknown.get(key) or prior.unknown_paths.get((path_key(model_path), length))
         if row is None:
             return None
         token = line_token(row) or Token.SUCCESS

@@ -49,7 +49,7 @@ from oomrec.records import (
     source_path,
 )
 from oomrec.runner import CellRun, run_cell
-from oomrec.schema import FAKE_OOM_PROMPT, HEADER, RECORDED_TOKENS, Token, skip_row
+from oomrec.schema import FAKE_OOM_PROMPT, HEADER, RECORDED_TOKENS, Token, line_token, skip_row
 from oomrec.stale import APPLIES, Judgement
 from oomrec.sweep_config import (
     FAKE_OOM_ENV,
@@ -526,11 +526,22 @@ class Sweep:
         prior = resume.load(c.output)
         for model, length in prior.true_ooms():
             self.planner.note_oom(model, length)
+        # A runner's row names a nested model by its last part: its path names the cell.
+        by_path = {resume.path_key(cell.model_path): cell.model for cell in plan.cells}
+        for (path, length), row in prior.unknown_paths.items():
+            if path in by_path and line_token(row) in RECORDED_TOKENS:
+                self.planner.note_oom(by_path[path], length)
         now = self.provenance()
         found = {}
         for cell in plan.cells:
             earlier = resume.prior_cell(
-                prior, cell.model, cell.length, now, rerun_failed=c.rerun_failed, mode=c.resume
+                prior,
+                cell.model,
+                cell.length,
+                now,
+                rerun_failed=c.rerun_failed,
+                mode=c.resume,
+                model_path=cell.model_path,
             )
             if earlier is not None:
                 found[(cell.model, cell.length)] = earlier

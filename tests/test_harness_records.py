@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from oomrec import records
+from oomrec.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.scripted_runner import Runner
@@ -287,3 +289,42 @@ def test_allow_empty_covers_a_missing_models_dir_as_the_harness_does(cli: Cli, r
     assert "models dir ./models does not exist" in allowed.stderr
     # The harness leaves a CSV holding only its header.
     assert (repo.path / "o.csv").read_text().count("\n") == 1
+
+
+# A runner as the harness's bench_decode.sh writes its row: the model's last part, its path whole;
+# `big/llama` runs out of memory from 1024 tokens.
+LAST_PART_RUNNER = r"""
+import sys
+model_path, length, cell_csv = sys.argv[1:4]
+if model_path.endswith("big/llama") and int(length) >= 1024:
+    sys.exit("std::bad_alloc")
+name = model_path.rstrip("/").rsplit("/", 1)[-1]
+tail = f'2026-12-02,hw,0.3.3,release,32,"Hi",{length}'
+open(cell_csv, "w").write(f"HEADER\n{name},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}\n")
+""".replace("HEADER", HEADER_15)
+
+
+def test_a_resume_without_provenance_finds_a_nested_models_rows_by_their_path(
+    cli: Cli, repo: Repo, record: Path, models: Callable[..., None], tmp_path: Path
+) -> None:
+    models("big/llama", "small/llama")
+    script = tmp_path / "runner.py"
+    script.write_text(LAST_PART_RUNNER)
+    args = ["--models", "big/llama small/llama", "--output", "o.csv", "--runner",
+            f"{sys.executable} {script} {{model_path}} {{length}} {{cell_csv}}"]  # fmt: skip
+    first = cli("sweep", *args, "--lengths", "512 1024")
+    assert first.exit_code == 0, first.stderr
+    # As a harness run leaves it: rows, no provenance, no record.
+    (repo.path / "o.csv.oomrec.json").unlink()
+    record.unlink()
+    again = cli("sweep", *args, "--lengths", "512 1024 2048", "--resume-keep", "--json")
+    assert again.exit_code == 0, again.stderr
+    verdicts = {(c["model"], c["length"]): c["verdict"] for c in json.loads(again.stdout)["cells"]}
+    assert verdicts == {
+        ("big/llama", 512): "done",
+        ("big/llama", 1024): "done",
+        ("big/llama", 2048): "SKIP:oom_backstop",
+        ("small/llama", 512): "done",
+        ("small/llama", 1024): "done",
+        ("small/llama", 2048): "ok",
+    }
