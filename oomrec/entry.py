@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from oomrec.errors import EXIT_INTERRUPTED
+from oomrec.core.errors import EXIT_INTERRUPTED
 
 _HELP = {"-h", "--help"}
 # Commands that may end this process as soon as their output is written (cli/ending.py): those
@@ -26,7 +26,7 @@ def main() -> int:
 
 def _main(args: list[str]) -> int:
     if len(args) >= 2 and args[0] == "hook" and not _HELP & set(args):
-        from oomrec import hooks
+        from oomrec.hooks import check as hooks
 
         if args[1] in hooks.EVENTS:
             return hooks.run(args[1], args[2:], sys.stdin)

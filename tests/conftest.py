@@ -39,7 +39,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
     """A real git repository with one commit; the cwd is its top level."""
     r = Repo(tmp_path / "repo")
     r.commit("initial commit")
-    # As after oomrec's first write there (oomrec/guest.py): tests of the notice make their own.
+    # As after oomrec's first write there (oomrec/store/exclude.py): tests of the notice make
+    # their own.
     (r.path / ".git" / "info").mkdir(exist_ok=True)
     with (r.path / ".git" / "info" / "exclude").open("a") as exclude:
         exclude.write("/benchmarks/.oom-record\n/benchmarks/.oom-record.*\n")

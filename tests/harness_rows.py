@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oomrec import schema
+from oomrec.core import schema
 
 H14 = schema.HEADER_14
 H15 = schema.HEADER_15

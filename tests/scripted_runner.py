@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from oomrec.schema import HEADER_15
+from oomrec.core.schema import HEADER_15
 
 # A runner that behaves per cell as told in behaviour.json ("model:length" or "model" -> action)
 # and logs every launch: `ok`, `row:TOKEN` (the runner's own skip row), `exit:N:TEXT`,

@@ -1,5 +1,5 @@
-"""The guard's GPU limits (oomrec/accel.py). CI has no NVIDIA GPU: the real NVML is imported
-and refuses to start, which must refuse the limits in one line (they could not act); the
+"""The guard's GPU limits (oomrec/sweep/cell/accel.py). CI has no NVIDIA GPU: the real NVML is
+imported and refuses to start, which must refuse the limits in one line (they could not act); the
 arithmetic and the reading of NVML's answers are tested on a stand-in for the NVML API (a GPU
 cannot be had here), and benchmarks/device/cuda_oom.py runs the real thing on a GPU machine."""
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from oomrec import accel
-from oomrec.guard import GpuLimit, GuardLimits
+from oomrec.sweep.cell import accel
+from oomrec.sweep.cell.guard import GpuLimit, GuardLimits
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 

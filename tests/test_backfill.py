@@ -12,10 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec import csvscan, gitutil, rowparse, schema
-from oomrec.backfill import ImportReport, find_csv_files, import_csvs
-from oomrec.errors import OomrecError
-from oomrec.records import OomRecord
+from oomrec.core import schema
+from oomrec.core.errors import OomrecError
+from oomrec.core.records import OomRecord
+from oomrec.importer import csvscan, rowparse
+from oomrec.importer.backfill import ImportReport, find_csv_files, import_csvs
+from oomrec.store import gitrepo as gitutil
 from tests.gitrepo import Repo
 from tests.harness_rows import (
     GB10,

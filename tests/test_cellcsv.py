@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec.cellcsv import CellCsv, read_cell_csv, remove
-from oomrec.schema import HEADER_14, HEADER_15, split_row
+from oomrec.core.schema import HEADER_14, HEADER_15, split_row
+from oomrec.sweep.cell.cellcsv import CellCsv, read_cell_csv, remove
 
 TAIL = '2026-07-03,hw,0.3.3,release,32,"Hello, how are you today?"'
 

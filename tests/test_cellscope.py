@@ -1,5 +1,5 @@
-"""A memory cgroup per cell (oomrec.cellscope), with real processes and real cgroups on this
-machine (root, cgroup v1; skipped where no cgroup can be made): the cell's own OOM counter as
+"""A memory cgroup per cell (oomrec.sweep.cell.cellscope), with real processes and real cgroups on
+this machine (root, cgroup v1; skipped where no cgroup can be made): the cell's own OOM counter as
 evidence, its peak, a guard that does not count a fork's shared pages twice, no cgroup left."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec import cellscope
-from oomrec.runner import run_cell
+from oomrec.sweep.cell import cellscope
+from oomrec.sweep.cell.runner import run_cell
 from tests.cgroups import make_memory_cgroup
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
@@ -133,7 +133,7 @@ def test_cgroups_a_killed_oomrec_left_are_removed_by_the_next(tmp_path: Path) ->
     other.mkdir()
     try:
         done = subprocess.run(
-            [PY, "-c", "from oomrec import cellscope; print(cellscope.unavailable())"],
+            [PY, "-c", "from oomrec.sweep.cell import cellscope; print(cellscope.unavailable())"],
             capture_output=True,
             text=True,
             check=True,

@@ -116,7 +116,7 @@ real = builtins.__import__
 
 def ctrl_c_at_records(name, *args, **kwargs):
     # What SIGINT raises, at the moment the command line's modules are being imported.
-    if name == "oomrec.records":
+    if name == "oomrec.core.records":
         raise KeyboardInterrupt
     return real(name, *args, **kwargs)
 

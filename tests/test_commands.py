@@ -17,9 +17,9 @@ from oomrec.commands.record_import import record_import_csv
 from oomrec.commands.record_list import record_list
 from oomrec.commands.record_prune import record_prune, record_restore
 from oomrec.commands.record_stale import record_stale
-from oomrec.errors import OomrecError
-from oomrec.hookfiles import HookAction, Legacy
-from oomrec.hooks import EVENTS
+from oomrec.core.errors import OomrecError
+from oomrec.hooks.check import EVENTS
+from oomrec.hooks.files import HookAction, Legacy
 from tests.gitrepo import History, Repo
 from tests.harness_rows import H15, csv_text, ok_row, row
 from tests.helpers import line, write

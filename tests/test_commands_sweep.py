@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from oomrec.commands.sweep import SweepOptions, SweepOutcome, dry_run, prepare, sweep
-from oomrec.errors import OomrecError
-from oomrec.sweep import Cell, CellResult
+from oomrec.core.errors import OomrecError
+from oomrec.sweep.grid import Cell, CellResult
 from tests.gitrepo import Repo
 
 # Exits 1 with an OOM message for one length, else writes nothing (FAIL:no_output is fine:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.schema import HEADER_15
+from oomrec.core.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.helpers import TODAY
 
@@ -22,7 +22,7 @@ ONLY_LINUX = pytest.mark.skipif(
 
 def demo_cell(tmp_path: Path, model: str, tokens: int) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "oomrec.demo", f"./models/{model}/", "--prompt-tokens",
+        [sys.executable, "-m", "oomrec.sweep.demo", f"./models/{model}/", "--prompt-tokens",
          str(tokens), "--output", str(tmp_path / "cell.csv"), "--hardware", "testhw"],
         capture_output=True,
         text=True,

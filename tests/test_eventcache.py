@@ -1,13 +1,13 @@
-"""The event cache (oomrec.eventcache) on real repositories: what it saves, and that no state of
-the file (stale, corrupted, naming commits gone) changes a verdict."""
+"""The event cache (oomrec.staleness.eventcache) on real repositories: what it saves, and that no
+state of the file (stale, corrupted, naming commits gone) changes a verdict."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from oomrec import gitutil
-from oomrec.records import OomRecord
-from oomrec.stale import History, Status
+from oomrec.core.records import OomRecord
+from oomrec.staleness.verdict import History, Status
+from oomrec.store import gitrepo as gitutil
 from tests.gitrepo import Repo, git
 
 MODEL = "gemma-4-31b"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.hardware import GIB
-from oomrec.records import (
+from oomrec.core.hardware import GIB
+from oomrec.core.records import (
     OomRecord,
     RecordFile,
     applies_on,

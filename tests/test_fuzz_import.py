@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from oomrec import rowparse
-from oomrec.backfill import ImportReport, import_csvs
-from oomrec.records import RecordFile, evidence_key
+from oomrec.core.records import RecordFile, evidence_key
+from oomrec.importer import rowparse
+from oomrec.importer.backfill import ImportReport, import_csvs
 from tests.harness_rows import GB10, H15, H17, PEAK_LAYOUT
 
 LAYOUTS = [

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec import hardware, sweep_config
-from oomrec.errors import OomrecError
-from oomrec.records import NotARecord, check_length, parse_line
+from oomrec.core import hardware
+from oomrec.core.errors import OomrecError
+from oomrec.core.records import NotARecord, check_length, parse_line
+from oomrec.sweep import options as sweep_config
 
 # Text that reaches the parsers' corners: digits, separators, huge numbers, odd characters.
 TEXT = st.one_of(

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec.guard import GuardLimits
-from oomrec.proctree import ProcessTree
-from oomrec.runner import _ExitWatcher, _GuardWatch, run_cell
-from oomrec.schema import HEADER_15
+from oomrec.core.schema import HEADER_15
+from oomrec.sweep.cell.guard import GuardLimits
+from oomrec.sweep.cell.proctree import ProcessTree
+from oomrec.sweep.cell.runner import _ExitWatcher, _GuardWatch, run_cell
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import gone

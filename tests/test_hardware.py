@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec.errors import OomrecError
-from oomrec.hardware import GIB, detect, detect_memory, memory_from_text, normalize
-from oomrec.records import parse_line
+from oomrec.core.errors import OomrecError
+from oomrec.core.hardware import GIB, detect, detect_memory, memory_from_text, normalize
+from oomrec.core.records import parse_line
 from tests.conftest import SHARED_CORPUS
 
 
@@ -95,7 +95,7 @@ def test_detect_without_a_gpu_never_fails(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("OOMREC_HARDWARE")
     # A real subprocess, so nothing of this test process's state is involved.
     done = subprocess.run(
-        [sys.executable, "-c", "from oomrec.hardware import detect; print(detect())"],
+        [sys.executable, "-c", "from oomrec.core.hardware import detect; print(detect())"],
         capture_output=True,
         text=True,
         check=True,
@@ -210,7 +210,11 @@ def test_detect_memory_without_override_is_a_positive_size(monkeypatch: pytest.M
     monkeypatch.delenv("OOMREC_HARDWARE")
     monkeypatch.delenv("OOMREC_MEM_BYTES")
     done = subprocess.run(
-        [sys.executable, "-c", "from oomrec.hardware import detect_memory; print(detect_memory())"],
+        [
+            sys.executable,
+            "-c",
+            "from oomrec.core.hardware import detect_memory; print(detect_memory())",
+        ],
         capture_output=True,
         text=True,
         check=True,

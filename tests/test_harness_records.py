@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec import records
-from oomrec.schema import HEADER_15
+from oomrec.core import records
+from oomrec.core.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.scripted_runner import Runner

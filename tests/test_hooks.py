@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.hookfiles import MARKER, shim, this_oomrec
-from oomrec.hooks import EVENTS
+from oomrec.hooks.check import EVENTS
+from oomrec.hooks.files import MARKER, shim, this_oomrec
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import line, write
@@ -222,7 +222,7 @@ def test_the_no_fix_path_loads_neither_gitpython_nor_typer(cli: Cli, repo: Repo)
     )
     assert done.returncode == 0 and done.stdout == ""
     imported = {row.split("|")[-1].strip() for row in done.stderr.splitlines() if "|" in row}
-    assert "oomrec.hooks" in imported
+    assert "oomrec.hooks.check" in imported
     assert not imported & {"git", "typer", "polars", "filelock", "rich", "oomrec.cli"}
 
 

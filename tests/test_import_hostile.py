@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec import csvscan, rowparse
-from oomrec.backfill import import_csvs
+from oomrec.importer import csvscan, rowparse
+from oomrec.importer.backfill import import_csvs
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 
@@ -258,7 +258,8 @@ def test_a_tree_deeper_than_the_recursion_limit_is_searched(tmp_path: Path) -> N
         deep.mkdir()
     (deep / "x.csv").write_bytes(csv_bytes(oom_row("deep")))
     walk = (
-        "import sys; from pathlib import Path; from oomrec.backfill import find_csv_files; "
+        "import sys; from pathlib import Path; "
+        "from oomrec.importer.backfill import find_csv_files; "
         "sys.setrecursionlimit(150); print(len(find_csv_files([Path(sys.argv[1])])[0]))"
     )
     done = subprocess.run(

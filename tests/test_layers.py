@@ -65,7 +65,7 @@ def test_a_command_loads_only_its_own_modules_and_help_loads_all() -> None:
         "import sys\n"
         "from oomrec import cli\n"
         "cli.load(sys.argv[1:])\n"
-        "print(' '.join(m for m in ('oomrec.cli.sweep', 'oomrec.sweep', 'psutil',"
+        "print(' '.join(m for m in ('oomrec.cli.sweep', 'oomrec.sweep.grid', 'psutil',"
         " 'oomrec.cli.record_list', 'oomrec.cli.report') if m in sys.modules))\n"
     )
 
@@ -78,7 +78,9 @@ def test_a_command_loads_only_its_own_modules_and_help_loads_all() -> None:
     assert loaded("record", "list") == "oomrec.cli.record_list"
     assert loaded("-q", "--color", "never", "record", "list") == "oomrec.cli.record_list"
     assert loaded("report", "--json") == "oomrec.cli.report"
-    everything = "oomrec.cli.sweep oomrec.sweep psutil oomrec.cli.record_list oomrec.cli.report"
+    everything = (
+        "oomrec.cli.sweep oomrec.sweep.grid psutil oomrec.cli.record_list oomrec.cli.report"
+    )
     assert loaded("--help") == everything
     assert loaded("--help", "record") == everything
     assert loaded("swep") == everything

@@ -216,7 +216,7 @@ def test_a_concurrent_appender_loses_nothing(history: History, record: Path) -> 
             "-c",
             "import sys\n"
             "from pathlib import Path\n"
-            "from oomrec.records import RecordFile, OomRecord\n"
+            "from oomrec.core.records import RecordFile, OomRecord\n"
             "f = RecordFile(Path(sys.argv[1]))\n"
             "for n in range(300):\n"
             "    f.append([OomRecord('llama-3', n, '2026-07-03', sys.argv[2])])\n",

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.errors import OomrecError
-from oomrec.records import OomRecord, RecordFile, parse_text
+from oomrec.core.errors import OomrecError
+from oomrec.core.records import OomRecord, RecordFile, parse_text
 from tests.conftest import CliResult
 from tests.helpers import gone
 
@@ -27,7 +27,7 @@ APPENDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from oomrec.records import OomRecord, RecordFile
+    from oomrec.core.records import OomRecord, RecordFile
 
     path, who, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     rf = RecordFile(path)
@@ -40,7 +40,7 @@ REWRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from oomrec.records import RecordFile
+    from oomrec.core.records import RecordFile
 
     path, stop = Path(sys.argv[1]), Path(sys.argv[2])
     rf = RecordFile(path)
@@ -90,7 +90,7 @@ BATCH = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from oomrec.records import OomRecord, RecordFile
+    from oomrec.core.records import OomRecord, RecordFile
 
     rf = RecordFile(Path(sys.argv[1]))
     batch = [
@@ -198,8 +198,8 @@ def test_a_failed_append_is_rolled_back_and_reported(tmp_path: Path) -> None:
         f"""
         import resource, signal, sys
         from pathlib import Path
-        from oomrec.errors import OomrecError
-        from oomrec.records import OomRecord, RecordFile
+        from oomrec.core.errors import OomrecError
+        from oomrec.core.records import OomRecord, RecordFile
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before) + 100}, {len(before) + 100}))
         try:

@@ -1,4 +1,4 @@
-"""The record rules that oomrec/records.py owns, each tested at its one home: how a commit is
+"""The record rules that oomrec/core/records.py owns, each tested at its one home: how a commit is
 shown, how a record names its CSV, which numbers and dates a record field holds, and whether a
 record applies on a host."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.hardware import GIB
-from oomrec.records import (
+from oomrec.core.hardware import GIB
+from oomrec.core.records import (
     MAX_INT,
     SHORT_SHA,
     UNKNOWN_COMMIT,
@@ -32,8 +32,8 @@ from oomrec.records import (
     source_field,
     source_path,
 )
-from oomrec.stale import APPLIES, Fix, Judgement, Status
-from oomrec.sweep import JudgedLine, Planner
+from oomrec.staleness.verdict import APPLIES, Fix, Judgement, Status
+from oomrec.sweep.grid import JudgedLine, Planner
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 

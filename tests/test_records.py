@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec import records
-from oomrec.errors import OomrecError
-from oomrec.hardware import normalize
-from oomrec.records import (
+from oomrec.core import records
+from oomrec.core.errors import OomrecError
+from oomrec.core.hardware import normalize
+from oomrec.core.records import (
     NotARecord,
     OomRecord,
     RecordFile,
@@ -251,7 +251,7 @@ _APPENDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from oomrec.records import OomRecord, RecordFile
+    from oomrec.core.records import OomRecord, RecordFile
 
     path, who, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     record_file = RecordFile(path)

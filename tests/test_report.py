@@ -19,8 +19,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from oomrec.records import OomRecord
-from oomrec.report import (
+from oomrec.core.records import OomRecord
+from oomrec.report.frontier import (
     CellRows,
     Machine,
     Outcome,

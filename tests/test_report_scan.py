@@ -22,12 +22,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from oomrec import report_bytes
-from oomrec.backfill import find_csv_files
-from oomrec.errors import OomrecError
-from oomrec.report import PARALLEL_MIN_FILES, Scan, _default_workers, build, csv_evidence
-from oomrec.report import scan_csvs as plain_scan_csvs
-from oomrec.schema import HEADER_14, HEADER_15
+from oomrec.core.errors import OomrecError
+from oomrec.core.schema import HEADER_14, HEADER_15
+from oomrec.importer.backfill import find_csv_files
+from oomrec.report import fastpath as report_bytes
+from oomrec.report.frontier import PARALLEL_MIN_FILES, Scan, _default_workers, build, csv_evidence
+from oomrec.report.frontier import scan_csvs as plain_scan_csvs
 from tests.conftest import SHARED_CORPUS
 
 HEADER_17 = HEADER_15.replace("mlx_version", "mlxcel_version") + ",mlxcel_commit,mlx_commit"
@@ -289,7 +289,7 @@ _CTRL_C_TO_THE_WORKERS = """
 import os, signal, sys
 import psutil
 from pathlib import Path
-from oomrec.report import scan_csvs
+from oomrec.report.frontier import scan_csvs
 
 def meanwhile():
     # Ctrl-C on a terminal signals the whole process group, the workers too, at whatever
@@ -326,7 +326,7 @@ _INTERRUPTED_RIGHT_AFTER_THE_FORK = """
 import os, sys
 import psutil
 from pathlib import Path
-from oomrec.report import scan_csvs
+from oomrec.report.frontier import scan_csvs
 
 def meanwhile():
     # Ctrl-C, the moment the workers are forked (what SIGINT raises in this process).
@@ -361,7 +361,7 @@ _KILL_SELF_MID_SCAN = """
 import os, signal, sys
 import psutil
 from pathlib import Path
-from oomrec.report import scan_csvs
+from oomrec.report.frontier import scan_csvs
 
 def meanwhile():
     # The workers are forked: name them, then die as kill -9 or the OOM killer would have it.

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.classify import verdict_from_exit
-from oomrec.errors import OomrecError
-from oomrec.oomkill import read_counters
-from oomrec.runner import OUTPUT_TAIL_BYTES, RunnerTemplate, run_cell
+from oomrec.core.errors import OomrecError
+from oomrec.sweep.cell.classify import verdict_from_exit
+from oomrec.sweep.cell.oomkill import read_counters
+from oomrec.sweep.cell.runner import OUTPUT_TAIL_BYTES, RunnerTemplate, run_cell
 from tests.cgroups import make_memory_cgroup
 from tests.helpers import gone
 
@@ -120,7 +120,7 @@ def test_peak_rss_is_measured() -> None:
 def test_peak_rss_is_not_the_parents() -> None:
     # A parent that touched 300 MiB launches a tiny child: its peak must not read as 300 MiB.
     code = (
-        "from oomrec.runner import run_cell\n"
+        "from oomrec.sweep.cell.runner import run_cell\n"
         "b = bytearray(300 << 20); b[::4096] = b'x' * (len(b) // 4096)\n"
         "print(run_cell(['true'], 30).peak_rss_bytes)\n"
         "print(run_cell(['sleep', '0.5'], 30).peak_rss_bytes)\n"

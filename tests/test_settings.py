@@ -1,4 +1,4 @@
-"""Settings declared once (oomrec/settings.py): unknown keys, booleans, and the README's tables."""
+"""Settings declared once (oomrec/core/settings.py): unknown keys, booleans, the README's tables."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec import backfill, fixes, rowparse, sweep_config
-from oomrec.errors import OomrecError
-from oomrec.settings import ENV_VARS, TOOL_KEYS, Setting, markdown_tables, parse_bool
+from oomrec.core.errors import OomrecError
+from oomrec.core.settings import ENV_VARS, TOOL_KEYS, Setting, markdown_tables, parse_bool
+from oomrec.importer import backfill, rowparse
+from oomrec.staleness import fixlog as fixes
+from oomrec.sweep import options as sweep_config
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 

@@ -258,7 +258,7 @@ def test_shards_partition_the_models_stably_and_say_which_they_took(
         assert f"shard {i}/3: " in result.stderr
         taken.append(mine)
     assert sorted(m for shard in taken for m in shard) == sorted(models)
-    from oomrec.sweep_config import shard_of
+    from oomrec.sweep.options import shard_of
 
     assert [shard_of(m, 3) for m in models] == [shard_of(m, 3) for m in models]
     bad = cli("sweep", "--models", "a", "--runner", "true", "--shard", "4/3", "--dry-run")

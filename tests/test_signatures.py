@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec.signatures import (
+from oomrec.sweep.cell.signatures import (
     ANCHORS,
     MAX_MATCH,
     SIGNATURES,

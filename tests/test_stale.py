@@ -1,5 +1,5 @@
-"""The staleness rule (oomrec.stale) on real repositories: which fixes are in effect at HEAD,
-their copies (picks, amends, rebases, fix ids), reverts, and every way git cannot say."""
+"""The staleness rule (oomrec.staleness.verdict) on real repositories: which fixes are in effect at
+HEAD, their copies (picks, amends, rebases, fix ids), reverts, and every way git cannot say."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from oomrec import gitutil
-from oomrec.errors import OomrecError
-from oomrec.records import OomRecord
-from oomrec.stale import History, Status
+from oomrec.core.errors import OomrecError
+from oomrec.core.records import OomRecord
+from oomrec.staleness.verdict import History, Status
+from oomrec.store import gitrepo as gitutil
 from tests.gitrepo import FIX_MESSAGE, Repo, git
 from tests.gitrepo import History as Hist
 

@@ -1,7 +1,7 @@
-"""Staleness judged by content (oomrec.content through oomrec.stale), on real repositories made
-by real git operations: a fix lifts a record only where its change is in HEAD's tree and not in
-the tree the record was measured on. Each case of the "graph says, tree says" table keeps its
-record; the plain cases keep lifting."""
+"""Staleness judged by content (oomrec.staleness.content through oomrec.staleness.verdict), on real
+repositories made by real git operations: a fix lifts a record only where its change is in
+HEAD's tree and not in the tree the record was measured on. Each case of the "graph says, tree
+says" table keeps its record; the plain cases keep lifting."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from oomrec import gitutil
-from oomrec.records import OomRecord
-from oomrec.stale import History, Judgement, Status
+from oomrec.core.records import OomRecord
+from oomrec.staleness.verdict import History, Judgement, Status
+from oomrec.store import gitrepo as gitutil
 from tests.conftest import CliResult
 from tests.gitrepo import IDENTITY, Repo, git
 

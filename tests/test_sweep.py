@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec import cellscope
-from oomrec.schema import HEADER_15
+from oomrec.core.schema import HEADER_15
+from oomrec.sweep.cell import cellscope
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import TODAY, gone

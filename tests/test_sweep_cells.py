@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.cellcsv import CELL_CSV_CAP
-from oomrec.oomkill import KernelLog, read_counters
-from oomrec.schema import HEADER_15
+from oomrec.core.schema import HEADER_15
+from oomrec.sweep.cell.cellcsv import CELL_CSV_CAP
+from oomrec.sweep.cell.oomkill import KernelLog, read_counters
 from tests.cgroups import make_memory_cgroup
 from tests.conftest import CliResult
 from tests.gitrepo import IDENTITY, Repo

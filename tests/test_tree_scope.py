@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from oomrec import proctree
-from oomrec.guard import GuardLimits
-from oomrec.runner import run_cell
+from oomrec.sweep.cell import proctree
+from oomrec.sweep.cell.guard import GuardLimits
+from oomrec.sweep.cell.runner import run_cell
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.test_cellscope import FORK

@@ -84,7 +84,7 @@ def main() -> int:
     parser.add_argument("--step-gib", type=float, default=4.0)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from oomrec import accel
+    from oomrec.sweep.cell import accel
 
     found = accel.nvml()
     if isinstance(found, str):

@@ -29,13 +29,13 @@ import textwrap
 import time
 from pathlib import Path
 
-from oomrec.records import OomRecord, RecordFile
+from oomrec.core.records import OomRecord, RecordFile
 
 APPENDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from oomrec.records import OomRecord, RecordFile
+    from oomrec.core.records import OomRecord, RecordFile
 
     path, who = Path(sys.argv[1]), sys.argv[2]
     rf = RecordFile(path)
@@ -53,8 +53,8 @@ ARCHIVER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from oomrec import archive
-    from oomrec.records import RecordFile
+    from oomrec.store import archive
+    from oomrec.core.records import RecordFile
 
     rf = RecordFile(Path(sys.argv[1]))
     fix = "f" * 40
@@ -70,7 +70,7 @@ REWRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from oomrec.records import RecordFile
+    from oomrec.core.records import RecordFile
 
     rf = RecordFile(Path(sys.argv[1]))
     while True:

@@ -47,9 +47,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from oomrec import cellscope
-from oomrec.guard import GuardLimits
-from oomrec.runner import run_cell
+from oomrec.sweep.cell import cellscope
+from oomrec.sweep.cell.guard import GuardLimits
+from oomrec.sweep.cell.runner import run_cell
 
 MIB = 1 << 20
 LIMIT = 300 * MIB

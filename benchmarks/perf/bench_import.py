@@ -265,8 +265,8 @@ def measure_corpus(repo: Path, label: str, runs: int) -> dict[str, float]:
 def compare_choices(repo: Path, runs: int) -> None:
     """The two implementation choices, timed in process on the same corpus."""
     sys.path.insert(0, str(REPO))
-    from oomrec import csvscan
-    from oomrec.backfill import find_csv_files
+    from oomrec.importer import csvscan
+    from oomrec.importer.backfill import find_csv_files
 
     files, _ = find_csv_files([repo / "benchmarks"])
     serial = median_time(lambda: csvscan.scan_files(files), runs)
@@ -329,13 +329,13 @@ def break_even(repo: Path, runs: int) -> None:
         p - b for p, b in zip(imports["polars"].wall, imports["bare"].wall, strict=True)
     )
     sys.path.insert(0, str(REPO))
-    from oomrec import csvscan, rowparse
-    from oomrec.backfill import (
+    from oomrec.core.gcpause import no_cycle_collection
+    from oomrec.importer import csvscan, rowparse
+    from oomrec.importer.backfill import (
         DEFAULT_COMMIT_COLUMNS,
         columns_read,
         find_csv_files,
     )
-    from oomrec.bulk import no_cycle_collection
 
     files, _ = find_csv_files([repo / "benchmarks"])
     scanned = csvscan.scan_files(files)

@@ -68,7 +68,7 @@ def main() -> None:
             ["git", "commit", "-q", "--allow-empty", "-m", "init"], check=True, env=env, cwd=repo
         )
         load = (
-            "from pathlib import Path; from oomrec.records import RecordFile; "
+            "from pathlib import Path; from oomrec.core.records import RecordFile; "
             "RecordFile(Path('oom-record')).load()"
         )
         cases = {

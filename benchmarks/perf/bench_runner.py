@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.perf.timing import median_time
-from oomrec.runner import run_cell
-from oomrec.signatures import SignatureScanner
+from oomrec.sweep.cell.runner import run_cell
+from oomrec.sweep.cell.signatures import SignatureScanner
 
 CHUNK = 65536
 

@@ -87,7 +87,8 @@ def cached(cache: Path, commits: int, hosts: int, records: int, per_commit: int)
 
 
 def read(path: Path) -> int:
-    from oomrec import gitutil, notes
+    from oomrec.store import gitrepo as gitutil
+    from oomrec.store import notes
 
     repo = gitutil.open_repo(path)
     assert repo is not None
@@ -95,8 +96,8 @@ def read(path: Path) -> int:
 
 
 def plan(path: Path, record: Path) -> int:
-    from oomrec.records import RecordFile
-    from oomrec.sweep import Planner, gather_evidence
+    from oomrec.core.records import RecordFile
+    from oomrec.sweep.grid import Planner, gather_evidence
 
     os.chdir(path)
     record_file = RecordFile(record)

@@ -168,9 +168,9 @@ def write_records(repo: Path, record: Path, lines: int, distinct: int) -> None:
 def plan(record: Path, content: bool = True) -> int:
     """What the sweep does before its first cell; `content=False`: the graph-only staleness
     rule (before the content check), as the baseline the content check is measured against."""
-    from oomrec import stale
-    from oomrec.records import RecordFile
-    from oomrec.sweep import Planner, gather_evidence
+    from oomrec.core.records import RecordFile
+    from oomrec.staleness import verdict as stale
+    from oomrec.sweep.grid import Planner, gather_evidence
 
     record_file = RecordFile(record)
     loaded = record_file.load()
@@ -221,7 +221,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "oomrec-bench")
     args = parser.parse_args()
 
-    from oomrec.records import RecordFile
+    from oomrec.core.records import RecordFile
 
     repo = cached_repo(args.cache, args.commits)
     os.chdir(repo)

@@ -18,7 +18,7 @@ from typer.core import TyperArgument, TyperGroup
 
 from oomrec import __version__
 from oomrec.cli import ending, output
-from oomrec.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, OomrecError
+from oomrec.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, OomrecError
 
 # What a write to a full or failing device raises.
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}

@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from oomrec import config
 from oomrec.cli.output import info
 from oomrec.commands.common import record_warnings
-from oomrec.config import Settings
-from oomrec.records import Loaded, RecordFile
+from oomrec.core.records import Loaded, RecordFile
+from oomrec.store import locations as config
+from oomrec.store.locations import Settings
 
 if TYPE_CHECKING:
-    from oomrec.archive import ArchivedLine
     from oomrec.commands import Result
+    from oomrec.store.archive import ArchivedLine
 
 
 def open_record(cli_value: Path | None, writing: bool = False) -> tuple[RecordFile, Settings]:

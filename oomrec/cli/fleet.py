@@ -9,8 +9,8 @@ import typer
 
 from oomrec.cli.apps import fleet_app
 from oomrec.cli.render import print_json
-from oomrec.config import display_path, find_repo_root
-from oomrec.errors import OomrecError
+from oomrec.core.errors import OomrecError
+from oomrec.store.locations import display_path, find_repo_root
 
 
 @fleet_app.command("submit")
@@ -67,7 +67,7 @@ def fleet_submit(
 
     Example: oomrec fleet submit --shards 4 --wait -- --models "A B C D" --lengths "512 8192"
     """
-    from oomrec import fleet
+    from oomrec.sweep import fleet
 
     root = find_repo_root()
     if root is None:

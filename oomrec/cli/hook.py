@@ -11,13 +11,13 @@ from typing import Annotated
 
 import typer
 
-from oomrec import hooks
 from oomrec.cli.apps import hook_app
 from oomrec.cli.output import info
 from oomrec.cli.render import print_json
 from oomrec.commands.hook import HookResult, hook_install, hook_uninstall
-from oomrec.errors import OomrecError
-from oomrec.hookfiles import HookAction, HookChange, Legacy
+from oomrec.core.errors import OomrecError
+from oomrec.hooks import check as hooks
+from oomrec.hooks.files import HookAction, HookChange, Legacy
 
 
 @hook_app.command("install")

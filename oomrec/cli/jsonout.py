@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from oomrec.cli.ending import cannot_write
-from oomrec.errors import OomrecError
+from oomrec.core.errors import OomrecError
 
 
 def write_json(data: dict[str, Any]) -> None:

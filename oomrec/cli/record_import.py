@@ -6,13 +6,13 @@ from typing import Annotated
 
 import typer
 
-from oomrec.backfill import ImportReport
-from oomrec.bulk import no_cycle_collection
 from oomrec.cli.apps import CsvPathsArgument, RecordOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, print_json, print_records
 from oomrec.commands.record_import import record_import_csv
+from oomrec.core.gcpause import no_cycle_collection
+from oomrec.importer.backfill import ImportReport
 
 
 @record_app.command("import-csv")

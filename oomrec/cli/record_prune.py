@@ -12,7 +12,7 @@ from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb
 from oomrec.commands.record_prune import PruneResult, record_prune, record_restore
-from oomrec.errors import OomrecError
+from oomrec.core.errors import OomrecError
 
 
 @record_app.command("prune")

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from oomrec import archive
 from oomrec.cli.apps import RecordOption, VerboseOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb
 from oomrec.commands.record_stale import StaleResult, record_stale
-from oomrec.errors import EXIT_FOUND
+from oomrec.core.errors import EXIT_FOUND
+from oomrec.store import archive
 
 
 @record_app.command("stale")
@@ -58,7 +58,7 @@ def stale_command(
 
 
 def _print_report(result: StaleResult, *, verbose: bool) -> None:
-    from oomrec.report_text import contradiction_lines
+    from oomrec.report.text import contradiction_lines
 
     gone, back, unknown = result.no_longer_apply, result.apply_again, result.unknown
     for title, rows in (

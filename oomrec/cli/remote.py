@@ -8,7 +8,7 @@ import typer
 
 from oomrec.cli.apps import RecordOption, record_app, remote_app
 from oomrec.cli.common import open_record
-from oomrec.errors import OomrecError
+from oomrec.core.errors import OomrecError
 
 if TYPE_CHECKING:
     import git
@@ -19,7 +19,7 @@ RemoteArg = Annotated[
 
 
 def _repo() -> git.Repo:
-    from oomrec import gitutil
+    from oomrec.store import gitrepo as gitutil
 
     repo = gitutil.open_repo()
     if repo is None:
@@ -35,7 +35,7 @@ def remote_setup(remote: RemoteArg = "origin") -> None:
 
     Example: oomrec remote setup origin
     """
-    from oomrec import notes
+    from oomrec.store import notes
 
     added = notes.setup(_repo(), remote)
     spec = notes.refspec(remote)
@@ -57,8 +57,8 @@ def record_push(
 
     Example: oomrec record push origin
     """
-    from oomrec import notes
-    from oomrec.hardware import detect
+    from oomrec.core.hardware import detect
+    from oomrec.store import notes
 
     repo = _repo()
     record_file, _ = open_record(record)
@@ -89,7 +89,7 @@ def record_pull(remote: RemoteArg = "origin") -> None:
 
     Example: oomrec record pull origin
     """
-    from oomrec import notes
+    from oomrec.store import notes
 
     repo = _repo()
     refs = notes.pull(repo, remote)

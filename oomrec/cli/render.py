@@ -20,7 +20,7 @@ from rich.table import Table
 from oomrec.cli.jsonout import write_json
 from oomrec.cli.output import console, info, is_tty
 from oomrec.commands import SCHEMA_VERSION
-from oomrec.records import OomRecord, short_commit
+from oomrec.core.records import OomRecord, short_commit
 
 GIB = 1024**3
 # Long listings (import, stale, prune, restore) show a screenful; -v or --json shows all.

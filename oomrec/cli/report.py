@@ -13,10 +13,10 @@ from oomrec.cli.apps import CsvPathsArgument, RecordOption, app
 from oomrec.cli.common import open_record, print_warnings
 from oomrec.cli.output import console as output_console
 from oomrec.cli.output import info
-from oomrec.errors import OomrecError
+from oomrec.core.errors import OomrecError
 
 if TYPE_CHECKING:
-    from oomrec.report import Report
+    from oomrec.report.frontier import Report
 
 
 @app.command("report")
@@ -51,17 +51,17 @@ def report_command(
 
     Example: oomrec report --machine gb10 --html frontier.html
     """
-    from oomrec.backfill import default_paths
-    from oomrec.bulk import no_cycle_collection
-    from oomrec.config import display_path
-    from oomrec.report import gather
+    from oomrec.core.gcpause import no_cycle_collection
+    from oomrec.importer.backfill import default_paths
+    from oomrec.report.frontier import gather
+    from oomrec.store.locations import display_path
 
     record_file, settings = open_record(record)
     loaded = record_file.load()
     parked = print_warnings(loaded, record_file)
     searched = paths or default_paths(settings)
     if html is not None:
-        from oomrec.report_html import target_problem
+        from oomrec.report.html import target_problem
 
         problem = target_problem(html, searched, record_file)
         if problem:
@@ -93,7 +93,7 @@ def _show(result: Report, machine: str | None, html: Path | None, as_json: bool)
                 f"give one of: {known}"
             )
     if html is not None:
-        from oomrec.report_html import write_html
+        from oomrec.report.html import write_html
 
         write_html(result, html)
         info(f"wrote {html}", err=True)
@@ -102,7 +102,7 @@ def _show(result: Report, machine: str | None, html: Path | None, as_json: bool)
 
         write_json(result.to_json())
         return
-    from oomrec import report_text
+    from oomrec.report import text as report_text
 
     if not sys.stdout.isatty():
         lines = (

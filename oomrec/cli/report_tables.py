@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from oomrec.report import CONTRADICTED_GLYPH, GLYPHS, Machine, Outcome, Report
-from oomrec.report_text import frontier_text, grid_cells, short_length
+from oomrec.report.frontier import CONTRADICTED_GLYPH, GLYPHS, Machine, Outcome, Report
+from oomrec.report.text import frontier_text, grid_cells, short_length
 
 # Readable on dark and light backgrounds alike: no white, black or dim.
 STYLES: dict[Outcome, str] = {

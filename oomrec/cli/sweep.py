@@ -22,25 +22,25 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from oomrec.accel import describe_gpus
-from oomrec.cellscope import describe_mode
 from oomrec.cli import output as output_state
 from oomrec.cli.apps import RecordOption, app
 from oomrec.cli.output import info
 from oomrec.cli.render import plural, print_json, verb
 from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
-from oomrec.config import display_path
-from oomrec.errors import EXIT_INTERRUPTED
-from oomrec.memscope import cgroup_binds, describe_binding, host_ram
-from oomrec.records import Applicability, RecordLine, applicability, not_applying_because
-from oomrec.schema import Token
-from oomrec.sweep import (
+from oomrec.core.errors import EXIT_INTERRUPTED
+from oomrec.core.records import Applicability, RecordLine, applicability, not_applying_because
+from oomrec.core.schema import Token
+from oomrec.store.locations import display_path
+from oomrec.sweep.cell.accel import describe_gpus
+from oomrec.sweep.cell.cellscope import describe_mode
+from oomrec.sweep.cell.memscope import cgroup_binds, describe_binding, host_ram
+from oomrec.sweep.grid import (
     Action,
     Cell,
     CellResult,
     Decision,
 )
-from oomrec.sweep_config import (
+from oomrec.sweep.options import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_WARMUP_TOKENS,
     SweepConfig,

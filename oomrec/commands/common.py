@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oomrec.records import Loaded, OomRecord, RecordFile
+from oomrec.core.records import Loaded, OomRecord, RecordFile
 
 if TYPE_CHECKING:
-    from oomrec.archive import ArchivedLine
-    from oomrec.stale import Fix, Judgement
+    from oomrec.staleness.verdict import Fix, Judgement
+    from oomrec.store.archive import ArchivedLine
 
 
 def record_warnings(
@@ -19,7 +19,7 @@ def record_warnings(
     warnings = [str(warning) for warning in loaded.warnings]
     if record_file is None:
         return [], warnings
-    from oomrec import archive
+    from oomrec.store import archive
 
     parked, archive_warnings = archive.read(record_file, loaded)
     return parked, warnings + archive_warnings

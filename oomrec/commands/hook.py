@@ -1,5 +1,5 @@
 """`hook install` and `hook uninstall`: oomrec's git hooks beside the ones a repository has
-(the files and the shim are oomrec.hookfiles')."""
+(the files and the shim are oomrec.hooks.files')."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oomrec import hookfiles
 from oomrec.commands import Result
-from oomrec.config import display_path
-from oomrec.hookfiles import HookChange
+from oomrec.hooks import files as hookfiles
+from oomrec.hooks.files import HookChange
+from oomrec.store.locations import display_path
 
 
 @dataclass(kw_only=True)

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from oomrec.commands import Result
-from oomrec.config import open_record
-from oomrec.errors import OomrecError
-from oomrec.hardware import detect, detect_memory, option_tag, parse_size
-from oomrec.records import (
+from oomrec.core.errors import OomrecError
+from oomrec.core.hardware import detect, detect_memory, option_tag, parse_size
+from oomrec.core.records import (
     UNKNOWN_COMMIT,
     OomRecord,
     check_length,
@@ -19,6 +18,7 @@ from oomrec.records import (
     evidence_key,
     format_line,
 )
+from oomrec.store.locations import open_record
 
 
 @dataclass(kw_only=True)
@@ -99,7 +99,7 @@ def _mem_bytes(given: str | None, this_host: bool) -> int | None:
 
 
 def _commit_sha(rev: str | None) -> str:
-    from oomrec import gitutil
+    from oomrec.store import gitrepo as gitutil
 
     if rev is not None and rev.strip().lower() == UNKNOWN_COMMIT:
         # The record format's own word for "not known" (an OOM seen outside git, or long ago):

@@ -1,5 +1,5 @@
 """`record import-csv`: backfill the record from a repository's benchmark CSVs (the reading is
-oomrec.backfill's); safe to rerun."""
+oomrec.importer.backfill's); safe to rerun."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oomrec.backfill import ImportReport, commit_columns, default_paths, import_csvs
-from oomrec.bulk import no_cycle_collection
 from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
-from oomrec.config import open_record
-from oomrec.errors import OomrecError
-from oomrec.hardware import detect, option_tag
-from oomrec.records import evidence_key
+from oomrec.core.errors import OomrecError
+from oomrec.core.gcpause import no_cycle_collection
+from oomrec.core.hardware import detect, option_tag
+from oomrec.core.records import evidence_key
+from oomrec.importer.backfill import ImportReport, commit_columns, default_paths, import_csvs
+from oomrec.store.locations import open_record
 
 # Warnings of one kind listed before the rest are only counted: a corpus of a million broken
 # rows must not make a million lines (the JSON lists them all).

@@ -10,12 +10,12 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from oomrec import archive
 from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
-from oomrec.config import Settings, open_record
-from oomrec.hardware import option_tag
-from oomrec.records import OomRecord
+from oomrec.core.hardware import option_tag
+from oomrec.core.records import OomRecord
+from oomrec.store import archive
+from oomrec.store.locations import Settings, open_record
 
 LOCAL = "local"
 ARCHIVE = "archive"
@@ -77,8 +77,8 @@ def record_list(
     else:
         pool = loaded.records
     if not archived and git and settings.repo_root is not None:
-        from oomrec import notes
-        from oomrec.hardware import detect
+        from oomrec.core.hardware import detect
+        from oomrec.store import notes
 
         for note in notes.shared((x.text for x in loaded.lines), detect()):
             if note.record is not None:
@@ -120,8 +120,8 @@ def _statuses(records: list[OomRecord], settings: Settings) -> list[str] | None:
     if settings.repo_root is None:
         # Outside a repository: no status, and no GitPython import either.
         return None
-    from oomrec.fixes import trailer_key
-    from oomrec.stale import judge_all, open_history
+    from oomrec.staleness.fixlog import trailer_key
+    from oomrec.staleness.verdict import judge_all, open_history
 
     history = open_history(trailer_key(settings), [r.commit for r in records])
     if history is None:

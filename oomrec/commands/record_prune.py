@@ -1,5 +1,5 @@
 """`record prune` and `record restore`: move records that no longer apply at HEAD into the
-archive, and back (the plan and the move are oomrec.prune's)."""
+archive, and back (the plan and the move are oomrec.staleness.prune's)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from oomrec.commands import Result
 from oomrec.commands.common import judged_entry, record_warnings
-from oomrec.config import open_record
-from oomrec.fixes import trailer_key
-from oomrec.hardware import option_tag
-from oomrec.stale import Status
+from oomrec.core.hardware import option_tag
+from oomrec.staleness.fixlog import trailer_key
+from oomrec.staleness.verdict import Status
+from oomrec.store.locations import open_record
 
 if TYPE_CHECKING:
     # prune imports GitPython: loaded by the verbs only, so `--help` stays fast.
-    from oomrec import prune
-    from oomrec.stale import Fix
+    from oomrec.staleness import prune
+    from oomrec.staleness.verdict import Fix
 
 
 @dataclass(kw_only=True)
@@ -76,7 +76,7 @@ def record_prune(
     """Archive the records that no longer apply at HEAD: with `since` (a fix commit), only
     those it and its copies take out of play; `models` (globs) and `hardware` narrow the
     records looked at (and name the models `since` fixed when it carries no trailer)."""
-    from oomrec import prune
+    from oomrec.staleness import prune
 
     tag = option_tag(hardware)
     record_file, settings = open_record(record)
@@ -136,7 +136,7 @@ def record_restore(
 ) -> RestoreResult:
     """Move archived records back into the record: by default those that apply again at HEAD;
     with `fix`, those archived for that fix or a copy of it; with `everything`, all."""
-    from oomrec import prune
+    from oomrec.staleness import prune
 
     record_file, settings = open_record(record)
     back, stay = prune.restore_plan(record_file, trailer_key(settings), fix, everything)

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from oomrec.commands import Result
 from oomrec.commands.common import judged_entry, record_warnings
-from oomrec.config import open_record
-from oomrec.errors import OomrecError
-from oomrec.fixes import trailer_key
-from oomrec.records import OomRecord
-from oomrec.stale import Judgement, Status
+from oomrec.core.errors import OomrecError
+from oomrec.core.records import OomRecord
+from oomrec.staleness.fixlog import trailer_key
+from oomrec.staleness.verdict import Judgement, Status
+from oomrec.store.locations import open_record
 
 if TYPE_CHECKING:
-    from oomrec.report import Contradiction
+    from oomrec.report.frontier import Contradiction
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,11 @@ def record_stale(*, record: Path | None = None, range_: str | None = None) -> St
     """Judge every record line, archived line and other host's shared record at HEAD: those a
     fix lifts (with `range_`, `A..B`, only fixes with a copy or revert in it), the archived
     ones that apply again, and those that apply only because git cannot say."""
-    from oomrec import gitutil, notes
-    from oomrec.hardware import detect
-    from oomrec.report import record_contradictions
-    from oomrec.stale import hygiene, open_history
+    from oomrec.core.hardware import detect
+    from oomrec.report.frontier import record_contradictions
+    from oomrec.staleness.verdict import hygiene, open_history
+    from oomrec.store import gitrepo as gitutil
+    from oomrec.store import notes
 
     record_file, settings = open_record(record)
     key = trailer_key(settings)
@@ -133,7 +134,7 @@ def _range_fixes(range_: str | None, key: str) -> set[str] | None:
     """The commits with a fix trailer (or a copy or revert of one) in `range_`; None: all."""
     if range_ is None:
         return None
-    from oomrec import gitutil
+    from oomrec.store import gitrepo as gitutil
 
     repo = gitutil.open_repo()
     assert repo is not None

@@ -18,18 +18,18 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
-from oomrec import config as config_mod
-from oomrec import demo as demo_mod
 from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
-from oomrec.config import display_path, load_settings
-from oomrec.errors import OomrecError
-from oomrec.fixes import trailer_key
-from oomrec.guard import AvailableMemory, GpuLimit
-from oomrec.hardware import detect, detect_memory
-from oomrec.records import Loaded, RecordFile
-from oomrec.schema import Token
-from oomrec.sweep import (
+from oomrec.core.errors import OomrecError
+from oomrec.core.hardware import detect, detect_memory
+from oomrec.core.records import Loaded, RecordFile
+from oomrec.core.schema import Token
+from oomrec.staleness.fixlog import trailer_key
+from oomrec.store import locations as config_mod
+from oomrec.store.locations import display_path, load_settings
+from oomrec.sweep import demo as demo_mod
+from oomrec.sweep.cell.guard import AvailableMemory, GpuLimit
+from oomrec.sweep.grid import (
     Cell,
     CellResult,
     Decision,
@@ -43,7 +43,7 @@ from oomrec.sweep import (
     preview,
     write_header_only,
 )
-from oomrec.sweep_config import SweepConfig, SweepOptions, configure, output_problem
+from oomrec.sweep.options import SweepConfig, SweepOptions, configure, output_problem
 
 
 @dataclass(kw_only=True)

@@ -1,0 +1,3 @@
+"""The facts every view reads: the record and its line format, the harness's CSV schema, hardware
+tags, settings, errors.
+"""

@@ -1,0 +1,193 @@
+"""Every setting oomrec reads, declared once: the `[tool.oomrec]` keys of pyproject.toml and the
+environment variables, each with its type, default and help.
+
+The modules that use a setting still parse its value where it is used (they know what a bad one
+means); this table is what an unknown key is checked against, what the README's tables are
+generated from, and how a boolean environment variable is read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from oomrec.core.errors import OomrecError
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    type: str
+    default: str
+    help: str
+
+
+TOOL_KEYS: tuple[Setting, ...] = (
+    Setting(
+        "runner",
+        "string",
+        "scripts/bench_decode.sh with the harness's arguments, when it exists",
+        "The sweep's command for one cell, as --runner.",
+    ),
+    Setting(
+        "models",
+        "string or list of strings",
+        "none (a sweep needs models)",
+        'The models to sweep: "a b" or ["a", "b"], as --models.',
+    ),
+    Setting(
+        "lengths",
+        "string or list of integers",
+        "[512, 2048, 8192, 32768]",
+        "The prompt lengths to sweep, as --lengths.",
+    ),
+    Setting("models_dir", "path", "models", "Where model directories are, as --models-dir."),
+    Setting(
+        "output",
+        "path",
+        "benchmarks/{backend}_{hw}_longprompt_{date}.csv",
+        "The sweep's aggregate CSV, as --output.",
+    ),
+    Setting("record", "path", "benchmarks/.oom-record", "The OOM record file, as --record."),
+    Setting(
+        "timeout",
+        "number (seconds)",
+        "1800",
+        "Seconds before a cell's process group is killed, as --timeout.",
+    ),
+    Setting(
+        "fix_trailer",
+        "string",
+        "OOM-Fix",
+        "The trailer key that marks a memory fix commit (its id trailer adds -Id).",
+    ),
+    Setting(
+        "commit_columns",
+        "list of strings",
+        '["mlxcel_commit", "commit"]',
+        "The CSV columns import-csv reads a row's commit from, first match wins.",
+    ),
+    Setting(
+        "max_cell_memory",
+        "size, N% or off",
+        "off",
+        "Memory guard: stop a cell whose process tree's RSS passes it, as --max-cell-memory.",
+    ),
+    Setting(
+        "min_available",
+        "size, N% or off",
+        "off",
+        "Memory guard: stop a cell when the available memory that binds (the host's, or an "
+        "enclosing cgroup's) falls under it, as --min-available.",
+    ),
+    Setting(
+        "max_cell_gpu_memory",
+        "size, N% or off",
+        "off",
+        "Memory guard on each NVIDIA GPU (NVML): as --max-cell-gpu-memory.",
+    ),
+    Setting(
+        "min_gpu_available",
+        "size, N% or off",
+        "off",
+        "Memory guard on each NVIDIA GPU (NVML): as --min-gpu-available.",
+    ),
+)
+
+ENV_VARS: tuple[Setting, ...] = (
+    Setting(
+        "OOMREC_RECORD",
+        "path",
+        "unset",
+        "The record file (after --record, before [tool.oomrec] record).",
+    ),
+    Setting("OOMREC_HARDWARE", "tag", "detected", "This host's hardware tag (gb10, m1ultra, ...)."),
+    Setting(
+        "OOMREC_MEM_BYTES",
+        "size or unknown",
+        "detected",
+        "The memory this host's accelerator can address: bytes or e.g. 96GiB; unknown for none.",
+    ),
+    Setting(
+        "OOMREC_HOST", "string", "TAG-hostname", "This host's id in shared records (git notes)."
+    ),
+    Setting(
+        "OOMREC_IGNORE_RECORD",
+        "boolean",
+        "false",
+        "As sweep --ignore-record: launch the cells the record would pre-skip.",
+    ),
+    Setting(
+        "MLXCEL_BENCH_IGNORE_OOM_RECORD",
+        "boolean",
+        "false",
+        "The harness's name for OOMREC_IGNORE_RECORD.",
+    ),
+    Setting(
+        "MLXCEL_BENCH_FAKE_OOM",
+        "model:len[,...]",
+        "unset",
+        "As sweep --fake-oom (the flag wins); the harness's name.",
+    ),
+    Setting(
+        "OOMREC_CELL_SCOPE",
+        "cgroup or tree",
+        "cgroup",
+        "tree: judge each cell by its process tree and the kernel log even where a memory "
+        "cgroup per cell can be made.",
+    ),
+    Setting(
+        "OOMREC_POLARS_MIN_ROWS",
+        "integer",
+        "170000",
+        "From how many candidate rows import-csv parses with polars (0: always).",
+    ),
+    Setting("NO_COLOR", "any non-empty value", "unset", "No colour, unless --color always."),
+)
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
+def check_tool_keys(tool: Mapping[str, Any], where: str) -> None:
+    """OomrecError naming the first key of `[tool.oomrec]` oomrec does not know, with the
+    nearest known one: a misspelt key (`lenghts`) must not be silently ignored."""
+    known = [s.name for s in TOOL_KEYS]
+    for key in tool:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+        raise OomrecError(f"{where}: unknown key {str(key)[:60]!r} in [tool.oomrec]; {hint}")
+
+
+def parse_bool(text: str, where: str) -> bool:
+    """1/0, true/false, yes/no, on/off, in any case; empty is false; else one-line OomrecError."""
+    folded = text.strip().lower()
+    if folded in _TRUE:
+        return True
+    if folded in _FALSE:
+        return False
+    raise OomrecError(
+        f"{where}={text[:40]!r} is not a boolean; use 1/0, true/false, yes/no or on/off"
+    )
+
+
+def env_flag(names: Iterable[str]) -> str | None:
+    """The first of the environment variables `names` set to a true value, or None."""
+    for name in names:
+        if parse_bool(os.environ.get(name, ""), name):
+            return name
+    return None
+
+
+def markdown_tables() -> str:
+    """The README's tables of settings, generated from the declarations above."""
+    lines = ["| `[tool.oomrec]` key | type | default | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{s.name}` | {s.type} | {s.default} | {s.help} |" for s in TOOL_KEYS]
+    lines += ["", "| environment variable | type | default | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{s.name}` | {s.type} | {s.default} | {s.help} |" for s in ENV_VARS]
+    return "\n".join(lines) + "\n"

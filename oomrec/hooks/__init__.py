@@ -1,0 +1,1 @@
+"""The git hooks: the check they run and the hook files."""

@@ -1,0 +1,1 @@
+"""The OOM frontier: the scan of CSVs and records, and its text and HTML views."""

@@ -1,0 +1,440 @@
+"""Is a fix's change in a tree: the proof that lifts a record (the graph only guesses).
+
+A fix commit F's **change** is its patch: the diff from its first parent (none for a root
+commit) to F, file by file, as `git diff-tree` shows it (whole-file blob ids, and hunks with git's
+three lines of context). Judged in the tree of a commit T, each file of the change is:
+
+- **post** when T's blob at that path is F's new blob (or both are absent: F deleted it), or the
+  file is text and every hunk's new side (context and added lines) is found in T's file, in
+  order, at any offset, while the old sides are not all found: `git apply -R --check` would
+  apply and `git apply --check` would not;
+- **pre** the same with F's old blob and the hunks' old sides (F added the file: T lacks it);
+- **rewritten** otherwise: both sides or neither are found (later commits rewrote those lines,
+  or the file is binary, a submodule, or gone), so the tree does not say.
+
+The change is **present** in T when every file is post, **absent** when every file is pre, and
+**undecided** otherwise (some files post and others pre, a partial revert, is undecided too).
+A fix with copies (picks, amends, a fix id) is present where some copy's change is present and
+none is absent, absent where some is absent and none present. Undecided is a way of applying:
+the record stays in play, with the reason shown.
+
+Why strict: a later commit that rewrites the fixed lines makes the change undecided, and the
+records the fix lifted apply again. Whether the rewrite kept the fix is exactly what the tree
+cannot tell; a rewrite that keeps it says so with the fix's `OOM-Fix-Id` trailer, which makes it
+a copy whose change is present.
+
+A fix that changes no file (an empty commit: a driver or a dependency outside the tree) has no
+change to look for; it is **declared**, and its place in history alone decides.
+
+Cost: two `git diff-tree --stdin` for all the fixes' patches, then per depth of the deepest
+path one `cat-file --batch` for the trees of all the commits asked about (trees are shared
+between commits and read once), and one more for the contents of files whose blob is neither
+F's old nor its new one. None of it grows with the number of records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from oomrec.core.errors import OomrecError
+
+if TYPE_CHECKING:
+    import git
+
+# The diff options that make the patch independent of user config (on top of fixes.GIT_CONFIG).
+_DIFF = (
+    "--stdin",
+    "-r",
+    "--root",
+    "--no-renames",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--diff-merges=first-parent",
+    "--ignore-submodules=none",
+)
+_NULL = frozenset({"0" * 40, "0" * 64})
+# Regular files (and none, for an added or deleted one): the others have no hunks to match.
+_TEXT_MODES = frozenset({"100644", "100755", "000000"})
+
+
+class State(StrEnum):
+    PRESENT = "present"
+    ABSENT = "absent"
+    UNDECIDED = "undecided"
+    # The fix changes no file: nothing in a tree can say.
+    DECLARED = "declared"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    state: State
+    # Why UNDECIDED (or how a PRESENT/ABSENT was found), for the judgement's reason.
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    old: tuple[bytes, ...]
+    new: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    path: bytes
+    # Blob ids; None where the file does not exist on that side.
+    old: str | None
+    new: str | None
+    hunks: tuple[Hunk, ...]
+    # No hunks to match: binary, a submodule, or a symlink; only the exact blobs say.
+    opaque: bool
+
+    @property
+    def shown(self) -> str:
+        return self.path.decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    sha: str
+    files: tuple[FileChange, ...]
+
+
+def read_changes(repo: git.Repo, shas: Collection[str]) -> dict[str, Change]:
+    """Each commit's change (first-parent diff; the whole tree for a root commit), from one
+    `diff-tree --raw -z` (exact paths, blob ids, modes) and one `diff-tree -p` (the hunks)."""
+    from oomrec.store.gitrepo import with_stdin_bytes
+
+    if not shas:
+        return {}
+    ordered = sorted(shas)
+    raw = with_stdin_bytes(repo.git.diff_tree, [*_DIFF, "--raw", "-z", "--no-abbrev"], ordered)
+    patch = with_stdin_bytes(
+        repo.git.diff_tree,
+        [*_DIFF, "-p", "--full-index", "--src-prefix=a/", "--dst-prefix=b/", "-U3"],
+        ordered,
+    )
+    entries = _parse_raw(raw, set(ordered))
+    hunks = _parse_patch(patch, set(ordered))
+    out: dict[str, Change] = {}
+    for sha in ordered:
+        files = []
+        blocks = hunks.get(sha, [])
+        for i, (mode_old, mode_new, old, new, path) in enumerate(entries.get(sha, [])):
+            block = blocks[i] if i < len(blocks) else None
+            opaque = block is None or block[1] or not {mode_old, mode_new} <= _TEXT_MODES
+            files.append(
+                FileChange(
+                    path,
+                    None if old in _NULL else old,
+                    None if new in _NULL else new,
+                    () if opaque or block is None else tuple(block[0]),
+                    opaque,
+                )
+            )
+        out[sha] = Change(sha, tuple(f for f in files if f.old != f.new))
+    return out
+
+
+def _parse_raw(out: bytes, shas: set[str]) -> dict[str, list[tuple[str, str, str, str, bytes]]]:
+    found: dict[str, list[tuple[str, str, str, str, bytes]]] = {}
+    items = out.split(b"\0")
+    current: list[tuple[str, str, str, str, bytes]] | None = None
+    i = 0
+    while i < len(items):
+        item = items[i].lstrip(b"\n")
+        text = item.decode("ascii", "replace")
+        if text in shas:
+            current = found.setdefault(text, [])
+            i += 1
+        elif item.startswith(b":") and current is not None and i + 1 < len(items):
+            fields = text[1:].split()
+            current.append((fields[0], fields[1], fields[2], fields[3], items[i + 1]))
+            i += 2
+        else:
+            i += 1
+    return found
+
+
+def _parse_patch(out: bytes, shas: set[str]) -> dict[str, list[tuple[list[Hunk], bool]]]:
+    """Per commit, per file block in order: its hunks and whether git showed it as binary."""
+    found: dict[str, list[tuple[list[Hunk], bool]]] = {}
+    blocks: list[tuple[list[Hunk], bool]] | None = None
+    hunks: list[Hunk] = []
+    old: list[bytes] = []
+    new: list[bytes] = []
+    in_hunk = False
+
+    def close_hunk() -> None:
+        nonlocal old, new, in_hunk
+        if in_hunk:
+            hunks.append(Hunk(tuple(old), tuple(new)))
+        old, new, in_hunk = [], [], False
+
+    for line in out.split(b"\n"):
+        if in_hunk and line[:1] in (b" ", b"-", b"+", b"\\"):
+            tag, body = line[:1], line[1:]
+            if tag == b" ":
+                old.append(body)
+                new.append(body)
+            elif tag == b"-":
+                old.append(body)
+            elif tag == b"+":
+                new.append(body)
+            continue
+        close_hunk()
+        if line.startswith(b"@@ "):
+            in_hunk = True
+        elif line.startswith(b"diff --git "):
+            if blocks is not None:
+                hunks = []
+                blocks.append((hunks, False))
+        elif line.startswith((b"Binary files ", b"GIT binary patch")) and blocks:
+            blocks[-1] = (blocks[-1][0], True)
+        else:
+            text = line.decode("ascii", "replace")
+            if text in shas:
+                blocks = found.setdefault(text, [])
+    close_hunk()
+    return found
+
+
+class Trees:
+    """Raw object ids at paths of commits' trees, read in batches: every tree object once.
+
+    Modes are not kept: a path's id is compared with the fix's blob ids, and an id that is a
+    tree (a file became a folder) matches neither and reads as no blob."""
+
+    def __init__(self, repo: git.Repo, id_size: int) -> None:
+        self.repo = repo
+        # A raw object id inside a tree object: 20 bytes for SHA-1, 32 for SHA-256.
+        self._size = id_size
+        self._roots: dict[str, dict[bytes, bytes] | None] = {}
+        self._trees: dict[bytes, dict[bytes, bytes] | None] = {}
+
+    def ids(self, wants: dict[str, Collection[bytes]]) -> dict[str, dict[bytes, bytes | None]]:
+        """Per commit, the raw id at each of its wanted paths (None: nothing there)."""
+        from oomrec.store.gitrepo import read_objects
+
+        commits = [c for c in wants if c not in self._roots]
+        if commits:
+            read = read_objects(self.repo, [f"{c}^{{tree}}" for c in commits])
+            for commit, got in zip(commits, read, strict=True):
+                self._roots[commit] = self._parsed(got)
+        out: dict[str, dict[bytes, bytes | None]] = {}
+        # (commit, path, the tree reached, the path's parts left), one level per round; a file
+        # at the top (most fixes' files are near it) is looked up at once.
+        pending = []
+        for c, paths in wants.items():
+            root = self._roots[c]
+            if root is None:
+                out[c] = dict.fromkeys(paths)
+                continue
+            out[c] = {path: root.get(path) for path in paths}
+            for path in paths:
+                if b"/" in path:
+                    pending.append((c, path, root, path.split(b"/")))
+        while pending:
+            needed: list[bytes] = []
+            later = []
+            for c, path, tree, parts in pending:
+                entry = tree.get(parts[0]) if tree is not None else None
+                if entry is None:
+                    out[c][path] = None
+                elif len(parts) == 1:
+                    out[c][path] = entry
+                elif entry in self._trees:
+                    later.append((c, path, self._trees[entry], parts[1:]))
+                else:
+                    needed.append(entry)
+                    later.append((c, path, {parts[0]: entry}, parts))
+            if needed:
+                ordered = list(dict.fromkeys(needed))
+                read = read_objects(self.repo, [oid.hex() for oid in ordered])
+                for oid, got in zip(ordered, read, strict=True):
+                    self._trees[oid] = self._parsed(got)
+            pending = later
+        return out
+
+    def _parsed(self, got: tuple[str, bytes] | None) -> dict[bytes, bytes] | None:
+        from oomrec.store.gitrepo import tree_entries
+
+        if not got or got[0] != "tree":
+            return None
+        return {name: oid for _, name, oid in tree_entries(got[1], self._size)}
+
+
+def _find(lines: Sequence[bytes], seq: Sequence[bytes], start: int, index: dict) -> int:
+    """The first position >= start where `seq` runs in `lines`, or -1."""
+    if not seq:
+        return start
+    for pos in index.get(seq[0], ()):
+        if pos >= start and tuple(lines[pos : pos + len(seq)]) == tuple(seq):
+            return pos
+    return -1
+
+
+def _sides_found(lines: Sequence[bytes], hunks: Sequence[Hunk], new: bool) -> bool:
+    index: dict[bytes, list[int]] = {}
+    for n, line in enumerate(lines):
+        index.setdefault(line, []).append(n)
+    cursor = 0
+    for hunk in hunks:
+        seq = hunk.new if new else hunk.old
+        at = _find(lines, seq, cursor, index)
+        if at < 0:
+            return False
+        cursor = at + len(seq)
+    return True
+
+
+# A file's state in one tree: "post", "pre" or "rewritten".
+def _file_state(fc: FileChange, blob: str | None, content: Callable[[str], bytes | None]) -> str:
+    if blob == fc.new:
+        return "post"
+    if blob == fc.old:
+        return "pre"
+    if blob is None or fc.opaque:
+        return "rewritten"
+    data = content(blob)
+    if data is None:
+        return "unreadable"
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    post = fc.new is not None and _sides_found(lines, fc.hunks, new=True)
+    pre = fc.old is not None and _sides_found(lines, fc.hunks, new=False)
+    if post and not pre:
+        return "post"
+    if pre and not post:
+        return "pre"
+    return "rewritten"
+
+
+class Snapshots:
+    """The commits asked about, grouped by their blobs at every path a fix changes: commits
+    with the same blobs there (most commits between two fixes) are judged once."""
+
+    def __init__(self, repo: git.Repo, changes: dict[str, Change]) -> None:
+        self.repo = repo
+        self.changes = changes
+        self._paths = tuple(sorted({f.path for ch in changes.values() for f in ch.files}))
+        self._trees: Trees | None = None
+        self._group: dict[str, int] = {}
+        self._by_key: dict[tuple[bytes | None, ...], int] = {}
+        self._blobs: list[dict[bytes, str | None]] = []
+        self._verdicts: list[dict[str, Verdict]] = []
+        self._contents: dict[str, bytes | None] = {}
+        self._problem = ""
+
+    def group_of(self, commits: Collection[str]) -> dict[str, int]:
+        """Each commit's group, reading the trees of those not seen yet in one batch."""
+        new = [c for c in commits if c not in self._group]
+        if new:
+            if self._trees is None:
+                # Object ids are hex: a commit's length says the object format.
+                self._trees = Trees(self.repo, len(new[0]) // 2)
+            paths = self._paths
+            found = self._trees.ids({c: paths for c in new}) if paths else {}
+            for c in new:
+                ids = found.get(c, {})
+                key = tuple([ids[p] for p in paths])
+                group = self._by_key.get(key)
+                if group is None:
+                    group = self._by_key[key] = len(self._blobs)
+                    self._blobs.append(
+                        {p: i.hex() if i else None for p, i in zip(paths, key, strict=True)}
+                    )
+                    self._verdicts.append({})
+                self._group[c] = group
+        return {c: self._group[c] for c in commits}
+
+    def verdicts(self, asked: dict[int, set[str]]) -> None:
+        """Compute each change sha's verdict in each group of `asked` (group -> shas)."""
+        from oomrec.store.gitrepo import read_objects
+
+        odd = set()
+        for group, shas in asked.items():
+            blobs = self._blobs[group]
+            for sha in shas:
+                for f in self.changes[sha].files:
+                    blob = blobs[f.path]
+                    if blob is not None and not f.opaque and blob != f.old and blob != f.new:
+                        odd.add(blob)
+        odd -= self._contents.keys()
+        if odd:
+            ordered = sorted(odd)
+            try:
+                for oid, got in zip(ordered, read_objects(self.repo, ordered), strict=True):
+                    self._contents[oid] = got[1] if got and got[0] == "blob" else None
+            except OomrecError as exc:
+                self._problem = str(exc)
+        for group, shas in asked.items():
+            done = self._verdicts[group]
+            blobs = self._blobs[group]
+            for sha in shas:
+                if sha not in done:
+                    ch = self.changes[sha]
+                    done[sha] = _change_state(
+                        ch,
+                        tuple(blobs[f.path] for f in ch.files),
+                        self._contents.get,
+                        self._problem,
+                    )
+
+    def verdict(self, group: int, sha: str) -> Verdict:
+        return self._verdicts[group][sha]
+
+
+def _change_state(
+    ch: Change,
+    blobs: tuple[str | None, ...],
+    content: Callable[[str], bytes | None],
+    problem: str,
+) -> Verdict:
+    """The change's state in a tree whose blobs at its paths are `blobs`."""
+    if not ch.files:
+        return Verdict(State.DECLARED)
+    states = [(f, _file_state(f, b, content)) for f, b in zip(ch.files, blobs, strict=True)]
+    kinds = {s for _, s in states}
+    if kinds == {"post"}:
+        return Verdict(State.PRESENT)
+    if kinds == {"pre"}:
+        return Verdict(State.ABSENT)
+    for f, s in states:
+        if s == "unreadable":
+            why = f" ({problem})" if problem else ""
+            return Verdict(State.UNDECIDED, f"cannot read its {f.shown}{why}")
+    for f, s in states:
+        if s == "rewritten":
+            return Verdict(
+                State.UNDECIDED,
+                f"its {f.shown} holds neither the fix's version nor the one before it "
+                "(rewritten since, or binary)",
+            )
+    post = next(f for f, s in states if s == "post")
+    pre = next(f for f, s in states if s == "pre")
+    return Verdict(
+        State.UNDECIDED,
+        f"its {post.shown} has the fix's change and its {pre.shown} does not (partly reverted?)",
+    )
+
+
+def combine(verdicts: Sequence[Verdict]) -> Verdict:
+    """One fix's state from its copies' states: present where some copy is present and none
+    absent, absent where some is absent and none present, declared where all are declared."""
+    states = [v for v in verdicts if v.state != State.DECLARED]
+    if not states:
+        return Verdict(State.DECLARED)
+    present = [v for v in states if v.state == State.PRESENT]
+    absent = [v for v in states if v.state == State.ABSENT]
+    if present and not absent:
+        return present[0]
+    if absent and not present:
+        return absent[0]
+    if present and absent:
+        return Verdict(State.UNDECIDED, "one copy of the fix is in the tree and another is not")
+    return next(v for v in states if v.state == State.UNDECIDED)

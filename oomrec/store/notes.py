@@ -1,0 +1,422 @@
+"""Shared records: OOM records that travel between machines in git notes.
+
+Each host writes only its own notes ref, `refs/notes/oomrec/<host-id>`: one note per record
+commit (the full SHA), holding that commit's record lines, sorted. Pushes of a host's own ref
+fast-forward; a rejected push (two clones with one host-id) is merged with git's
+`cat_sort_uniq` strategy and retried. `oomrec remote setup` adds a fetch refspec that brings
+every host's ref into `refs/notes/remotes/<remote>/oomrec/`, so a plain `git fetch` updates
+them and never touches a local ref.
+
+Reading is a fixed number of git processes however many hosts and records: one
+`for-each-ref`, then every notes tree and blob through GitPython's one persistent
+`cat-file --batch`.
+
+Only evidence another machine can judge is published: a record with a hardware tag and a known
+memory size, measured at a commit that is on a branch of the remote. The rest stays local and
+`record push` says why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from oomrec.core.errors import OomrecError
+from oomrec.core.records import (
+    KIND_FAKE,
+    NotARecord,
+    OomRecord,
+    RecordFile,
+    parse_line,
+    read_commit,
+    short_commit,
+)
+
+if TYPE_CHECKING:
+    import git
+
+HOST_ENV = "OOMREC_HOST"
+LOCAL_PREFIX = "refs/notes/oomrec/"
+PUSH_TRIES = 3
+_SAFE = re.compile(r"[^a-z0-9._-]+")
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def host_id(hardware: str) -> str:
+    """This host's id: `$OOMREC_HOST`, else the hardware tag and the short host name."""
+    override = os.environ.get(HOST_ENV, "").strip()
+    raw = override or f"{hardware}-{socket.gethostname().split('.')[0]}"
+    safe = _SAFE.sub("-", raw.lower()).strip("-.")
+    if not safe:
+        raise OomrecError(
+            f"{HOST_ENV}={override!r} is not a usable host id; use letters and digits"
+        )
+    return safe[:64]
+
+
+def local_ref(host: str) -> str:
+    return f"{LOCAL_PREFIX}{host}"
+
+
+def tracking_prefix(remote: str) -> str:
+    return f"refs/notes/remotes/{remote}/oomrec/"
+
+
+def refspec(remote: str) -> str:
+    return f"+{LOCAL_PREFIX}*:{tracking_prefix(remote)}*"
+
+
+@dataclass(frozen=True, slots=True)
+class NoteLine:
+    """A record line read from a host's notes."""
+
+    host: str
+    ref: str
+    commit: str
+    text: str
+    record: OomRecord | None
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def note_refs(repo: git.Repo) -> list[tuple[str, str]]:
+    """(ref, host) of every oomrec notes ref: this clone's and every remote's fetched ones."""
+    out = repo.git.for_each_ref("--format=%(refname)", LOCAL_PREFIX, "refs/notes/remotes/")
+    found = []
+    for ref in out.split("\n"):
+        if ref.startswith(LOCAL_PREFIX):
+            found.append((ref, ref[len(LOCAL_PREFIX) :]))
+        elif ref.startswith("refs/notes/remotes/") and "/oomrec/" in ref:
+            found.append((ref, ref.rsplit("/oomrec/", 1)[1]))
+    return found
+
+
+def read_refs(repo: git.Repo, refs: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The notes of notes refs, {ref: {annotated commit SHA: note text}}: their trees level by
+    level (a notes tree fans out as `ab/cdef...` when it grows), then every note blob, each
+    level in ONE `git cat-file --batch`."""
+    from oomrec.store import gitrepo as gitutil
+
+    notes: dict[str, dict[str, str]] = {ref: {} for ref in refs}
+    # (ref, path so far, object name) of the trees still to read.
+    trees = [(ref, "", f"{ref}^{{tree}}") for ref in refs]
+    blobs: list[tuple[str, str, str]] = []
+    while trees:
+        read = gitutil.read_objects(repo, [name for _, _, name in trees])
+        deeper = []
+        for (ref, prefix, _), found in zip(trees, read, strict=True):
+            if found is None or found[0] != "tree":
+                continue
+            for mode, name, sha in _tree_entries(found[1]):
+                path = prefix + name
+                if mode == b"40000":
+                    deeper.append((ref, path, sha))
+                elif _FULL_SHA.fullmatch(path):
+                    blobs.append((ref, path, sha))
+        trees = deeper
+    contents = gitutil.read_objects(repo, [sha for _, _, sha in blobs])
+    for (ref, path, _), found in zip(blobs, contents, strict=True):
+        if found is not None and found[0] == "blob":
+            notes[ref][path] = found[1].decode("utf-8", errors="surrogateescape")
+    return notes
+
+
+def read_ref(repo: git.Repo, ref: str) -> dict[str, str]:
+    """The notes of one notes ref: {annotated commit SHA: note text}."""
+    return read_refs(repo, [ref])[ref]
+
+
+def _tree_entries(data: bytes) -> list[tuple[bytes, str, str]]:
+    from oomrec.store import gitrepo as gitutil
+
+    return [
+        (mode, name.decode("ascii", errors="replace"), oid.hex())
+        for mode, name, oid in gitutil.tree_entries(data)
+    ]
+
+
+def read_all(repo: git.Repo, skip_host: str | None = None) -> list[NoteLine]:
+    """Every record line in every oomrec notes ref (each distinct line once), in ref order.
+    `skip_host`: this host's own local ref, whose lines are copies of the local record."""
+    seen: set[str] = set()
+    lines: list[NoteLine] = []
+    refs = [(ref, host) for ref, host in note_refs(repo) if ref != local_ref(skip_host or "")]
+    everything = read_refs(repo, [ref for ref, _ in refs])
+    for ref, host in refs:
+        for commit, text in everything[ref].items():
+            for raw in text.split("\n"):
+                raw = raw.strip("\r")
+                if not raw.strip() or raw in seen:
+                    continue
+                seen.add(raw)
+                try:
+                    record: OomRecord | None = parse_line(raw)
+                except NotARecord:
+                    record = None
+                lines.append(NoteLine(host, ref, commit, raw, record))
+    return lines
+
+
+def shared(known: Iterable[str], hardware: str) -> list[NoteLine]:
+    """The record lines other hosts published (and this one fetched), less those in `known`
+    (the local record and archive lines); [] outside git. Reads no git when no notes ref
+    exists beyond a loose `for-each-ref`."""
+    from oomrec.store import gitrepo as gitutil
+
+    repo = gitutil.open_repo()
+    if repo is None:
+        return []
+    seen = set(known)
+    own = host_id(hardware)
+    return [
+        line
+        for line in read_all(repo, skip_host=own)
+        if line.record is not None and line.text not in seen
+    ]
+
+
+# -- publishing ---------------------------------------------------------------------------
+
+
+@dataclass
+class PushPlan:
+    host: str
+    remote: str
+    # Full commit SHA -> the record lines to publish for it.
+    publish: dict[str, list[str]] = field(default_factory=dict)
+    kept_back: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return sum(len(lines) for lines in self.publish.values())
+
+
+def plan_push(repo: git.Repo, record_file: RecordFile, host: str, remote: str) -> PushPlan:
+    """Which local records can go to `remote`, and why the others stay local."""
+    from oomrec.store import gitrepo as gitutil
+
+    check_remote(repo, remote)
+    plan = PushPlan(host, remote)
+    loaded = record_file.load()
+    candidates: list[tuple[str, OomRecord]] = []
+    for line in loaded.lines:
+        rec = line.record
+        if rec is None:
+            continue
+        why = _why_local(rec)
+        if why:
+            plan.kept_back.append((line.text, why))
+        else:
+            candidates.append((line.text, rec))
+    resolved = gitutil.resolve_many(repo, {rec.commit.lower() for _, rec in candidates})
+    shas = {r.sha for r in resolved.values() if r.sha}
+    off_remote = gitutil.not_on_remote(repo, shas, remote)
+    for text, rec in candidates:
+        found = resolved.get(rec.commit.lower())
+        if found is None or found.sha is None:
+            plan.kept_back.append((text, f"commit {rec.commit} is not in this repository"))
+        elif found.sha in off_remote:
+            why = f"commit {short_commit(rec.commit)} is on no branch of {remote} (push it first)"
+            plan.kept_back.append((text, why))
+        else:
+            plan.publish.setdefault(found.sha, []).append(text)
+    return plan
+
+
+def _why_local(rec: OomRecord) -> str:
+    if rec.kind == KIND_FAKE:
+        return "faked with --fake-oom (no OOM was seen)"
+    if not rec.hardware:
+        return "no hardware tag (it would apply to every machine)"
+    if rec.mem_bytes is None:
+        return "memory unknown (it would apply to machines of any size)"
+    commit = read_commit(rec.commit)
+    if commit.hex is None:
+        return commit.unknown
+    if commit.dirty:
+        return "measured on uncommitted changes"
+    return ""
+
+
+def write_notes(repo: git.Repo, plan: PushPlan) -> int:
+    """Merge the plan's lines into this host's notes ref, in one `git fast-import`. Returns how
+    many lines were new (0: nothing written, the ref unchanged)."""
+    ref = local_ref(plan.host)
+    old_tip = _tip(repo, ref)
+    current = read_ref(repo, ref) if old_tip else {}
+    bodies: dict[str, str] = {}
+    new = 0
+    for sha, lines in plan.publish.items():
+        before = {x for x in current.get(sha, "").split("\n") if x.strip()}
+        union = before | set(lines)
+        if union != before:
+            new += len(union - before)
+            bodies[sha] = "".join(f"{x}\n" for x in sorted(union))
+    if not bodies:
+        return 0
+    name, email = _committer(repo)
+    message = f"oomrec: {new} record line(s) from {plan.host}\n".encode()
+    stream = [
+        f"commit {ref}\n".encode(),
+        f"committer {name} <{email}> {int(time.time())} +0000\n".encode(),
+        f"data {len(message)}\n".encode() + message,
+    ]
+    if old_tip:
+        stream.append(f"from {old_tip}\n".encode())
+    for sha, body in sorted(bodies.items()):
+        data = body.encode("utf-8", errors="surrogateescape")
+        stream.append(f"N inline {sha}\ndata {len(data)}\n".encode() + data + b"\n")
+    stream.append(b"done\n")
+    _run_stdin(repo, ["fast-import", "--quiet", "--done"], b"".join(stream))
+    return new
+
+
+def push(repo: git.Repo, plan: PushPlan) -> tuple[bool, int]:
+    """Publish this host's ref to the remote; on a rejection, fetch, merge, retry. Returns
+    (whether anything was pushed, how many tries it took)."""
+    ref = local_ref(plan.host)
+    if not _tip(repo, ref):
+        return False, 0
+    tracking = f"{tracking_prefix(plan.remote)}{plan.host}"
+    for attempt in range(1, PUSH_TRIES + 1):
+        if _tip(repo, tracking) == _tip(repo, ref):
+            return False, attempt
+        try:
+            repo.git.push("--quiet", "--end-of-options", plan.remote, f"{ref}:{ref}")
+        except _git_error() as exc:
+            if attempt == PUSH_TRIES:
+                raise OomrecError(
+                    f"git push {plan.remote} {ref} was rejected {PUSH_TRIES} times "
+                    f"({_stderr(exc)}); try again later"
+                ) from None
+            _fetch(repo, plan.remote, f"+{ref}:{tracking}")
+            name, email = _committer(repo)
+            repo.git.notes(
+                f"--ref={ref}",
+                "merge",
+                "-q",
+                "-s",
+                "cat_sort_uniq",
+                tracking,
+                env={"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email},
+            )
+            continue
+        _fetch(repo, plan.remote, f"+{ref}:{tracking}")
+        return True, attempt
+    return False, PUSH_TRIES
+
+
+def pull(repo: git.Repo, remote: str) -> list[str]:
+    """Fetch every host's notes from `remote` into its tracking namespace; returns the refs."""
+    check_remote(repo, remote)
+    _fetch(repo, remote, refspec(remote))
+    prefix = tracking_prefix(remote)
+    return [ref for ref, _ in note_refs(repo) if ref.startswith(prefix)]
+
+
+def setup(repo: git.Repo, remote: str) -> bool:
+    """Add the notes fetch refspec to `remote` (never a push refspec); False when present."""
+    check_remote(repo, remote)
+    spec = refspec(remote)
+    try:
+        present = repo.git.config("--get-all", f"remote.{remote}.fetch").split("\n")
+    except _git_error():
+        present = []
+    if spec in present:
+        return False
+    repo.git.config("--add", f"remote.{remote}.fetch", spec)
+    return True
+
+
+def check_remote(repo: git.Repo, remote: str) -> None:
+    names = repo.git.remote().split()
+    if remote not in names:
+        shown = ", ".join(names) or "none"
+        raise OomrecError(
+            f"no git remote named {remote!r} (remotes: {shown}); add one with git remote add"
+        )
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _tip(repo: git.Repo, ref: str) -> str:
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", ref)
+    except _git_error():
+        return ""
+
+
+def _committer(repo: git.Repo) -> tuple[str, str]:
+    name = os.environ.get("GIT_COMMITTER_NAME") or _config(repo, "user.name")
+    email = os.environ.get("GIT_COMMITTER_EMAIL") or _config(repo, "user.email")
+    if not name or not email:
+        raise OomrecError(
+            "git notes need a committer identity: git config user.name 'Your Name' && git "
+            "config user.email you@example.com (or set GIT_COMMITTER_NAME and "
+            "GIT_COMMITTER_EMAIL)"
+        )
+    if any(c in name + email for c in "<>\n"):
+        raise OomrecError("the committer name or email holds '<', '>' or a line break; fix it")
+    return name, email
+
+
+def _config(repo: git.Repo, key: str) -> str:
+    try:
+        return repo.git.config("--get", key).strip()
+    except _git_error():
+        return ""
+
+
+def _fetch(repo: git.Repo, remote: str, spec: str) -> None:
+    try:
+        repo.git.fetch("--quiet", "--end-of-options", remote, spec)
+    except _git_error() as exc:
+        message = _stderr(exc)
+        if "couldn't find remote ref" in message:
+            return
+        raise OomrecError(f"git fetch {remote} failed ({message}); check the remote") from None
+
+
+def _run_stdin(repo: git.Repo, args: Sequence[str], data: bytes) -> None:
+    import subprocess
+
+    from oomrec.staleness.fixlog import git_config_args
+
+    done = subprocess.run(
+        ["git", *git_config_args(), *args],
+        cwd=repo.working_dir,
+        input=data,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        stderr = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise OomrecError(f"git {args[0]} failed: {stderr[0] if stderr else done.returncode}")
+
+
+def _git_error() -> type[Exception]:
+    from git.exc import GitCommandError
+
+    return GitCommandError
+
+
+def _stderr(exc: Exception) -> str:
+    text = str(getattr(exc, "stderr", "") or exc).strip().removeprefix("stderr:").strip()
+    text = text.strip("'").strip()
+    return text.splitlines()[0] if text else "no message"
+
+
+def grouped(lines: Iterable[NoteLine]) -> dict[str, int]:
+    """How many record lines each host contributed."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        if line.record is not None:
+            counts[line.host] = counts.get(line.host, 0) + 1
+    return counts

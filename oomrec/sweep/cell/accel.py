@@ -1,0 +1,128 @@
+"""Discrete NVIDIA GPUs through NVML (`nvidia-ml-py`, the optional extra `oomrec[nvidia]`).
+
+A discrete GPU's memory is not host memory: a cell can run the device out of memory while the
+host has plenty. Where NVML answers, the guard's GPU limits (`--max-cell-gpu-memory`,
+`--min-gpu-available`) read, for each device the cell may use, the memory the cell's own
+processes hold on it (NVML's per-process `usedGpuMemory`, matched by pid against the cell's
+tree) and the device's free memory. Unified-memory hosts (GB10, Apple, Strix Halo) need none of
+this: their GPU's memory is host memory, which the host limits already watch.
+
+NVML's pids are the host's: inside a container without the host's pid namespace the cell's
+processes are not found (their use reads 0), while the device's free memory still binds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from oomrec.core.records import show_bytes
+
+EXTRA_HINT = "pip install 'oomrec[nvidia]' (nvidia-ml-py) on a host with an NVIDIA driver"
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One GPU the cell may use: NVML's index, its name and its memory."""
+
+    index: int
+    name: str
+    total: int
+
+
+class Nvml:
+    """NVML, initialised once per process (see `nvml()`), on the devices CUDA_VISIBLE_DEVICES
+    leaves to the cell (all where it is unset or names devices by UUID)."""
+
+    def __init__(self, module: Any) -> None:
+        self._nv = module
+        module.nvmlInit()
+        self._handles: list[Any] = []
+        self.devices: list[Device] = []
+        count = module.nvmlDeviceGetCount()
+        for index in _visible(count):
+            handle = module.nvmlDeviceGetHandleByIndex(index)
+            name = module.nvmlDeviceGetName(handle)
+            if isinstance(name, bytes):
+                name = name.decode("utf-8", "replace")
+            total = int(module.nvmlDeviceGetMemoryInfo(handle).total)
+            self._handles.append(handle)
+            self.devices.append(Device(index, str(name), total))
+
+    def free(self) -> list[int | None]:
+        """Each device's free memory now, None where NVML cannot say."""
+        out: list[int | None] = []
+        for handle in self._handles:
+            try:
+                out.append(int(self._nv.nvmlDeviceGetMemoryInfo(handle).free))
+            except self._nv.NVMLError:
+                out.append(None)
+        return out
+
+    def used_by(self, pids: Iterable[int]) -> list[int]:
+        """The memory `pids` hold on each device (compute and graphics contexts; a process NVML
+        reports without a figure, as under some drivers' MIG or WDDM, counts 0)."""
+        wanted = set(pids)
+        out: list[int] = []
+        for handle in self._handles:
+            held: dict[int, int] = {}
+            for query in (
+                "nvmlDeviceGetComputeRunningProcesses",
+                "nvmlDeviceGetGraphicsRunningProcesses",
+            ):
+                with contextlib.suppress(self._nv.NVMLError, AttributeError):
+                    for proc in getattr(self._nv, query)(handle):
+                        used = getattr(proc, "usedGpuMemory", None)
+                        if proc.pid in wanted and isinstance(used, int):
+                            # A process with both contexts is listed twice: count it once.
+                            held[proc.pid] = max(held.get(proc.pid, 0), used)
+            out.append(sum(held.values()))
+        return out
+
+
+@functools.cache
+def nvml() -> Nvml | str:
+    """NVML on this host, or why it cannot be used (one phrase)."""
+    try:
+        import pynvml  # type: ignore[import-not-found]
+    except ImportError:
+        return f"nvidia-ml-py is not installed ({EXTRA_HINT})"
+    try:
+        found = Nvml(pynvml)
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return f"NVML cannot start here ({str(exc)[:80] or type(exc).__name__})"
+    if not found.devices:
+        return "NVML sees no NVIDIA GPU the cell may use (CUDA_VISIBLE_DEVICES?)"
+    return found
+
+
+def describe_gpus() -> str:
+    """The header's line on the GPUs the GPU limits watch."""
+    found = nvml()
+    if isinstance(found, str):
+        return f"none watched ({found})"
+    return (
+        "; ".join(f"GPU {d.index} {d.name} ({show_bytes(d.total)})" for d in found.devices)
+        + " (NVML)"
+    )
+
+
+def _visible(count: int) -> list[int]:
+    """The indices CUDA_VISIBLE_DEVICES allows (CUDA stops at the first entry it cannot use);
+    every device where it is unset or gives UUIDs (kept safe: all are watched)."""
+    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if raw is None:
+        return list(range(count))
+    indices: list[int] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            return list(range(count)) if part else indices
+        if int(part) >= count:
+            break
+        indices.append(int(part))
+    return indices

@@ -1,0 +1,778 @@
+"""The sweep: a grid of (model x prompt length) cells, planned, then run one cell at a time.
+
+Each cell is checked in the harness's order before anything launches: the monotonic backstop
+(this model already ran out of memory at a length <= this one, earlier in this sweep), the
+persistent record (a recorded OOM of this model, on this hardware or on any, at a length <= this
+one), a faked OOM (a testing hook), and only then the runner. Every cell's row is appended to the
+aggregate CSV and flushed as soon as the cell ends, so an interrupted sweep leaves a valid CSV;
+every true OOM is appended to the record at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from oomrec.core.errors import OomrecError
+from oomrec.core.gcpause import no_cycle_collection
+from oomrec.core.records import (
+    KIND_FAKE,
+    KIND_GUARD,
+    UNKNOWN_COMMIT,
+    Applicability,
+    Loaded,
+    OomRecord,
+    RecordFile,
+    applicability,
+    evidence_key,
+    format_line,
+    short_commit,
+    source_field,
+    source_path,
+)
+from oomrec.core.schema import FAKE_OOM_PROMPT, HEADER, RECORDED_TOKENS, Token, line_token, skip_row
+from oomrec.staleness.verdict import APPLIES, Judgement
+from oomrec.sweep import resume
+from oomrec.sweep.cell import cellcsv
+from oomrec.sweep.cell.classify import (
+    HowKnown,
+    Verdict,
+    verdict_from_exit,
+    verdict_from_guard,
+    verdict_from_row,
+)
+from oomrec.sweep.cell.runner import CellRun, run_cell
+from oomrec.sweep.options import (
+    FAKE_OOM_ENV,
+    SweepConfig,
+    check_before_launch,
+    last_part,
+    model_name,
+)
+
+if TYPE_CHECKING:
+    from oomrec.store.archive import ArchivedLine
+
+
+class Action(StrEnum):
+    """What the sweep does with a cell before launching anything (a dry run's `action`)."""
+
+    RUN = "run"
+    # Skipped without launching: the token its row gets.
+    BACKSTOP = Token.OOM_BACKSTOP
+    RECORD = Token.OOM_RECORD
+    # Not launched either: --fake-oom, a true OOM as far as the backstop and the record know.
+    FAKE_OOM = Token.TRUE_OOM
+    # With --resume: an earlier run did it; no row is written.
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    model: str
+    length: int
+    # As the harness writes it into rows and passes it to the runner: `<models dir>/<model>`.
+    model_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to do with a cell before launching anything, and why."""
+
+    action: Action
+    reason: str = ""
+    # `path:lineno: line` of the record that pre-skips the cell (or, to run, that a fix lifted).
+    record_line: str | None = None
+
+    @property
+    def fake(self) -> bool:
+        return self.action == Action.FAKE_OOM
+
+
+@dataclass(frozen=True)
+class Plan:
+    cells: tuple[Cell, ...]
+    missing: tuple[str, ...]
+    models_dir_missing: bool
+
+
+def plan_cells(config: SweepConfig) -> Plan:
+    """Cells model-major, length-minor, for every model whose directory exists."""
+    dir_missing = not config.models_dir.is_dir() and not config.provided_models
+    cells: list[Cell] = []
+    missing: list[str] = []
+    prefix = config.models_dir_shown.rstrip("/")
+    for model in config.models:
+        if model in config.provided_models or (config.models_dir / model).is_dir():
+            name, path = model_name(model), f"{prefix}/{model.rstrip('/')}"
+            cells.extend(Cell(name, n, path) for n in config.lengths)
+        else:
+            missing.append(model)
+    return Plan(tuple(cells), tuple(missing), dir_missing)
+
+
+class JudgedLine(NamedTuple):
+    """A record line (of the record or its archive) and its judgement at HEAD.
+
+    A NamedTuple: a sweep over a 100k-line record builds one per line before its first cell.
+    """
+
+    source: str
+    lineno: int
+    text: str
+    record: OomRecord
+    judgement: Judgement = APPLIES
+
+    @property
+    def length(self) -> int:
+        return self.record.prompt_target_len
+
+    @property
+    def where(self) -> str:
+        # A line of a shared note has no line number: its source names host and commit.
+        return f"{self.source}:{self.lineno}" if self.lineno else self.source
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.text}"
+
+
+class Planner:
+    """Decides each cell before launch: backstop, then record, then fake OOM, else run."""
+
+    def __init__(
+        self,
+        evidence: Sequence[JudgedLine],
+        hardware: str,
+        *,
+        ignore_record: bool = False,
+        ignore_guard_records: bool = False,
+        fake_oom: frozenset[tuple[str, int]] = frozenset(),
+        host_mem: int | None = None,
+    ) -> None:
+        self.ignore_record = ignore_record
+        self.fake_oom = fake_oom
+        self.oom_min: dict[str, int] = {}
+        # How the smallest of oom_min was known, for the backstop's reason.
+        self.oom_token: dict[str, str] = {}
+        # Per model, the records of this hardware (or of none) and memory, smallest length
+        # first: those that apply at HEAD, and those a fix in effect at HEAD lifted (for the
+        # dry run's why).
+        self.records: dict[str, list[JudgedLine]] = {}
+        self.lifted: dict[str, list[JudgedLine]] = {}
+        # applicability() reads only these three: decided once per distinct triple.
+        reaches: dict[tuple[str | None, int | None, bool], Applicability] = {}
+        for item in evidence:
+            rec = item.record
+            key = (rec.hardware, rec.mem_bytes, item.judgement.applies)
+            reach = reaches.get(key)
+            if reach is None:
+                reach = reaches[key] = applicability(rec, hardware, host_mem, item.judgement)
+            if not reach.on_host:
+                continue
+            # Guard stops are the operator's budget: lifted alone when the budget changed.
+            if ignore_guard_records and rec.kind == KIND_GUARD:
+                continue
+            into = self.records if reach == Applicability.APPLIES else self.lifted
+            into.setdefault(rec.model, []).append(item)
+        for hits in (*self.records.values(), *self.lifted.values()):
+            hits.sort(key=_length)
+
+    @property
+    def applicable_records(self) -> int:
+        return sum(len(hits) for hits in self.records.values())
+
+    @property
+    def lifted_records(self) -> int:
+        return sum(len(hits) for hits in self.lifted.values())
+
+    def record_hit(self, model: str, length: int) -> JudgedLine | None:
+        """The applying record with the smallest length <= `length` for `model`, if any."""
+        return _first_hit(self.records, model, length)
+
+    def lifted_hit(self, model: str, length: int) -> JudgedLine | None:
+        """The lifted record with the smallest length <= `length` for `model`, if any."""
+        return _first_hit(self.lifted, model, length)
+
+    def shared_last_parts(self, models: Sequence[str]) -> list[str]:
+        """Warnings for records that name a last part two or more of `models` share: such a
+        record (earlier oomrec versions wrote a nested model's last part) applies to all of them."""
+        sharing: dict[str, list[str]] = {}
+        for model in models:
+            sharing.setdefault(last_part(model), []).append(model)
+        said = []
+        for part, names in sharing.items():
+            if len(names) < 2 or part not in self.records:
+                continue
+            listed = " and ".join(sorted(names))
+            for item in self.records[part]:
+                said.append(
+                    f"warning: {item.where}: model {part!r} is the last part of {listed}: "
+                    f"the record applies to each of them (the safe side); if it is one "
+                    f"model's, rewrite its first field as that model's name under the models "
+                    f"dir (e.g. {sorted(n for n in names if n != part)[0]})"
+                )
+        return said
+
+    def decide(self, cell: Cell) -> Decision:
+        oom_at = self.oom_min.get(cell.model)
+        if oom_at is not None and cell.length >= oom_at:
+            token = self.oom_token.get(cell.model, Token.TRUE_OOM)
+            return Decision(
+                Action.BACKSTOP,
+                f"{cell.model} was {token} at {oom_at} <= {cell.length} tokens in this sweep",
+            )
+        if not self.ignore_record:
+            hit = self.record_hit(cell.model, cell.length)
+            if hit is not None:
+                return Decision(
+                    Action.RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
+                )
+        if (cell.model, cell.length) in self.fake_oom or (
+            (last_part(cell.model), cell.length) in self.fake_oom
+        ):
+            return Decision(Action.FAKE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
+        lifted = self.lifted_hit(cell.model, cell.length)
+        if lifted is not None:
+            return Decision(
+                Action.RUN,
+                f"recorded OOM at {lifted.length} {lifted.judgement}",
+                str(lifted),
+            )
+        return Decision(Action.RUN)
+
+    def note_oom(self, model: str, length: int, token: str = Token.TRUE_OOM) -> None:
+        """`model` ran out of memory (`token`: SKIP:oom, or SKIP:oom_guard) at `length`."""
+        if length <= self.oom_min.get(model, length):
+            self.oom_min[model] = length
+            self.oom_token[model] = token
+
+
+def _first_hit(table: dict[str, list[JudgedLine]], model: str, length: int) -> JudgedLine | None:
+    """The record of `table` with the smallest length <= `length` for `model`: its own, or for
+    a nested model one under its last part (written by earlier oomrec versions, or by hand)."""
+    hits = table.get(model)
+    best = hits[0] if hits and hits[0].length <= length else None
+    if "/" in model:
+        older = table.get(last_part(model))
+        if older and older[0].length <= length and (best is None or older[0].length < best.length):
+            best = older[0]
+    return best
+
+
+def gather_evidence(
+    record_file: RecordFile,
+    loaded: Loaded,
+    key: str,
+    hardware: str,
+    judge: bool = True,
+    parked: Sequence[ArchivedLine] | None = None,
+) -> list[JudgedLine]:
+    """Every record line of the record, its archive (`parked`, read here when None) and (when
+    `judge`) the other hosts' shared notes, judged at HEAD (when `judge`); a line in two of
+    them is read once."""
+    with no_cycle_collection():
+        return _gather(record_file, loaded, key, hardware, judge, parked)
+
+
+def _gather(
+    record_file: RecordFile,
+    loaded: Loaded,
+    key: str,
+    hardware: str,
+    judge: bool,
+    parked: Sequence[ArchivedLine] | None,
+) -> list[JudgedLine]:
+    from oomrec.store import archive
+
+    shown = record_file.shown_as
+    items = [
+        (shown, line.lineno, line.text, line.record)
+        for line in loaded.lines
+        if line.record is not None
+    ]
+    shown = archive.archive_file(record_file).shown_as
+    items += [
+        (shown, line.lineno, line.original, line.record)
+        for line in (archive.load(record_file, loaded) if parked is None else parked)
+        if line.record is not None
+    ]
+    if judge:
+        from oomrec.store import notes
+
+        known = {item[2] for item in items}
+        items += [
+            (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record)
+            for line in notes.shared(known, hardware)
+            if line.record is not None
+        ]
+    records = [item[3] for item in items]
+    if judge and records:
+        from oomrec.staleness.verdict import judge_all, open_history
+
+        judgements = judge_all(open_history(key, {r.commit for r in records}), records)
+    else:
+        judgements = [APPLIES] * len(records)
+    return [JudgedLine(*item, j) for item, j in zip(items, judgements, strict=True)]
+
+
+def _length(item: JudgedLine) -> int:
+    return item.record.prompt_target_len
+
+
+def preview(
+    plan: Plan, planner: Planner, done: dict[tuple[str, int], resume.PriorCell] | None = None
+) -> list[tuple[Cell, Decision]]:
+    """Every cell's decision as a dry run sees it: faked OOMs feed the backstop, nothing runs.
+    `done`: with --resume, the cells the earlier run did (a done cell is not run again)."""
+    decided = []
+    for cell in plan.cells:
+        earlier = (done or {}).get((cell.model, cell.length))
+        if earlier is not None and earlier.done:
+            decided.append((cell, Decision(Action.DONE, earlier.reason)))
+            continue
+        decision = planner.decide(cell)
+        if earlier is not None:
+            decision = Decision(decision.action, f"again: {earlier.reason}", decision.record_line)
+        if decision.fake:
+            planner.note_oom(cell.model, cell.length)
+        decided.append((cell, decision))
+    return decided
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    token: str
+    reason: str
+    launched: bool = False
+    seconds: float | None = None
+    peak_rss_bytes: int | None = None
+    record_line: str | None = None
+    # The record line appended for this cell, when it was a true OOM.
+    recorded: str | None = None
+    # The record line of a true OOM the record already held (the same evidence key).
+    already_recorded: str | None = None
+    # How a true OOM (or a guard stop) is known; None for any other verdict.
+    oom_evidence: HowKnown | None = None
+    # What else the log should say about the cell: leftover processes killed, rows dropped.
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.cell.model,
+            "length": self.cell.length,
+            "model_path": self.cell.model_path,
+            "verdict": self.token,
+            "reason": self.reason,
+            "launched": self.launched,
+            "seconds": None if self.seconds is None else round(self.seconds, 3),
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "record_line": self.record_line,
+            "recorded": self.recorded,
+            "already_recorded": self.already_recorded,
+            "oom_evidence": self.oom_evidence,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class SweepResult:
+    results: list[CellResult] = field(default_factory=list)
+    interrupted: bool = False
+    # The cell whose runner the interrupt killed, if one was running.
+    killed_cell: Cell | None = None
+    # The aggregate CSV, once a row was written to it.
+    output: Path | None = None
+
+    def counts(self) -> dict[str, Counter[str]]:
+        """Per model, how many cells ended with each token."""
+        per_model: dict[str, Counter[str]] = {}
+        for r in self.results:
+            per_model.setdefault(r.cell.model, Counter())[r.token] += 1
+        return per_model
+
+
+class Reporter(Protocol):
+    """What the sweep tells its user while it runs."""
+
+    def log(self, message: str) -> None: ...
+
+    def cell_started(self, done: int, cell: Cell) -> None: ...
+
+    def cell_done(self, done: int, result: CellResult) -> None: ...
+
+
+def write_header_only(path: Path) -> None:
+    """The CSV of a sweep with no cell to run, as the harness leaves it: its header alone."""
+    out = AggregateCsv(path)
+    out.add([], HEADER)
+    out.close()
+
+
+class AggregateCsv:
+    """The sweep's CSV: created at its first row, each batch of rows written and flushed at once.
+
+    Like the harness, a sweep replaces the file: its header is that of the first row's source (a
+    real cell's CSV header, else the harness's 15-column header).
+    """
+
+    def __init__(self, path: Path, continued_header: str | None = None) -> None:
+        """`continued_header`: the header of a CSV a resumed sweep appends to."""
+        self.path = path
+        self.header: str | None = continued_header
+        self._fh: IO[str] | None = None
+        self._warned = False
+
+    def add(self, rows: Sequence[str], header: str) -> str | None:
+        """Append rows; the first time `header` differs from the file's, returns a warning."""
+        warning = None
+        if self._fh is None and self.header is not None:
+            self._fh = open(  # noqa: SIM115  (held open across cells, closed by close())
+                self.path, "a", encoding="utf-8", errors="surrogateescape", newline=""
+            )
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(  # noqa: SIM115  (held open across cells, closed by close())
+                self.path, "w", encoding="utf-8", errors="surrogateescape", newline=""
+            )
+            self.header = header
+            text = header + "\n"
+        else:
+            text = ""
+            if header != self.header and not self._warned:
+                self._warned = True
+                warning = f"a cell's CSV header differs from the first line of {self.path}"
+        self._fh.write(text + "".join(row + "\n" for row in rows))
+        self._fh.flush()
+        return warning
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+class Sweep:
+    """Runs a planned sweep: one cell at a time, rows and records written as cells end."""
+
+    def __init__(self, config: SweepConfig, planner: Planner, reporter: Reporter) -> None:
+        self.config = config
+        self.planner = planner
+        self.reporter = reporter
+        self.csv = AggregateCsv(config.output)
+        self.sidecar: resume.Sidecar | None = None
+        self._prior = resume.Prior(None, [])
+        # With --resume: the cells an earlier run did, and why each counts as done.
+        self.done: dict[tuple[str, int], resume.PriorCell] = {}
+        self.result = SweepResult()
+        self._commit: str | None = None
+        self._last_launched: Cell | None = None
+        # A runner given {cooldown} or {big_cooldown} sleeps itself, as the harness's does.
+        self._runner_cools = config.runner.uses("cooldown") or config.runner.uses("big_cooldown")
+        self._big: dict[str, bool] = {}
+
+    def _is_big(self, cell: Cell) -> bool:
+        """Whether the cell's model weighs more than BIG_MODEL_BYTES (its *.safetensors)."""
+        if cell.model_path not in self._big:
+            self._big[cell.model_path] = weights_bytes(self._model_dir(cell)) > BIG_MODEL_BYTES
+        return self._big[cell.model_path]
+
+    def _model_dir(self, cell: Cell) -> Path:
+        prefix = self.config.models_dir_shown.rstrip("/")
+        return self.config.models_dir / cell.model_path[len(prefix) + 1 :]
+
+    def run(self, plan: Plan) -> SweepResult:
+        """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done."""
+        check_before_launch(self.config, plan.models_dir_missing)
+        if plan.cells:
+            _check_writable(self.config.output)
+            self._start_csv(plan)
+        try:
+            with (
+                _sigterm_as_interrupt(),
+                tempfile.TemporaryDirectory(prefix="oomrec-cells-") as tmp,
+            ):
+                cell_csv = Path(tmp) / "cell.csv"
+                for done, cell in enumerate(plan.cells):
+                    self.reporter.cell_started(done, cell)
+                    result = self._one(cell, cell_csv)
+                    self.result.results.append(result)
+                    self.reporter.cell_done(done + 1, result)
+        except KeyboardInterrupt:
+            self.result.interrupted = True
+        finally:
+            self.csv.close()
+        return self.result
+
+    def provenance(self) -> resume.Provenance:
+        c = self.config
+        runner = f"{c.runner.text} (max_tokens={c.max_tokens}, warmup_tokens={c.warmup_tokens})"
+        return resume.Provenance(self._head(), runner)
+
+    def prior_cells(self, plan: Plan) -> dict[tuple[str, int], resume.PriorCell]:
+        """With --resume, each planned cell the earlier run has a row for, and whether it is
+        done; the backstop starts from the earlier run's true OOMs."""
+        c = self.config
+        if c.resume is None:
+            return {}
+        prior = resume.load(c.output)
+        for model, length in prior.true_ooms():
+            self.planner.note_oom(model, length)
+        # A runner's row names a nested model by its last part: its path names the cell.
+        by_path = {resume.path_key(cell.model_path): cell.model for cell in plan.cells}
+        for (path, length), row in prior.unknown_paths.items():
+            if path in by_path and line_token(row) in RECORDED_TOKENS:
+                self.planner.note_oom(by_path[path], length)
+        now = self.provenance()
+        found = {}
+        for cell in plan.cells:
+            earlier = resume.prior_cell(
+                prior,
+                cell.model,
+                cell.length,
+                now,
+                rerun_failed=c.rerun_failed,
+                mode=c.resume,
+                model_path=cell.model_path,
+            )
+            if earlier is not None:
+                found[(cell.model, cell.length)] = earlier
+        self._prior = prior
+        return found
+
+    def _start_csv(self, plan: Plan) -> None:
+        """A fresh CSV and provenance file; with --resume, the earlier run's rows of the cells
+        that are done (and of cells not in this plan) kept byte for byte, the others dropped."""
+        earlier = self.prior_cells(plan)
+        if not earlier and self.config.resume is None:
+            self.sidecar = resume.Sidecar(self.config.output, [])
+            return
+        prior = self._prior
+        redo = {key for key, v in earlier.items() if not v.done}
+        drop = {e.row for key, e in prior.entries.items() if key in redo}
+        drop |= {row for key, row in prior.unknown.items() if key in redo}
+        kept = [row for row in prior.rows if row not in drop]
+        if prior.header is not None:
+            resume.rewrite_csv(self.config.output, prior.header, kept)
+            self.csv = AggregateCsv(self.config.output, continued_header=prior.header)
+        kept_rows = set(kept)
+        self.sidecar = resume.Sidecar(
+            self.config.output, [e for e in prior.entries.values() if e.row in kept_rows]
+        )
+        self.done = {key: v for key, v in earlier.items() if v.done}
+
+    def _one(self, cell: Cell, cell_csv: Path) -> CellResult:
+        done = self.done.get((cell.model, cell.length))
+        if done is not None:
+            return CellResult(cell, Action.DONE, f"done in an earlier run: {done.reason}")
+        decision = self.planner.decide(cell)
+        if decision.action in (Action.BACKSTOP, Action.RECORD):
+            token = Token(decision.action)
+            self._write([self._skip_row(cell, token)], HEADER, token, cell)
+            return CellResult(cell, token, decision.reason, record_line=decision.record_line)
+        if decision.fake:
+            result = CellResult(cell, Token.TRUE_OOM, decision.reason, oom_evidence=HowKnown.FAKE)
+            rows, header = [self._skip_row(cell, Token.TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
+        else:
+            result, rows, header = self._launch(cell, cell_csv)
+        if result.token in RECORDED_TOKENS:
+            # The record before the row: it is what keeps later sweeps from launching this
+            # cell, so a failed CSV write or a signal between the two must not lose it.
+            self.planner.note_oom(cell.model, cell.length, result.token)
+            kind = (
+                KIND_GUARD
+                if result.token == Token.OOM_GUARD
+                else KIND_FAKE
+                if decision.fake
+                else None
+            )
+            line, new = self._append_record(cell, result.peak_rss_bytes, kind)
+            if new:
+                result.recorded = line
+            else:
+                result.already_recorded = line
+        self._write(rows, header, result.token, cell)
+        return result
+
+    def _launch(self, cell: Cell, cell_csv: Path) -> tuple[CellResult, list[str], str]:
+        """Run the cell; its result, and the rows (with their header) to write for it."""
+        c = self.config
+        if self._last_launched is not None and not self._runner_cools:
+            pause = c.cooldown
+            if c.big_cooldown and self._is_big(self._last_launched):
+                pause += c.big_cooldown
+            if pause > 0:
+                time.sleep(pause)
+        self._last_launched = cell
+        cellcsv.remove(cell_csv)
+        argv = c.runner.fill(
+            {
+                "model": cell.model,
+                "model_path": cell.model_path,
+                "length": cell.length,
+                "max_tokens": c.max_tokens,
+                "warmup_tokens": c.warmup_tokens,
+                "cell_csv": str(cell_csv),
+                "cooldown": _seconds_arg(c.cooldown),
+                "big_cooldown": _seconds_arg(c.big_cooldown),
+            }
+        )
+        self.result.killed_cell = cell
+        run = run_cell(argv, self.config.timeout, guard=self.config.guard)
+        self.result.killed_cell = None
+        written = cellcsv.read_cell_csv(cell_csv, cell.model, cell.length)
+        cellcsv.remove(cell_csv)
+        notes = [note for note in (run.leftovers.describe(), written.problem) if note]
+        if written.dropped:
+            n = len(written.dropped)
+            notes.append(
+                f"dropped {n} row{'s' if n > 1 else ''} of other cells from the cell CSV "
+                f"(first: {written.dropped[0][:120]!r})"
+            )
+        if run.guard_stop is not None:
+            verdict = verdict_from_guard(run.guard_stop)
+            rows, header = [self._skip_row(cell, verdict.token)], HEADER
+            if written.rows:
+                notes.append("the runner's row was dropped: the guard had stopped it")
+        elif written.rows:
+            verdict = verdict_from_row(written.rows[0])
+            rows, header = list(written.rows), written.header or HEADER
+        else:
+            verdict = _verdict_without_row(run)
+            rows, header = [self._skip_row(cell, verdict.token)], HEADER
+        result = CellResult(
+            cell,
+            verdict.token,
+            verdict.reason,
+            launched=True,
+            seconds=run.seconds,
+            peak_rss_bytes=run.peak_rss_bytes,
+            oom_evidence=verdict.evidence,
+            notes=tuple(notes),
+        )
+        return result, rows, header
+
+    def _skip_row(self, cell: Cell, token: str, prompt: str = "") -> str:
+        c = self.config
+        return skip_row(
+            cell.model, cell.model_path, c.date, c.max_tokens, cell.length, token, prompt
+        )
+
+    def _write(self, rows: Sequence[str], header: str, token: str, cell: Cell) -> None:
+        warning = self.csv.add(rows, header)
+        self.result.output = self.csv.path
+        if self.sidecar is not None:
+            now = self.provenance()
+            self.sidecar.add(
+                resume.Entry(cell.model, cell.length, token, row, now.commit, now.runner)
+                for row in rows
+            )
+        if warning:
+            self.reporter.log(f"warning: {warning}")
+
+    def _append_record(
+        self, cell: Cell, peak: int | None, kind: str | None = None
+    ) -> tuple[str, bool]:
+        """Append the cell's OOM (or guard stop: `kind`) unless the record holds the same
+        evidence; the line, and whether it was new."""
+        record = OomRecord(
+            model=cell.model,
+            prompt_target_len=cell.length,
+            date=self.config.date,
+            commit=self._head(),
+            peak_bytes=peak,
+            source_csv=source_field(source_path(self.config.output, self.config.repo_root)),
+            hardware=self.config.hardware,
+            mem_bytes=self.config.host_mem,
+            kind=kind,
+        )
+        record_file = self.config.record
+        added = record_file.append_new([record], unless_present=evidence_key)
+        for notice in record_file.notices:
+            self.reporter.log(f"warning: {notice}")
+        record_file.notices.clear()
+        return format_line(record), bool(added)
+
+    def _head(self) -> str:
+        if self._commit is None:
+            # GitPython costs ~0.17 s to import: paid once, and only by a sweep that saw an OOM.
+            from oomrec.store import gitrepo as gitutil
+
+            repo = gitutil.open_repo(self.config.repo_root)
+            self._commit = gitutil.head_sha(repo) or UNKNOWN_COMMIT
+        return self._commit
+
+
+# The harness's big-cooldown threshold: "a >10GB model".
+BIG_MODEL_BYTES = 10 * 1024**3
+
+
+def weights_bytes(model_dir: Path) -> int:
+    """The size of a model's weights (its *.safetensors), as the harness weighs a model."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for path in model_dir.glob("*.safetensors"):
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+    return total
+
+
+def _seconds_arg(value: float) -> int | float:
+    # `30`, not `30.0`: what a user typed, and what `sleep` in any shell accepts.
+    return int(value) if value.is_integer() else value
+
+
+def _check_writable(output: Path) -> None:
+    """Fail before the first launch, not after a cell has run, when the CSV cannot be written."""
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OomrecError(
+            f"{output}: cannot create its folder ({exc.strerror}); pass --output PATH"
+        ) from None
+    if not os.access(output.parent, os.W_OK):
+        raise OomrecError(f"{output}: cannot write the sweep's CSV there; pass --output PATH")
+
+
+def _verdict_without_row(run: CellRun) -> Verdict:
+    if run.exec_error is not None:
+        return Verdict(Token.FAIL_BENCH, f"cannot run {run.argv[0]}: {run.exec_error}")
+    verdict = verdict_from_exit(
+        run.returncode,
+        run.signature,
+        run.kills,
+        timed_out=run.timed_out,
+        address_space=run.address_space,
+    )
+    if verdict.is_true_oom:
+        return verdict
+    # What the runner said last is usually why it failed; an OOM's reason names its message.
+    lines = [line.strip() for line in run.output_tail.splitlines() if line.strip()]
+    last = f"; last output: {lines[-1][:200]!r}" if lines else ""
+    return Verdict(verdict.token, verdict.reason + last)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends a sweep as Ctrl-C does: the running cell killed, the CSV left valid."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

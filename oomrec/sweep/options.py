@@ -1,0 +1,481 @@
+"""A sweep's configuration: command-line flags first, then `[tool.oomrec]`, then defaults.
+
+Everything a sweep needs to know before it plans a cell is resolved and checked here, so a bad
+value is a one-line usage error before anything launches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shlex
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oomrec.core.errors import OomrecError
+from oomrec.core.pathkind import kind as file_kind
+from oomrec.core.records import RecordFile, bounded_int, check_model_name, shorten
+from oomrec.core.settings import env_flag
+from oomrec.store.locations import Settings, display_path
+from oomrec.sweep import demo
+from oomrec.sweep.cell.guard import GuardLimits, host_total, parse_gpu_limit, parse_limit
+from oomrec.sweep.cell.runner import RunnerTemplate
+from oomrec.sweep.resume import Mode
+
+DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
+DEFAULT_TIMEOUT_S = 1800.0
+DEFAULT_MAX_TOKENS = 32
+DEFAULT_WARMUP_TOKENS = 4
+MAX_COOLDOWN_S = 86400.0
+
+# The harness's own cell runner and how bench_longprompt.sh calls it.
+DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
+# The cooldowns go to the runner, as the harness passes them; oomrec then does not also sleep.
+DEFAULT_RUNNER_ARGS = (
+    "{model_path} --prompt-tokens {length} --max-tokens {max_tokens} "
+    "--warmup-tokens {warmup_tokens} --cooldown {cooldown} --big-cooldown {big_cooldown} "
+    "--output {cell_csv}"
+)
+IGNORE_RECORD_ENVS = ("MLXCEL_BENCH_IGNORE_OOM_RECORD", "OOMREC_IGNORE_RECORD")
+FAKE_OOM_ENV = "MLXCEL_BENCH_FAKE_OOM"
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    models: tuple[str, ...]
+    lengths: tuple[int, ...]
+    models_dir: Path
+    # How the models dir is written into `model_path` (as the user gave it, e.g. `./models`).
+    models_dir_shown: str
+    runner: RunnerTemplate
+    output: Path
+    record: RecordFile
+    hardware: str
+    date: str
+    timeout: float | None = DEFAULT_TIMEOUT_S
+    cooldown: float = 0.0
+    # Extra seconds after a cell of a model whose weights pass BIG_MODEL_BYTES (the harness's).
+    big_cooldown: float = 0.0
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    ignore_record: bool = False
+    ignore_guard_records: bool = False
+    fake_oom: frozenset[tuple[str, int]] = frozenset()
+    # Models that count as present without a directory yet (the demo creates them before running).
+    provided_models: frozenset[str] = frozenset()
+    # Where records name the aggregate CSV from, and where HEAD is read.
+    repo_root: Path | None = None
+    # The memory this host's accelerator can address (None: unknown); new records carry it.
+    host_mem: int | None = None
+    # `--shard I/N`: this sweep runs shard I of N (1-based), and how many models there were.
+    shard: tuple[int, int] | None = None
+    all_models: int = 0
+    # `--resume` / `--resume-keep` and `--rerun-failed`: continue the CSV, not replace it.
+    resume: Mode | None = None
+    rerun_failed: bool = False
+    # The memory guard's limits (both off by default).
+    guard: GuardLimits = field(default_factory=GuardLimits)
+
+
+def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
+    """Model names from a space-separated string or a list; OomrecError when none or bad."""
+    if isinstance(value, str):
+        names = value.split()
+    elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        names = list(value)
+    else:
+        raise OomrecError(f"{where}: models must be a space-separated string or a list of names")
+    if not names:
+        raise OomrecError(f"{where}: no models; give at least one model directory name")
+    for name in names:
+        try:
+            check_model_path(name)
+        except OomrecError as exc:
+            raise OomrecError(f"{where}: {exc}") from None
+    return tuple(names)
+
+
+def check_model_path(name: str) -> str:
+    """A model as the harness takes it: a directory under the models dir, nested (`org/model`)
+    or not; never absolute and never `..`. Its rows and records name it so (`model_name`)."""
+    if name.startswith("/"):
+        raise OomrecError(f"model {name!r} is an absolute path; name it under the models dir")
+    parts = name.rstrip("/").split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise OomrecError(f"model {name!r} has an empty, '.' or '..' part; name its directory")
+    for part in parts:
+        check_model_name(part)
+    return name
+
+
+def model_name(name: str) -> str:
+    """A model's identity in rows, records, the backstop and fake-OOM keys: its directory as
+    given under the models dir (`org/moe-30b`), as the harness names it."""
+    return name.rstrip("/")
+
+
+def last_part(model: str) -> str:
+    """The last part of a nested model's name: what records of earlier oomrec versions carry."""
+    return model.rsplit("/", 1)[-1]
+
+
+def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
+    """Prompt lengths from a space-separated string or a list; each a positive integer."""
+    if isinstance(value, str):
+        items: list[Any] = value.split()
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise OomrecError(f"{where}: lengths must be a space-separated string or a list")
+    if not items:
+        raise OomrecError(f"{where}: no lengths; give at least one prompt length")
+    lengths = []
+    for item in items:
+        length = None if isinstance(item, bool) else bounded_int(str(item).strip())
+        if not length:
+            raise OomrecError(
+                f"{where}: length {shorten(item) if isinstance(item, str) else repr(item)} is "
+                "not a positive integer below 2**63; "
+                "give token counts"
+            )
+        lengths.append(length)
+    return tuple(lengths)
+
+
+def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
+    """`model:len[,model:len...]` as pairs; empty entries are skipped, as the harness does."""
+    pairs = set()
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        model, sep, text = entry.rpartition(":")
+        length = bounded_int(text)
+        if not sep or not model or length is None:
+            raise OomrecError(
+                f"{where}: {shorten(entry)} is not model:length; write e.g. "
+                "gemma-4-31b-it-4bit:32768"
+            )
+        pairs.add((model, length))
+    return frozenset(pairs)
+
+
+def ignore_record_from_env() -> str | None:
+    """The environment variable that disables the record pre-skip, if one is set true (1, true,
+    yes, on)."""
+    return env_flag(IGNORE_RECORD_ENVS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepOptions:
+    """What to sweep, as asked (flags, or a library caller); None means "not given":
+    `[tool.oomrec]`, then the defaults, decide."""
+
+    # Repeated flags accumulate: each item may itself hold several space-separated names.
+    models: Sequence[str] | None = None
+    lengths: Sequence[int | str] | None = None
+    # A template run without a shell, with {model} {model_path} {length} ... placeholders.
+    runner: str | None = None
+    # As typed, so rows carry `./models/x` exactly as the harness writes it.
+    models_dir: str | None = None
+    output: Path | None = None
+    record: Path | None = None
+    timeout: float | None = None
+    cooldown: float = 0.0
+    big_cooldown: float = 0.0
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    # `MODEL:LEN[,...]`: cells treated as true OOMs without a launch (testing the layers).
+    fake_oom: str | None = None
+    ignore_record: bool = False
+    ignore_guard_records: bool = False
+    # `I/N`: only the models of shard I of N.
+    shard: str | None = None
+    # Continue the aggregate CSV: "rerun" runs rows of another commit or runner again, "keep"
+    # keeps them; None replaces the CSV.
+    resume: str | None = None
+    rerun_failed: bool = False
+    # As typed: `110G`, `85%`, `off`.
+    max_cell_memory: str | None = None
+    min_available: str | None = None
+    max_cell_gpu_memory: str | None = None
+    min_gpu_available: str | None = None
+    # Zero runnable cells (every model missing, an empty shard) is an error unless allowed.
+    allow_empty: bool = False
+    # The built-in synthetic models under a real memory limit, in ./oomrec-demo/.
+    demo: bool = False
+
+
+def configure(
+    opts: SweepOptions,
+    settings: Settings,
+    record: RecordFile,
+    *,
+    hardware: str,
+    day: str,
+    host_mem: int | None = None,
+    demo_dirs: demo.DemoLayout | None = None,
+) -> SweepConfig:
+    """The sweep's configuration: flags first, then `[tool.oomrec]`, then defaults.
+
+    `--demo` (`demo_dirs`: where it reads and writes) ignores `[tool.oomrec]` and defaults
+    everything to the demo under ./oomrec-demo/.
+    """
+    where = f"{settings.source} [tool.oomrec]"
+    tool: dict[str, Any] = {} if demo_dirs else settings.tool
+
+    if demo_dirs is not None:
+        if opts.runner is not None:
+            raise OomrecError("--demo runs the built-in demo runner; drop --runner or --demo")
+        runner = RunnerTemplate.parse(demo.runner_template(hardware), "the demo runner")
+    elif opts.runner is not None:
+        runner = RunnerTemplate.parse(opts.runner, "--runner")
+        runner.check_executable("--runner")
+    elif "runner" in tool:
+        runner = _configured_runner(tool["runner"], f"{where} runner", settings.base)
+    elif (settings.base / DEFAULT_RUNNER_SCRIPT).is_file():
+        text = f"{shlex.quote(str(DEFAULT_RUNNER_SCRIPT))} {DEFAULT_RUNNER_ARGS}"
+        runner = _configured_runner(text, str(DEFAULT_RUNNER_SCRIPT), settings.base)
+    else:
+        raise OomrecError(
+            f"no runner: pass --runner TEMPLATE, set runner in [tool.oomrec], or add "
+            f"{DEFAULT_RUNNER_SCRIPT}; or try the demo: oomrec sweep --demo"
+        )
+
+    if opts.models is not None:
+        models = parse_models(" ".join(opts.models), "--models")
+    elif demo_dirs is not None:
+        models = tuple(m.name for m in demo.MODELS)
+    elif "models" in tool:
+        models = parse_models(tool["models"], f"{where} models")
+    else:
+        raise OomrecError('no models: pass --models "A B C" or set models in [tool.oomrec]')
+
+    all_models = len(models)
+    shard = parse_shard(opts.shard) if opts.shard is not None else None
+    if shard is not None:
+        models = tuple(m for m in models if shard_of(m, shard[1]) == shard[0])
+
+    if opts.lengths is not None:
+        lengths = parse_lengths(" ".join(map(str, opts.lengths)), "--lengths")
+    elif "lengths" in tool:
+        lengths = parse_lengths(tool["lengths"], f"{where} lengths")
+    else:
+        lengths = DEFAULT_LENGTHS
+
+    if opts.models_dir is not None:
+        models_dir, models_dir_shown = Path(opts.models_dir), opts.models_dir
+    else:
+        if demo_dirs is not None:
+            models_dir = demo_dirs.models_dir
+        elif "models_dir" in tool:
+            models_dir = settings.base / _path_setting(tool["models_dir"], f"{where} models_dir")
+        else:
+            models_dir = settings.base / "models"
+        models_dir_shown = _as_typed(models_dir)
+
+    if opts.output is not None:
+        output = opts.output
+    elif demo_dirs is not None:
+        output = demo_dirs.output
+    elif "output" in tool:
+        output = settings.base / _path_setting(tool["output"], f"{where} output")
+    else:
+        from oomrec.core.hardware import detect_backend
+
+        # A shard writes its own CSV: shards of one sweep may share a filesystem.
+        part = f"_shard{shard[0]}of{shard[1]}" if shard is not None else ""
+        name = f"{detect_backend()}_{hardware}_longprompt_{day}{part}.csv"
+        output = settings.base / "benchmarks" / name
+
+    if opts.timeout is not None:
+        timeout = _positive(opts.timeout, "--timeout")
+    elif "timeout" in tool:
+        timeout = _positive(tool["timeout"], f"{where} timeout")
+    else:
+        timeout = DEFAULT_TIMEOUT_S
+
+    if opts.fake_oom is not None:
+        fake = parse_fake_oom(opts.fake_oom, "--fake-oom")
+    else:
+        fake = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV)
+
+    guard = _guard_limits(opts, tool, where)
+
+    return SweepConfig(
+        models=models,
+        lengths=lengths,
+        models_dir=models_dir,
+        models_dir_shown=models_dir_shown,
+        runner=runner,
+        output=output,
+        record=record,
+        hardware=hardware,
+        date=day,
+        timeout=timeout,
+        cooldown=_cooldown(opts.cooldown),
+        big_cooldown=_cooldown(opts.big_cooldown, "--big-cooldown"),
+        max_tokens=opts.max_tokens,
+        warmup_tokens=opts.warmup_tokens,
+        ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
+        ignore_guard_records=opts.ignore_guard_records,
+        fake_oom=fake,
+        provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
+        repo_root=settings.repo_root,
+        host_mem=host_mem,
+        shard=shard,
+        all_models=all_models,
+        resume=_resume_mode(opts.resume),
+        rerun_failed=opts.rerun_failed,
+        guard=guard,
+    )
+
+
+def _resume_mode(value: str | None) -> Mode | None:
+    if value is None:
+        return None
+    try:
+        return Mode(value)
+    except ValueError:
+        raise OomrecError(
+            f"resume mode {value[:40]!r}: give --resume (re-run rows of another commit or "
+            "runner) or --resume-keep (keep them)"
+        ) from None
+
+
+def _guard_limits(opts: SweepOptions, tool: dict[str, Any], where: str) -> GuardLimits:
+    """Each limit from its flag, else `[tool.oomrec]`, else off."""
+    total = host_total()
+    limits = []
+    for flag, key, value in (
+        ("--max-cell-memory", "max_cell_memory", opts.max_cell_memory),
+        ("--min-available", "min_available", opts.min_available),
+    ):
+        if value is not None:
+            limits.append(parse_limit(value, flag, total))
+        elif key in tool:
+            limits.append(parse_limit(tool[key], f"{where} {key}", total))
+        else:
+            limits.append(None)
+    gpu = []
+    for flag, key, value in (
+        ("--max-cell-gpu-memory", "max_cell_gpu_memory", opts.max_cell_gpu_memory),
+        ("--min-gpu-available", "min_gpu_available", opts.min_gpu_available),
+    ):
+        if value is not None:
+            gpu.append(parse_gpu_limit(value, flag))
+        elif key in tool:
+            gpu.append(parse_gpu_limit(tool[key], f"{where} {key}"))
+        else:
+            gpu.append(None)
+    return GuardLimits(*limits, *gpu)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` (1 <= I <= N <= 4096) as (I, N); OomrecError otherwise."""
+    i_text, sep, n_text = text.strip().partition("/")
+    if (
+        sep
+        and i_text.isdigit()
+        and n_text.isdigit()
+        and len(i_text) <= 4
+        and len(n_text) <= 4
+        and 1 <= int(i_text) <= int(n_text) <= 4096
+    ):
+        return int(i_text), int(n_text)
+    raise OomrecError(f"--shard {text[:40]!r} is not I/N with 1 <= I <= N; e.g. --shard 2/4")
+
+
+def shard_of(model: str, shards: int) -> int:
+    """The shard (1-based) a model belongs to among `shards`: by a hash of its name, so a model
+    stays in its shard however the list changes, and all its lengths run in one sweep (the
+    backstop needs them together)."""
+    digest = hashlib.sha256(model.encode("utf-8", errors="surrogateescape")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
+
+
+def check_before_launch(config: SweepConfig, models_dir_missing: bool) -> None:
+    """OomrecError unless a sweep can keep what it learns: checked before any cell runs.
+
+    A cell that runs out of memory is only worth running if its OOM reaches the record, and a
+    CSV written over the record (or a file beside it) would wipe the evidence.
+    """
+    if models_dir_missing:
+        raise OomrecError(
+            f"models dir {config.models_dir_shown} does not exist: no model can run; pass "
+            "--models-dir or set models_dir in [tool.oomrec]"
+        )
+    problem = output_problem(config)
+    if problem is not None:
+        raise OomrecError(problem)
+    config.record.check_writable()
+
+
+def output_problem(config: SweepConfig) -> str | None:
+    """Why the sweep's CSV cannot go to --output, found without writing anything (so a dry run
+    says what the real run would refuse): the record or a file beside it, which the CSV would
+    wipe; a FIFO, which would block the sweep in open() until someone reads it; a device."""
+    if config.record.owns(config.output):
+        return (
+            f"--output {config.output} is the OOM record {config.record.shown_as} or a file "
+            "beside it; writing the sweep's CSV there would wipe it; pass another --output"
+        )
+    try:
+        mode = config.output.stat().st_mode
+    except OSError:
+        return None  # not there yet (or a dangling link): created at the first row
+    if not stat.S_ISREG(mode):
+        kind = file_kind(mode)
+        return f"{config.output}: is {kind}, not a regular file; pass --output PATH of a CSV"
+    return None
+
+
+def _configured_runner(value: object, where: str, base: Path) -> RunnerTemplate:
+    if not isinstance(value, str):
+        raise OomrecError(f"{where} must be a string (a command line with placeholders)")
+    runner = RunnerTemplate.parse(value, where).anchored(base)
+    runner.check_executable(where)
+    return runner
+
+
+def _path_setting(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise OomrecError(f"{where} must be a non-empty path string")
+    return value
+
+
+def _positive(value: object, where: str) -> float:
+    return _seconds(value, where, allow_zero=False)
+
+
+def _seconds(value: object, where: str, *, allow_zero: bool) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+        or (value == 0 and not allow_zero)
+    ):
+        # Any finite timeout works: the runner never sleeps longer than one sample interval.
+        low = ">= 0" if allow_zero else "> 0"
+        raise OomrecError(f"{where} must be a number of seconds {low}, not {shorten(str(value))}")
+    return float(value)
+
+
+def _cooldown(value: float, where: str = "--cooldown") -> float:
+    # time.sleep overflows past ~292 years; a day between cells is already more than anyone means.
+    if not math.isfinite(value) or not 0 <= value <= MAX_COOLDOWN_S:
+        raise OomrecError(
+            f"{where} must be a number of seconds from 0 to {MAX_COOLDOWN_S:.0f}, not {value!r}"
+        )
+    return value
+
+
+def _as_typed(path: Path) -> str:
+    """A directory as a user would type it: `./models` below the cwd, else the path itself."""
+    shown = display_path(path)
+    return shown if Path(shown).is_absolute() else f"./{shown}"

@@ -1,0 +1,236 @@
+"""`oomrec sweep --resume`: continue an aggregate CSV instead of replacing it.
+
+The CSV keeps the harness layout; what oomrec needs to trust a row lives beside it, in
+`<csv>.oomrec.json`: for every row the sweep wrote, the cell (model, length), its verdict, and
+its provenance (the commit and the runner command it ran with). A cell is done when its row is
+there with the same provenance. A true OOM is never run again (keeping it out of reach is the
+record's job, and its row rebuilds the backstop); a FAIL:* cell runs again only when asked; a
+row of another commit or runner runs again, with the reason, unless the user keeps it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from oomrec.core.errors import OomrecError
+from oomrec.core.records import short_commit
+from oomrec.core.schema import RECORDED_TOKENS, Token, line_token, split_row
+
+SIDECAR_SUFFIX = ".oomrec.json"
+SCHEMA_VERSION = 1
+
+
+class Mode(StrEnum):
+    # A row of another commit or runner runs again.
+    RERUN = "rerun"
+    # Such a row is kept.
+    KEEP = "keep"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    commit: str
+    runner: str
+
+
+@dataclass
+class Entry:
+    model: str
+    length: int
+    token: str
+    row: str
+    commit: str
+    runner: str
+
+
+@dataclass
+class Prior:
+    """What an earlier run left: the CSV's header and rows, and what the sidecar says of them."""
+
+    header: str | None
+    rows: list[str]
+    entries: dict[tuple[str, int], Entry] = field(default_factory=dict)
+    # Rows the sidecar does not know (a harness run, a hand edit), by cell when readable.
+    unknown: dict[tuple[str, int], str] = field(default_factory=dict)
+    # The same rows by their `model_path` (`models/org/moe-30b`): the runner's rows name a
+    # nested model by its last part, the path names it whole.
+    unknown_paths: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    def true_ooms(self) -> Iterable[tuple[str, int]]:
+        """The cells whose row is a true OOM: the backstop starts from them."""
+        for key, entry in self.entries.items():
+            if entry.token in RECORDED_TOKENS:
+                yield key
+        for key, row in self.unknown.items():
+            if line_token(row) in RECORDED_TOKENS:
+                yield key
+
+
+@dataclass(frozen=True)
+class PriorCell:
+    """A cell the earlier run has a row for: whether it counts as done, and why."""
+
+    done: bool
+    reason: str
+
+
+def sidecar_path(csv_path: Path) -> Path:
+    return csv_path.with_name(csv_path.name + SIDECAR_SUFFIX)
+
+
+def load(csv_path: Path) -> Prior:
+    """The earlier run's CSV and sidecar; an absent CSV is an empty prior (nothing done)."""
+    try:
+        text = csv_path.read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return Prior(None, [])
+    except OSError as exc:
+        raise OomrecError(f"{csv_path}: cannot read it to resume ({exc.strerror})") from None
+    lines = [line for line in text.split("\n") if line.strip()]
+    if not lines:
+        return Prior(None, [])
+    header, rows = lines[0], lines[1:]
+    prior = Prior(header, rows)
+    by_text = _sidecar(sidecar_path(csv_path))
+    columns = split_row(header)
+    for row in rows:
+        entry = by_text.get(row)
+        if entry is not None:
+            prior.entries[(entry.model, entry.length)] = entry
+            continue
+        cell = _cell_of(row, columns)
+        if cell is not None:
+            prior.unknown[cell[:2]] = row
+            if cell[2]:
+                prior.unknown_paths[(cell[2], cell[1])] = row
+    return prior
+
+
+def path_key(model_path: str) -> str:
+    """A `model_path` as rows of one cell write it either way (`./models/x/`, `models/x`)."""
+    return model_path.strip().removeprefix("./").rstrip("/")
+
+
+def _sidecar(path: Path) -> dict[str, Entry]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise OomrecError(
+            f"{path}: cannot read the sweep's provenance ({exc}); delete it to resume without "
+            "it (every row is then of unknown provenance)"
+        ) from None
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        raise OomrecError(f"{path}: not a provenance file of this oomrec; delete it to resume")
+    out = {}
+    for item in data.get("cells", []):
+        try:
+            entry = Entry(**item)
+        except TypeError:
+            continue
+        out[entry.row] = entry
+    return out
+
+
+def _cell_of(row: str, columns: list[str]) -> tuple[str, int, str] | None:
+    """A row's model, length and `model_path` key ("" without that column)."""
+    fields = split_row(row)
+    if "model" not in columns or "prompt_target_len" not in columns:
+        return None
+    try:
+        model = fields[columns.index("model")]
+        length = int(fields[columns.index("prompt_target_len")])
+        path = path_key(fields[columns.index("model_path")]) if "model_path" in columns else ""
+    except (IndexError, ValueError):
+        return None
+    return model, length, path
+
+
+def prior_cell(
+    prior: Prior,
+    model: str,
+    length: int,
+    now: Provenance,
+    *,
+    rerun_failed: bool = False,
+    mode: Mode = Mode.RERUN,
+    model_path: str = "",
+) -> PriorCell | None:
+    """Whether the cell is done; None when the earlier run has no row for it."""
+    key = (model, length)
+    entry = prior.entries.get(key)
+    if entry is None:
+        row = prior.unknown.get(key) or prior.unknown_paths.get((path_key(model_path), length))
+        if row is None:
+            return None
+        token = line_token(row) or Token.SUCCESS
+        if token in RECORDED_TOKENS:
+            return PriorCell(True, f"earlier {token}")
+        if mode == Mode.KEEP:
+            return PriorCell(True, "kept (no provenance: not written by oomrec --resume)")
+        return PriorCell(False, "its row has no provenance (not written by an oomrec sweep)")
+    if entry.token in RECORDED_TOKENS:
+        return PriorCell(True, f"earlier {entry.token}")
+    if entry.token.startswith("FAIL:") and rerun_failed:
+        return PriorCell(False, f"earlier {entry.token}, --rerun-failed")
+    changed = []
+    if entry.commit != now.commit:
+        then, head = short_commit(entry.commit), short_commit(now.commit)
+        changed.append(f"ran at commit {then}, now {head}")
+    if entry.runner != now.runner:
+        changed.append(f"ran with runner {entry.runner!r}, now {now.runner!r}")
+    if changed and mode == Mode.RERUN:
+        return PriorCell(False, "; ".join(changed))
+    if changed:
+        return PriorCell(True, f"kept ({'; '.join(changed)})")
+    return PriorCell(True, f"earlier {entry.token}")
+
+
+class Sidecar:
+    """The provenance file, rewritten atomically after every cell (a crash keeps the last)."""
+
+    def __init__(self, csv_path: Path, kept: Iterable[Entry]) -> None:
+        self.path = sidecar_path(csv_path)
+        self.entries: list[Entry] = list(kept)
+
+    def add(self, entries: Iterable[Entry]) -> None:
+        self.entries.extend(entries)
+        self._save()
+
+    def _save(self) -> None:
+        data = {"schema_version": SCHEMA_VERSION, "cells": [asdict(e) for e in self.entries]}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, ensure_ascii=True)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def rewrite_csv(csv_path: Path, header: str, rows: Iterable[str]) -> None:
+    """Replace the CSV with `header` and `rows` (the rows kept, byte for byte), atomically."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{csv_path.name}.", dir=csv_path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
+            out.write(header + "\n" + "".join(row + "\n" for row in rows))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, csv_path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
