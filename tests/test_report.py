@@ -627,8 +627,9 @@ def test_json_is_one_ascii_line_even_for_what_orjson_refuses(repo: Repo) -> None
 
     assert report("benchmarks/cuda_gb10_2026-08-02.csv")["models"] == ["m-4bit"]
     data = report()
-    assert data["models"] == ["big-4bit", "caf\u00e9-4bit", "m-4bit"]
-    assert {c["length"] for c in data["cells"] if c["model"] == "big-4bit"} == {huge}
+    # A length beyond 64 bits is no length, as import-csv reads it (core.records.bounded_int).
+    assert data["models"] == ["caf\u00e9-4bit", "m-4bit"]
+    assert not [c for c in data["cells"] if c["model"] == "big-4bit"]
 
 
 @pytest.mark.parametrize("unbuffered", ["", "1"])

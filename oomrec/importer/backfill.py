@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.hardware import memory_from_text, normalize
+from oomrec.core.machine import file_host, row_memory, row_tag
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.records import (
     MAX_INT,
@@ -58,7 +58,6 @@ PEAK_BYTES_COLUMN = "peak_bytes"
 PEAK_GIB_COLUMN = "mlx_peak_gb"
 GIB = 1024**3
 # Harness file names are `{backend}_{host}_...`; other names carry no host token.
-BACKENDS = frozenset({"cuda", "metal", "rocm", "pylm"})
 
 # float() reads any length; no real peak in GiB needs more characters than this.
 _MAX_GIB_CHARS = 27
@@ -67,7 +66,6 @@ _MAX_GIB_CHARS = 27
 _MAX_COMMIT_CHARS = 128
 _MAX_MODEL_CHARS = 255
 # A real hardware cell is under 60 characters; normalising an unbounded one costs unbounded time.
-_MAX_HARDWARE_CHARS = 128
 
 # Why a SKIP:oom row is not imported, as the report groups them (with csvscan's reasons).
 ROW_MODEL = "model not a directory name"
@@ -305,7 +303,7 @@ def import_csvs(
             SkippedRow(shown, b.lineno, b.reason, b.problem) for b in result.bad_rows
         )
         columns = _columns(result.header, commit_names)
-        host = _filename_host(result.path)
+        host = file_host(result.path)
         for row in result.oom_rows:
             draft = _draft(row, columns, host, source, result)
             if isinstance(draft, SkippedRow):
@@ -455,8 +453,8 @@ def _draft(
         date=_date(_first_value(cells, columns.date)),
         commit=commit or None,
         peak_bytes=peak,
-        hardware=_hardware(hardware_text) or host,
-        mem_bytes=_memory(hardware_text),
+        hardware=row_tag(hardware_text) or host,
+        mem_bytes=row_memory(hardware_text),
         source=source,
         path=file.path,
         lineno=row.lineno,
@@ -494,24 +492,6 @@ def _model_problem(model: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=256)
-def _memory(text: str | None) -> int | None:
-    return memory_from_text(text[:_MAX_HARDWARE_CHARS]) if text else None
-
-
-@lru_cache(maxsize=256)
-def _hardware(text: str) -> str | None:
-    """The tag, as the record file will read it back (so a rerun finds it again)."""
-    tag = normalize(text[:_MAX_HARDWARE_CHARS])
-    for _ in range(3):
-        again = normalize(tag)
-        if again == tag:
-            return tag
-        tag = again
-    # No stable tag: an untagged record applies to every machine, the safe side.
-    return None
-
-
 @lru_cache(maxsize=4096)
 def _date(text: str) -> str | None:
     """The YYYY-MM-DD a date cell starts with (`2026-07-03`, `2026-07-03T12:00`), else None."""
@@ -529,14 +509,6 @@ def _peak(bytes_text: str, gib_text: str) -> int | None:
     except ValueError:
         return None
     return round(size) if math.isfinite(size) and 0 <= size <= MAX_INT else None
-
-
-def _filename_host(path: str) -> str | None:
-    """`cuda_gb10_...csv` -> `gb10`; None for names that do not follow the harness's pattern."""
-    parts = os.path.basename(path).split("_")
-    if len(parts) < 3 or parts[0] not in BACKENDS:
-        return None
-    return _hardware(parts[1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ one on that alone.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import stat
 import sys
@@ -31,12 +30,19 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from oomrec.core import schema
 from oomrec.core.gcpause import no_cycle_collection
-from oomrec.core.hardware import normalize
-from oomrec.core.records import KIND_FAKE, UNKNOWN_COMMIT, OomRecord
+from oomrec.core.hardware import GIB
+from oomrec.core.machine import file_host, row_memory, row_tag
+from oomrec.core.records import (
+    KIND_FAKE,
+    MEM_JITTER,
+    UNKNOWN_COMMIT,
+    OomRecord,
+    bounded_int,
+    is_date,
+)
 from oomrec.core.schema import RECORDED_TOKENS, Token
 from oomrec.importer import csvscan
 from oomrec.importer.backfill import (
-    BACKENDS,
     DEFAULT_COMMIT_COLUMNS,
     LENGTH_COLUMNS,
     find_csv_files,
@@ -52,9 +58,6 @@ if TYPE_CHECKING:
     from oomrec.store.locations import Settings
 
 SCHEMA_VERSION = 1
-GIB = 1024**3
-_MEM = re.compile(r"(\d+)\s*GB$", re.IGNORECASE)
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class Outcome(StrEnum):
@@ -124,11 +127,16 @@ class Machine(NamedTuple):
         return f"{name} {self.mem_gb}GB" if self.mem_gb is not None else name
 
     def covers(self, other: Machine) -> bool:
-        """Whether evidence of this class speaks for `other`: an unknown tag or memory is
-        every one (when in doubt, an OOM applies)."""
+        """Whether evidence of this class speaks for `other`, by the rule a record applies by
+        (records.applicability): the same tag or none, and `other` has no more memory (within
+        MEM_JITTER); an unknown tag or memory is every one (when in doubt, an OOM applies)."""
         if self.tag is not None and self.tag != other.tag:
             return False
-        return self.mem_gb is None or other.mem_gb is None or self.mem_gb == other.mem_gb
+        return (
+            self.mem_gb is None
+            or other.mem_gb is None
+            or other.mem_gb <= self.mem_gb * (1 + MEM_JITTER)
+        )
 
 
 def record_machine(record: OomRecord) -> Machine:
@@ -140,27 +148,14 @@ def record_machine(record: OomRecord) -> Machine:
 
 
 @lru_cache(maxsize=1024)
-def row_machine(hardware_value: str, file_host: str | None) -> Machine:
-    """A CSV row's class: its `hardware` value (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB),
-    else the file name's host token (no memory)."""
-    tag = normalize(hardware_value) if hardware_value else None
+def row_machine(hardware_value: str, host: str | None) -> Machine:
+    """A CSV row's class: its `hardware` value (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB;
+    core.machine decides it for the import too), else the file name's host (no memory)."""
+    tag = row_tag(hardware_value) if hardware_value else None
     if tag is None:
-        return Machine(file_host)
-    mem = _MEM.search(hardware_value.strip())
-    return Machine(tag, int(mem.group(1)) if mem else None)
-
-
-def file_host(path: str) -> str | None:
-    """`cuda_gb10_...csv` -> `gb10`, as the import names a harness file's host."""
-    # os.path, not pathlib: a Path per file cost 3 us, 0.03 s over 10,000 files.
-    parts = os.path.basename(path).split("_")
-    if len(parts) < 3 or parts[0] not in BACKENDS:
-        return None
-    return _host(parts[1])
-
-
-# A corpus names a handful of hosts in 10,000 file names.
-_host = lru_cache(maxsize=256)(normalize)
+        return Machine(host)
+    mem = row_memory(hardware_value)
+    return Machine(tag, round(mem / GIB) if mem else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -582,8 +577,8 @@ class _Scanner:
         else:
             outcome = Outcome.RAN
         length_text, aimed = self._length(target_b, tokens_b)
-        if length_text.isascii() and length_text.isdigit():
-            length = int(length_text)
+        if (parsed := bounded_int(length_text)) is not None:
+            length = parsed
         elif not length_text and outcome is Outcome.OOM:
             length = 0
         else:
@@ -832,8 +827,8 @@ class _Scanner:
                 length_text = fields[i].strip()
                 if length_text:
                     break
-            if length_text.isascii() and length_text.isdigit():
-                length = int(length_text)
+            if (parsed := bounded_int(length_text)) is not None:
+                length = parsed
             elif not length_text and outcome is oom:
                 # No length at all: as the import does, an OOM then stands at the shortest
                 # prompt.
@@ -918,7 +913,8 @@ def _read(path: str) -> bytes | str:
 def _day(text: str) -> str | None:
     """The YYYY-MM-DD a date cell starts with, else None."""
     day = text.strip()[:10]
-    return day if _DATE.fullmatch(day) else None
+    # records.is_date: a real day (no 2026-02-30), as the import reads it.
+    return day if is_date(day) else None
 
 
 def splitter(header: tuple[str, ...]) -> Callable[[str], list[str]]:

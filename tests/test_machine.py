@@ -1,0 +1,90 @@
+"""A row's machine, date and length decided once (oomrec/core/machine.py, core/records.py): the
+report and import-csv read the same CSV rows the same way."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from oomrec.core.hardware import GIB
+from oomrec.core.machine import file_host, row_machine
+from oomrec.report.frontier import Machine
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.test_report import csv_text, failed, ran
+
+Cli = Callable[..., CliResult]
+V100 = "NVIDIA_Tesla_V100-PCIE-32GB_CUDA12.9_755GB"
+
+
+@pytest.mark.parametrize(
+    ("name", "host"),
+    [
+        ("cuda_gb10_longprompt_2026-07-03.csv", "gb10"),
+        ("cuda_gb10_2026-07-03.csv", "gb10"),
+        ("metal_m1ultra_2026-06-17_fused_moe.csv", "m1ultra"),
+        ("pylm_m1ultra_vlm_2026-06-17.csv", "m1ultra"),
+        ("metal_m1ultra_2026-09-08_single_qwen.csv", "m1ultra"),
+        ("rocm_strixhalo-gfx1151_2026-09-12.csv", "strixhalo-gfx1151"),
+        # oomrec's own sweep CSVs: the cpu backend, a tag holding `_`.
+        ("cpu_amd_epyc_longprompt_2026-12-02.csv", "amd_epyc"),
+        ("cpu_testhw_longprompt_2026-12-02.csv", "testhw"),
+        ("notes_2026-07-03.csv", None),
+        ("cuda_gb10.csv", None),
+    ],
+)
+def test_a_files_host_is_read_from_its_name_as_the_harness_names_it(
+    name: str, host: str | None
+) -> None:
+    assert file_host(f"benchmarks/{name}") == host
+
+
+def test_a_discrete_gpu_row_is_its_devices_size_in_the_report_and_the_import(
+    cli: Cli, repo: Repo
+) -> None:
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    (folder / "cuda_v100_2026-08-01.csv").write_text(
+        csv_text(failed("m", 8192, "2026-08-01", "SKIP:oom", hw=V100))
+    )
+    assert row_machine(V100, "x.csv") == ("v100", 32 * GIB)
+    result = cli("report", "--json", "--record", "no-record")
+    assert result.exit_code == 0, result.stderr
+    machines = [m["id"] for m in json.loads(result.stdout)["machines"]]
+    assert machines == ["v100 32GB"]
+    imported = cli("record", "import-csv", "--all-hardware", "--json")
+    assert imported.exit_code == 0, imported.stderr
+    [record] = json.loads(imported.stdout)["records"]
+    assert (record["hardware"], record["mem_bytes"]) == ("v100", 32 * GIB)
+
+
+def test_evidence_covers_a_class_by_the_rule_a_record_applies_by() -> None:
+    # An OOM on a 96 GB host applies on a 64 GB one (and within 2% of 96), not on a 512 GB one.
+    at96 = Machine("gb10", 96)
+    assert at96.covers(Machine("gb10", 64))
+    assert at96.covers(Machine("gb10", 96))
+    assert not at96.covers(Machine("gb10", 512))
+    assert not at96.covers(Machine("v100", 32))
+    assert Machine(None, None).covers(Machine("v100", 32))
+    assert Machine("gb10").covers(Machine("gb10", 512))
+
+
+def test_the_report_reads_dates_and_lengths_as_the_import_does(cli: Cli, repo: Repo) -> None:
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    (folder / "cuda_gb10_2026-08-01.csv").write_text(
+        csv_text(
+            ran("m", 512, "2026-02-30"),
+            ran("m", 99999999999999999999999, "2026-08-01"),
+            ran("m", 2048, "2026-08-01"),
+        )
+    )
+    result = cli("report", "--json", "--record", "no-record")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    cells = {c["length"]: c for c in data["cells"]}
+    assert sorted(cells) == [512, 2048]
+    dates = json.dumps(cells[512])
+    assert "2026-02-30" not in dates
