@@ -334,3 +334,23 @@ def test_record_stale_judges_other_hosts_records_without_touching_them(
     assert data["no_longer_apply"] == []
     assert cli("record", "prune").exit_code == 0
     assert "gb10-a" in git(b, "for-each-ref", "refs/notes/")
+
+
+def test_a_shared_record_is_the_same_evidence_however_its_line_is_written(
+    fleet: Fleet, cli: Cli
+) -> None:
+    a = fleet.on("A")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+    line = (a / "benchmarks" / ".oom-record").read_text().strip()
+    b = fleet.on("B")
+    assert cli("remote", "setup").exit_code == 0
+    assert cli("record", "pull").exit_code == 0
+    # B holds the same evidence in its own record, written by hand: its tag in upper case.
+    model, length, day, commit, peak, source, tag, mem = line.split(",")
+    (b / "benchmarks").mkdir(exist_ok=True)
+    (b / "benchmarks" / ".oom-record").write_text(
+        ",".join([model, length, day, commit, peak, source, tag.upper(), mem]) + "\n"
+    )
+    listed = json.loads(cli("record", "list", "--json").stdout)["records"]
+    assert [(r["prompt_target_len"], r["from"]) for r in listed] == [(8192, "local")]

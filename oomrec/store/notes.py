@@ -32,6 +32,7 @@ from oomrec.core.records import (
     NotARecord,
     OomRecord,
     RecordFile,
+    evidence_key,
     parse_line,
     read_commit,
     short_commit,
@@ -163,22 +164,27 @@ def read_all(repo: git.Repo, skip_host: str | None = None) -> list[NoteLine]:
     return lines
 
 
-def shared(known: Iterable[str], hardware: str) -> list[NoteLine]:
-    """The record lines other hosts published (and this one fetched), less those in `known`
-    (the local record and archive lines); [] outside git. Reads no git when no notes ref
+def shared(known: Iterable[OomRecord], hardware: str) -> list[NoteLine]:
+    """The record lines other hosts published (and this one fetched), less the evidence
+    `known` already holds (the local record and archive: the same evidence key, however the
+    line is written) and each evidence once; [] outside git. Reads no git when no notes ref
     exists beyond a loose `for-each-ref`."""
     from oomrec.store import gitrepo as gitutil
 
     repo = gitutil.open_repo()
     if repo is None:
         return []
-    seen = set(known)
+    seen = {evidence_key(record) for record in known}
     own = host_id(hardware)
-    return [
-        line
-        for line in read_all(repo, skip_host=own)
-        if line.record is not None and line.text not in seen
-    ]
+    lines = []
+    for line in read_all(repo, skip_host=own):
+        if line.record is None:
+            continue
+        key = evidence_key(line.record)
+        if key not in seen:
+            seen.add(key)
+            lines.append(line)
+    return lines
 
 
 # -- publishing ---------------------------------------------------------------------------

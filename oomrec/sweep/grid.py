@@ -309,7 +309,7 @@ def _gather(
     if judge:
         from oomrec.store import notes
 
-        known = {item[2] for item in items}
+        known = [item[3] for item in items]
         items += [
             (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record)
             for line in notes.shared(known, hardware)
