@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from oomrec.core.records import (
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.scripted_runner import Runner
+from tests.test_harness_records import harness_skips
 from tests.test_sweep import record_text, sweep
 from tests.tty import run_on_tty
 
@@ -67,36 +67,15 @@ def test_mem_bytes_is_the_eighth_field_and_round_trips() -> None:
     assert read_line(untagged)[0] == _rec(hardware=None)
 
 
-# The harness's reading of the record, as the README states it: a line with at least six
-# comma-separated fields whose field 1 is the model and field 2 a length <= the cell's.
-HARNESS_READS = r"""
-awk -F, -v m="$1" -v n="$2" '
-  NF >= 6 && $1 == m && $2 ~ /^[0-9]+$/ && ($2 + 0) <= (n + 0) { hit = 1 }
-  END { exit hit ? 0 : 1 }
-' "$3"
-"""
-
-
-def _harness_skips(record: Path, model: str, length: int) -> bool:
-    done = subprocess.run(
-        ["bash", "-c", HARNESS_READS, "harness", model, str(length), str(record)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    return done.returncode == 0
-
-
 def test_eight_field_lines_stay_harness_readable(tmp_path: Path) -> None:
     path = tmp_path / "rec"
     RecordFile(path).append([_rec(), OomRecord("n", 4096, "2026-01-01", "unknown")])
     assert path.read_text().splitlines()[0].count(",") == 7
-    assert _harness_skips(path, "m", 512)
-    assert _harness_skips(path, "m", 32768)
-    assert not _harness_skips(path, "m", 256)
-    assert _harness_skips(path, "n", 4096)
-    assert not _harness_skips(path, "other", 32768)
+    assert harness_skips(path, "m", 512)
+    assert harness_skips(path, "m", 32768)
+    assert not harness_skips(path, "m", 256)
+    assert harness_skips(path, "n", 4096)
+    assert not harness_skips(path, "other", 32768)
 
 
 def test_a_line_the_harness_honours_pre_skips_with_unknown_fields(
@@ -106,8 +85,8 @@ def test_a_line_the_harness_honours_pre_skips_with_unknown_fields(
     record.write_text(
         'a,512,yesterday,abc,12GB,s\n"b",2048,2026-01-01,abc,,s\nc,1024,2026-01-01,abc,,s\n'
     )
-    assert _harness_skips(record, "a", 512)
-    assert not _harness_skips(record, "b", 2048)
+    assert harness_skips(record, "a", 512)
+    assert not harness_skips(record, "b", 2048)
     result = sweep(cli, runner, "--models", "a b c", "--lengths", "512 2048", "--dry-run", "--json")
     assert result.exit_code == 0, result.stderr
     cells = {(c["model"], c["length"]): c["action"] for c in json.loads(result.stdout)["cells"]}
