@@ -192,3 +192,24 @@ def test_demo_under_a_memory_guard_stops_the_two_biggest_cells(
     assert "guard: 2 cells stopped by the memory guard" in result.stderr
     record = tmp_path / "oomrec-demo" / "benchmarks" / ".oom-record"
     assert [line.split(",")[8] for line in record.read_text().splitlines()] == ["guard", "guard"]
+
+
+@ONLY_LINUX
+def test_the_demos_report_has_one_machine_and_its_import_adds_nothing(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli("sweep", "--demo").exit_code == 0
+    record = "oomrec-demo/benchmarks/.oom-record"
+    report = cli("report", "oomrec-demo/benchmarks", "--record", record, "--json")
+    assert report.exit_code == 0, report.stderr
+    data = json.loads(report.stdout)
+    # The sweep's rows and its records are one machine's, and each OOM is one, not two.
+    assert [m["hardware"] for m in data["machines"]] == ["testhw"]
+    assert sorted((o["model"], o["length"]) for o in data["ooms"]) == [
+        ("mid-lm-8bit", 32768),
+        ("moe-lm-bf16", 8192),
+    ]
+    imported = cli("record", "import-csv", "oomrec-demo/benchmarks", "--record", record, "--json")
+    assert imported.exit_code == 0, imported.stderr
+    assert json.loads(imported.stdout)["records"] == []

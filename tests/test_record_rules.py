@@ -167,8 +167,12 @@ def test_the_sweep_and_the_import_name_one_csv_alike(cli: Cli, repo: Repo) -> No
     record = repo.path / "benchmarks" / ".oom-record"
     sources = [line.split(",")[5] for line in record.read_text().splitlines()]
     assert sources == ["benchmarks/cuda_testhw_x.csv"]
-    # Imported by the folder's absolute path (the row is uncommitted: another commit, a new
-    # record), and through the link.
+    # The sweep's own CSV holds no new evidence: its provenance names where each row ran.
+    again = cli("record", "import-csv", "--dry-run", "--json", str(repo.path / "benchmarks"))
+    assert json.loads(again.stdout)["records"] == [], again.stdout
+    # Without it, as any CSV: imported by the folder's absolute path (the row is uncommitted:
+    # another commit, a new record), and through the link.
+    (repo.path / "benchmarks" / "cuda_testhw_x.csv.oomrec.json").unlink()
     for folder in (repo.path / "benchmarks", repo.path / "bench-link"):
         imported = cli("record", "import-csv", "--dry-run", "--json", str(folder))
         assert imported.exit_code == 0, imported.stderr

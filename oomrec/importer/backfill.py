@@ -47,6 +47,7 @@ from oomrec.store.locations import Settings
 
 if TYPE_CHECKING:
     from oomrec.store.gitrepo import AddedBy
+    from oomrec.sweep.resume import Measured
 
 DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
 DEFAULT_FOLDER = "benchmarks"
@@ -304,11 +305,20 @@ def import_csvs(
         )
         columns = _columns(result.header, commit_names)
         host = file_host(result.path)
+        measured = _measured_on(result.path)
         for row in result.oom_rows:
             draft = _draft(row, columns, host, source, result)
             if isinstance(draft, SkippedRow):
                 report.bad_rows.append(SkippedRow(shown, draft.lineno, draft.reason, draft.problem))
                 continue
+            if draft.commit is None and measured:
+                # A sweep's own CSV: where its cell ran, as the sweep recorded it (its skip
+                # rows leave hardware empty, as the harness's do).
+                where = measured.get((row.cells[columns.model].strip(), draft.length))
+                if where is not None:
+                    draft = draft._replace(commit=where.commit)
+                    if where.hardware is not None:
+                        draft = draft._replace(hardware=where.hardware, mem_bytes=where.mem_bytes)
             drafts.append(draft)
             notes = draft.notes
             if shown != source:
@@ -322,6 +332,15 @@ def import_csvs(
     commits = _git_commits(drafts, root, in_git, report) if drafts else _GitCommits({}, {})
     _select(drafts, commits, existing, report)
     return report
+
+
+def _measured_on(path: str) -> dict[tuple[str, int], Measured]:
+    """The provenance oomrec's sweep keeps beside its CSV (`<csv>.oomrec.json`), if any."""
+    from oomrec.sweep.resume import measured_on, sidecar_path
+
+    if not os.path.exists(sidecar_path(Path(path))):
+        return {}
+    return measured_on(Path(path))
 
 
 def columns_read(commit_columns: Sequence[str]) -> rowparse.Wanted:

@@ -1189,7 +1189,11 @@ def build(
     """The report from the folded CSVs and the record's evidence. `judge(records)` returns a
     `stale.Judgement` per record (None: every OOM applies); it runs in a thread while what does
     not need it is built (a judge mostly waits for git: ~0.15 s over 3,000 OOMs)."""
-    evidence = csv_evidence(scan) + list(records)
+    # An OOM row a record was made from is that record's evidence, not a second OOM: a sweep
+    # writes both, and import-csv makes one from the other.
+    held = {(e.model, e.length, e.record.source_csv) for e in records}
+    rows = [e for e in csv_evidence(scan) if (e.model, e.length, e.record.source_csv) not in held]
+    evidence = rows + list(records)
     if judge is None:
         return _build(scan, evidence, [None] * len(evidence), fixes, head)
     from concurrent.futures import ThreadPoolExecutor

@@ -673,7 +673,16 @@ class Sweep:
         if self.sidecar is not None:
             now = self.provenance()
             self.sidecar.add(
-                resume.Entry(cell.model, cell.length, token, row, now.commit, now.runner)
+                resume.Entry(
+                    cell.model,
+                    cell.length,
+                    token,
+                    row,
+                    now.commit,
+                    now.runner,
+                    self.config.hardware,
+                    self.config.host_mem,
+                )
                 for row in rows
             )
         if warning:

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.records import short_commit
@@ -48,6 +49,9 @@ class Entry:
     row: str
     commit: str
     runner: str
+    # The machine the row was measured on, as its record names it (absent in older files).
+    hardware: str | None = None
+    mem_bytes: int | None = None
 
 
 @dataclass
@@ -116,6 +120,32 @@ def load(csv_path: Path) -> Prior:
 def path_key(model_path: str) -> str:
     """A `model_path` as rows of one cell write it either way (`./models/x/`, `models/x`)."""
     return model_path.strip().removeprefix("./").rstrip("/")
+
+
+class Measured(NamedTuple):
+    """Where a sweep's row was measured: the commit, and the machine when the file says it."""
+
+    commit: str
+    hardware: str | None
+    mem_bytes: int | None
+
+
+def measured_on(csv_path: Path) -> dict[tuple[str, int], Measured]:
+    """Where each OOM row of a sweep's CSV was measured, by (the row's model field, length),
+    from its provenance file; {} when it has none or it cannot be read (the import then asks
+    git, as for any CSV)."""
+    try:
+        entries = _sidecar(sidecar_path(csv_path))
+    except OomrecError:
+        return {}
+    out = {}
+    for entry in entries.values():
+        fields = split_row(entry.row)
+        if entry.token in RECORDED_TOKENS and fields and isinstance(entry.commit, str):
+            mem = entry.mem_bytes if isinstance(entry.mem_bytes, int) else None
+            hardware = entry.hardware if isinstance(entry.hardware, str) else None
+            out[(fields[0].strip(), entry.length)] = Measured(entry.commit, hardware, mem)
+    return out
 
 
 def _sidecar(path: Path) -> dict[str, Entry]:
