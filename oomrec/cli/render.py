@@ -20,9 +20,9 @@ from rich.table import Table
 from oomrec.cli.jsonout import write_json
 from oomrec.cli.output import console, info, is_tty
 from oomrec.commands import SCHEMA_VERSION
+from oomrec.core.hardware import GIB
 from oomrec.core.records import OomRecord, short_commit
 
-GIB = 1024**3
 # Long listings (import, stale, prune, restore) show a screenful; -v or --json shows all.
 SCREENFUL = 20
 TTY_MAX_ROWS = 500

@@ -12,8 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-# The version of every verb's JSON shape; raised when a key changes meaning or goes away.
-SCHEMA_VERSION = 1
+from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
 
 
 @dataclass(kw_only=True)

@@ -17,6 +17,9 @@ HEADER_14 = (
 )
 HEADER_15 = HEADER_14 + ",prompt_target_len"
 HEADER = HEADER_15
+# The version of every `--json` shape (the verbs' and the report's); raised when a key changes
+# meaning or goes away.
+JSON_SCHEMA_VERSION = 1
 
 
 class Token(StrEnum):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.hardware import GIB
 from oomrec.core.machine import file_host, row_memory, row_tag
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.records import (
@@ -57,7 +58,6 @@ PEAK_BYTES_COLUMN = "peak_bytes"
 # the CSV wrote it. Were the harness's "GB" 10**9 bytes, the record would be 7% high: a peak
 # that errs large never makes a cell look safer than it is.
 PEAK_GIB_COLUMN = "mlx_peak_gb"
-GIB = 1024**3
 # Harness file names are `{backend}_{host}_...`; other names carry no host token.
 
 # float() reads any length; no real peak in GiB needs more characters than this.

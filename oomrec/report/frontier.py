@@ -40,6 +40,7 @@ from oomrec.core.records import (
     bounded_int,
     is_date,
 )
+from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
 from oomrec.core.schema import RECORDED_TOKENS, Token
 from oomrec.importer import csvscan
 from oomrec.importer.backfill import (
@@ -56,8 +57,6 @@ if TYPE_CHECKING:
     from oomrec.staleness.verdict import History, Judgement
     from oomrec.store.archive import ArchivedLine
     from oomrec.store.locations import Settings
-
-SCHEMA_VERSION = 1
 
 
 class Outcome(StrEnum):

@@ -25,6 +25,7 @@ from oomrec.core.records import short_commit
 from oomrec.core.schema import RECORDED_TOKENS, Token, line_token, split_row
 
 SIDECAR_SUFFIX = ".oomrec.json"
+# The provenance file's own format (not a --json shape).
 SCHEMA_VERSION = 1
 
 
