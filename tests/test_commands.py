@@ -306,8 +306,9 @@ def test_a_hooks_folder_that_is_a_file_is_an_oomrec_error(tmp_path: Path) -> Non
 def test_add_takes_unknown_as_the_commit_even_outside_git(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`unknown` is the record format's word for a commit nobody knows (the README lists it):
-    an OOM seen long ago can be recorded by hand, with no repository to resolve anything in."""
+    """`unknown` is the record format's word for a commit nobody knows (docs/record-format.md
+    lists it): an OOM seen long ago can be recorded by hand, with no repository to resolve
+    anything in."""
     monkeypatch.chdir(tmp_path)
     added = record_add(
         model="m", length=512, commit="unknown", any_hardware=True, record=tmp_path / "rec"

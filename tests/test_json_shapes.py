@@ -1,5 +1,5 @@
 """Every --json: one object with `schema_version`, one shape per verb, the same keys in a dry run
-and a real run. The shapes are pinned here (and documented in the README)."""
+and a real run. The shapes are pinned here (and documented in docs/commands.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The layers stay layers: the library (everything outside oomrec/cli) never imports the CLI,
 Typer or rich, and only the CLI imports the verbs of oomrec/commands, so every rule and every
-verb is importable and testable without the CLI (README, Architecture)."""
+verb is importable and testable without the CLI (docs/architecture.md)."""
 
 from __future__ import annotations
 

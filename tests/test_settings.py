@@ -1,4 +1,5 @@
-"""Settings declared once (oomrec/core/settings.py): unknown keys, booleans, the README's tables."""
+"""Settings declared once (oomrec/core/settings.py): unknown keys, booleans, and the tables of
+docs/configuration.md."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def declared(table: tuple[Setting, ...]) -> dict[str, str]:
 
 
 def test_the_readme_holds_the_generated_tables() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "configuration.md").read_text()
     inside = readme.split("<!-- settings:begin -->\n")[1].split("<!-- settings:end -->")[0]
     assert inside == markdown_tables()
 

@@ -249,7 +249,7 @@ def sweep_command(
 ) -> None:
     """Run a benchmark sweep, never launching a cell that is certain to run out of memory.
 
-    Before each launch: the backstop, then the OOM record, then --fake-oom (see the README).
+    Before each launch: the backstop, then the OOM record, then --fake-oom (see docs/sweep.md).
 
     Defaults come from the tool.oomrec table of pyproject.toml; flags override them.
 

@@ -2,8 +2,8 @@
 environment variables, each with its type, default and help.
 
 The modules that use a setting still parse its value where it is used (they know what a bad one
-means); this table is what an unknown key is checked against, what the README's tables are
-generated from, and how a boolean environment variable is read.
+means); this table is what an unknown key is checked against, what the tables of
+docs/configuration.md are generated from, and how a boolean environment variable is read.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def env_flag(names: Iterable[str]) -> str | None:
 
 
 def markdown_tables() -> str:
-    """The README's tables of settings, generated from the declarations above."""
+    """docs/configuration.md's tables of settings, generated from the declarations above."""
     lines = ["| `[tool.oomrec]` key | type | default | meaning |", "|---|---|---|---|"]
     lines += [f"| `{s.name}` | {s.type} | {s.default} | {s.help} |" for s in TOOL_KEYS]
     lines += ["", "| environment variable | type | default | meaning |", "|---|---|---|---|"]
