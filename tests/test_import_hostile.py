@@ -396,3 +396,44 @@ def test_odd_file_names_in_git_get_their_adding_commit(repo: Repo) -> None:
         ("d", repo.head(), "ü.csv"),
     ]
     assert report["no_adding_commit"] == []
+
+
+_H15 = (
+    "model,model_path,prompt_tokens,generated_tokens,prefill_ms,prefill_tok_s,decode_ms,"
+    "decode_tok_s,date,hardware,mlxcel_version,build_type,max_tokens,prompt,prompt_target_len"
+)
+_ENTRY = {"model": "m", "length": 512, "token": "SKIP:oom", "row": "m,./models/m", "runner": "r"}
+
+
+@pytest.mark.parametrize(
+    ("provenance", "commit"),
+    [
+        ({"schema_version": 1, "cells": [{**_ENTRY, "commit": "abc1234"}]}, "abc1234"),
+        ({"schema_version": 1, "cells": [{**_ENTRY, "row": 5, "commit": "abc1234"}]}, "unknown"),
+        ({"schema_version": 1, "cells": [{**_ENTRY, "token": ["x"], "commit": "a"}]}, "unknown"),
+        ({"schema_version": 1, "cells": [{**_ENTRY, "length": True, "commit": "a"}]}, "unknown"),
+        ({"schema_version": 1, "cells": [{**_ENTRY, "commit": None, "mem_bytes": "x"}]}, "unknown"),
+        ({"schema_version": 1, "cells": {"a": 1}}, "unknown"),
+        ({"schema_version": 1, "cells": 5}, "unknown"),
+        ([1, 2], "unknown"),
+        ("fifo", "unknown"),
+        ("/dev/zero", "unknown"),
+    ],
+)
+def test_a_hostile_provenance_file_beside_a_csv_is_no_provenance(
+    repo: Repo, provenance: object, commit: str
+) -> None:
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    csv = folder / "cuda_gb10_2026-12-01.csv"
+    csv.write_text(_H15 + '\nm,./models/m,,,,,,,2026-12-01,,,,32,"",512,SKIP:oom\n')
+    beside = folder / "cuda_gb10_2026-12-01.csv.oomrec.json"
+    if provenance == "fifo":
+        os.mkfifo(beside)
+    elif provenance == "/dev/zero":
+        beside.symlink_to("/dev/zero")
+    else:
+        beside.write_text(json.dumps(provenance))
+    # A sweep's own rows take their commit from it; a file of any other shape is ignored.
+    data = run_json(repo.path, "--dry-run")
+    assert [r["commit"] for r in data["records"]] == [commit]  # type: ignore[union-attr]

@@ -62,6 +62,8 @@ PEAK_GIB_COLUMN = "mlx_peak_gb"
 
 # float() reads any length; no real peak in GiB needs more characters than this.
 _MAX_GIB_CHARS = 27
+# A sweep's provenance file holds a line per cell: far under this for any real grid.
+_MAX_PROVENANCE_BYTES = 64 << 20
 # A commit is at most 64 hex digits and `-dirty`; a model a directory name (NAME_MAX). Longer
 # cells are no such thing, and the record reader refuses fields over 131,072 characters.
 _MAX_COMMIT_CHARS = 128
@@ -338,7 +340,12 @@ def _measured_on(path: str) -> dict[tuple[str, int], Measured]:
     """The provenance oomrec's sweep keeps beside its CSV (`<csv>.oomrec.json`), if any."""
     from oomrec.sweep.resume import measured_on, sidecar_path
 
-    if not os.path.exists(sidecar_path(Path(path))):
+    try:
+        info = os.stat(sidecar_path(Path(path)))
+    except OSError:
+        return {}
+    # Only a regular file of a sane size: a FIFO there would hang the import, /dev/zero fill it.
+    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_PROVENANCE_BYTES:
         return {}
     return measured_on(Path(path))
 

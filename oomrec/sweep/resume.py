@@ -141,11 +141,22 @@ def measured_on(csv_path: Path) -> dict[tuple[str, int], Measured]:
         return {}
     out = {}
     for entry in entries.values():
+        # Read as untrusted: an entry of the wrong shape is no provenance (the import then
+        # asks git for that row, as for any CSV).
+        if not (
+            isinstance(entry.row, str)
+            and isinstance(entry.token, str)
+            and isinstance(entry.commit, str)
+            and type(entry.length) is int
+            and entry.token in RECORDED_TOKENS
+        ):
+            continue
         fields = split_row(entry.row)
-        if entry.token in RECORDED_TOKENS and fields and isinstance(entry.commit, str):
-            mem = entry.mem_bytes if isinstance(entry.mem_bytes, int) else None
-            hardware = entry.hardware if isinstance(entry.hardware, str) else None
-            out[(fields[0].strip(), entry.length)] = Measured(entry.commit, hardware, mem)
+        if not fields:
+            continue
+        mem = entry.mem_bytes if type(entry.mem_bytes) is int and entry.mem_bytes > 0 else None
+        hardware = entry.hardware if isinstance(entry.hardware, str) and entry.hardware else None
+        out[(fields[0].strip(), entry.length)] = Measured(entry.commit, hardware, mem)
     return out
 
 
@@ -159,15 +170,17 @@ def _sidecar(path: Path) -> dict[str, Entry]:
             f"{path}: cannot read the sweep's provenance ({exc}); delete it to resume without "
             "it (every row is then of unknown provenance)"
         ) from None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+    cells = data.get("cells", []) if isinstance(data, dict) else None
+    if not isinstance(cells, list) or data.get("schema_version") != SCHEMA_VERSION:
         raise OomrecError(f"{path}: not a provenance file of this oomrec; delete it to resume")
     out = {}
-    for item in data.get("cells", []):
+    for item in cells:
         try:
             entry = Entry(**item)
         except TypeError:
             continue
-        out[entry.row] = entry
+        if isinstance(entry.row, str):
+            out[entry.row] = entry
     return out
 
 
