@@ -49,7 +49,8 @@ def test_a_discrete_gpu_row_is_its_devices_size_in_the_report_and_the_import(
     (folder / "cuda_v100_2026-08-01.csv").write_text(
         csv_text(failed("m", 8192, "2026-08-01", "SKIP:oom", hw=V100))
     )
-    assert row_machine(V100, "x.csv") == ("v100", 32 * GIB)
+    assert row_machine(V100, None) == ("v100", 32 * GIB)
+    assert row_machine("", "v100") == ("v100", None)
     result = cli("report", "--json", "--record", "no-record")
     assert result.exit_code == 0, result.stderr
     machines = [m["id"] for m in json.loads(result.stdout)["machines"]]

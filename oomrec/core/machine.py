@@ -61,9 +61,7 @@ def file_host(path: str) -> str | None:
     return row_tag("_".join(host))
 
 
-def row_machine(hardware_text: str, path: str) -> tuple[str | None, int | None]:
-    """A row's (tag, memory): from its `hardware` value, else its file's host (no memory)."""
-    tag = row_tag(hardware_text) if hardware_text else None
-    if tag is None:
-        return file_host(path), None
-    return tag, row_memory(hardware_text)
+def row_machine(hardware_text: str, host: str | None) -> tuple[str | None, int | None]:
+    """A row's (tag, memory): the tag of its `hardware` value, else its file's `host`; the
+    memory that value names (none for an empty one)."""
+    return row_tag(hardware_text) or host, row_memory(hardware_text)

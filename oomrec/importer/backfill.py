@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import GIB
-from oomrec.core.machine import file_host, row_memory, row_tag
+from oomrec.core.machine import file_host, row_machine
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.records import (
     MAX_INT,
@@ -472,15 +472,15 @@ def _draft(
         commit = printable(commit)
         notes += (f"its commit holds control characters; recorded as {commit!r} (unknown)",)
     git_lines = file.git_lines
-    hardware_text = _first_value(cells, columns.hardware)
+    hardware, mem_bytes = row_machine(_first_value(cells, columns.hardware), host)
     return _Draft(
         model=model,
         length=length,
         date=_date(_first_value(cells, columns.date)),
         commit=commit or None,
         peak_bytes=peak,
-        hardware=row_tag(hardware_text) or host,
-        mem_bytes=row_memory(hardware_text),
+        hardware=hardware,
+        mem_bytes=mem_bytes,
         source=source,
         path=file.path,
         lineno=row.lineno,

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from oomrec.core import schema
 from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import GIB
-from oomrec.core.machine import file_host, row_memory, row_tag
+from oomrec.core.machine import file_host
+from oomrec.core.machine import row_machine as machine_of
 from oomrec.core.records import (
     KIND_FAKE,
     MEM_JITTER,
@@ -148,12 +149,9 @@ def record_machine(record: OomRecord) -> Machine:
 
 @lru_cache(maxsize=1024)
 def row_machine(hardware_value: str, host: str | None) -> Machine:
-    """A CSV row's class: its `hardware` value (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB;
-    core.machine decides it for the import too), else the file name's host (no memory)."""
-    tag = row_tag(hardware_value) if hardware_value else None
-    if tag is None:
-        return Machine(host)
-    mem = row_memory(hardware_value)
+    """A CSV row's class as core.machine decides it for the import too: its `hardware` value
+    (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB), else the file name's host."""
+    tag, mem = machine_of(hardware_value, host)
     return Machine(tag, round(mem / GIB) if mem else None)
 
 
