@@ -117,8 +117,7 @@ def set_subreaper(on: bool) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+        return _libc().prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
@@ -419,6 +418,7 @@ _LIBC: ctypes.CDLL | None = None
 
 
 def _libc() -> ctypes.CDLL:
+    """This process's C library, loaded once (prctl twice a cell, kcmp per shared statm)."""
     global _LIBC
     if _LIBC is None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
