@@ -35,11 +35,13 @@ OFF = "off"
 _MEMINFO = "/proc/meminfo"
 _AVAILABLE = b"MemAvailable:"
 _LIMIT_HELP = "give e.g. 110G, 512M, 85% (of this host's memory) or off"
+_GPU_LIMIT_HELP = "give e.g. 40G, 90% (of each GPU's memory) or off"
 
 
 @dataclass(frozen=True, slots=True)
 class GpuLimit:
-    """A limit on each GPU's memory: a size, or a share of each device's own memory."""
+    """A limit as given: a size, or a share of a memory's total (each GPU's own for the GPU
+    limits)."""
 
     size: int | None = None
     share: float | None = None
@@ -157,26 +159,14 @@ def host_total() -> int:
 def parse_limit(value: object, where: str, total: int) -> int | None:
     """A limit as bytes: a size (`110G`, `512M`, bytes), a share of `total` (`85%`), or None for
     `off`. OomrecError (one line) otherwise, or when it is 0 or not under `total`."""
-    plain = isinstance(value, str | int) and not isinstance(value, bool)
-    text = str(value).strip() if plain else ""
-    if text.lower() == OFF:
+    limit = _size_or_share(value, where, _LIMIT_HELP)
+    if limit is None:
         return None
-    if text.endswith("%"):
-        share = text[:-1].strip()
-        try:
-            percent = float(share)
-        except ValueError:
-            percent = -1.0
-        if not 0 < percent < 100:
-            raise OomrecError(f"{where} {text[:40]!r} is not a share from 0 to 100%; {_LIMIT_HELP}")
-        return int(total * percent / 100)
-    size = parse_size(text) if text else None
-    if size is None:
-        raise OomrecError(f"{where} {str(value)[:40]!r} is not a memory size; {_LIMIT_HELP}")
-    if size >= total:
+    size = limit.of(total)
+    if limit.size is not None and size >= total:
         raise OomrecError(
-            f"{where} {text!r} is not under this host's {show_bytes(total)}; it could never act "
-            f"(or always would); {_LIMIT_HELP}"
+            f"{where} {str(value).strip()!r} is not under this host's {show_bytes(total)}; it "
+            f"could never act (or always would); {_LIMIT_HELP}"
         )
     return size
 
@@ -186,7 +176,20 @@ def parse_gpu_limit(value: object, where: str) -> GpuLimit | None:
     line) otherwise, or when NVML cannot read this host's GPUs (the limit could not act)."""
     from oomrec.sweep.cell import accel
 
-    text = str(value).strip() if isinstance(value, str | int) else ""
+    limit = _size_or_share(value, where, _GPU_LIMIT_HELP)
+    if limit is None:
+        return None
+    found = accel.nvml()
+    if isinstance(found, str):
+        raise OomrecError(f"{where} cannot act here: {found}; or leave it off")
+    return limit
+
+
+def _size_or_share(value: object, where: str, hint: str) -> GpuLimit | None:
+    """`value` as a size or a share `N%` (0 < N < 100), None for `off` (the parse of every
+    limit, the host's and the GPUs'); OomrecError naming `where` and ending in `hint` else."""
+    plain = isinstance(value, str | int) and not isinstance(value, bool)
+    text = str(value).strip() if plain else ""
     if text.lower() == OFF:
         return None
     if text.endswith("%"):
@@ -195,23 +198,12 @@ def parse_gpu_limit(value: object, where: str) -> GpuLimit | None:
         except ValueError:
             percent = -1.0
         if not 0 < percent < 100:
-            raise OomrecError(
-                f"{where} {text[:40]!r} is not a share from 0 to 100%; give e.g. 40G, 90% "
-                "(of each GPU's memory) or off"
-            )
-        limit = GpuLimit(share=percent)
-    else:
-        size = parse_size(text) if text else None
-        if size is None:
-            raise OomrecError(
-                f"{where} {str(value)[:40]!r} is not a memory size; give e.g. 40G, 90% (of "
-                "each GPU's memory) or off"
-            )
-        limit = GpuLimit(size=size)
-    found = accel.nvml()
-    if isinstance(found, str):
-        raise OomrecError(f"{where} cannot act here: {found}; or leave it off")
-    return limit
+            raise OomrecError(f"{where} {text[:40]!r} is not a share from 0 to 100%; {hint}")
+        return GpuLimit(share=percent)
+    size = parse_size(text) if text else None
+    if size is None:
+        raise OomrecError(f"{where} {str(value)[:40]!r} is not a memory size; {hint}")
+    return GpuLimit(size=size)
 
 
 class AvailableMemory:
