@@ -41,7 +41,6 @@ from oomrec.sweep.grid import (
     gather_evidence,
     plan_cells,
     preview,
-    write_header_only,
 )
 from oomrec.sweep.options import SweepConfig, SweepOptions, configure, output_problem
 
@@ -204,16 +203,12 @@ class Prepared:
         self.relay.target = reporter.log
         if self.demo is not None:
             demo_mod.set_up(self.demo)
-        plan = self.plan
+        plan, empty_csv = self.plan, False
         if not plan.cells and self.options.allow_empty:
             # As the harness: nothing to run (a missing models dir too) is an empty CSV, exit 0.
             plan = replace(plan, models_dir_missing=False)
-            problem = output_problem(self.config)
-            if problem is not None:
-                raise OomrecError(problem)
-            if self.config.resume is None:
-                write_header_only(self.config.output)
-        result = Sweep(self.config, self.planner, reporter).run(plan)
+            empty_csv = self.config.resume is None
+        result = Sweep(self.config, self.planner, reporter).run(plan, empty_csv=empty_csv)
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=False, result=result)
 
 

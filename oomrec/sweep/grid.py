@@ -490,12 +490,16 @@ class Sweep:
         prefix = self.config.models_dir_shown.rstrip("/")
         return self.config.models_dir / cell.model_path[len(prefix) + 1 :]
 
-    def run(self, plan: Plan) -> SweepResult:
-        """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done."""
+    def run(self, plan: Plan, empty_csv: bool = False) -> SweepResult:
+        """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done.
+        `empty_csv`: a plan with no cell leaves a CSV holding the header, as the harness does."""
         check_before_launch(self.config, plan.models_dir_missing)
-        if plan.cells:
+        if plan.cells or empty_csv:
             _check_writable(self.config.output)
+        if plan.cells:
             self._start_csv(plan)
+        elif empty_csv:
+            write_header_only(self.config.output)
         try:
             with (
                 _sigterm_as_interrupt(),
