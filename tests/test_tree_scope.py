@@ -4,7 +4,6 @@ a fork of a big runner is not a guard stop, while memory a child really adds sti
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -18,7 +17,7 @@ from oomrec.sweep.cell.guard import GuardLimits
 from oomrec.sweep.cell.runner import run_cell
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.test_cellscope import FORK
+from tests.test_cellscope import FORK, sweep_a_forking_runner
 
 Cli = Callable[..., CliResult]
 MIB = 1 << 20
@@ -70,19 +69,8 @@ def _tree_scope(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_fork_sharing_the_runners_pages_is_no_guard_stop_and_no_double_peak(
     repo: Repo, record: Path, tmp_path: Path, cli: Cli
 ) -> None:
-    script = tmp_path / "fork.py"
-    script.write_text(FORK.replace("HEADER", "h"))
-    (repo.path / "models" / "a").mkdir(parents=True)
-    result = cli(
-        "sweep", "--models", "a", "--lengths", "512",
-        "--runner", f"{PY} {script} 400 {{cell_csv}}", "--max-cell-memory", "600M", "--json",
-    )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
+    result = sweep_a_forking_runner(repo, record, tmp_path, cli)
     assert "no cgroup per cell: OOMREC_CELL_SCOPE=tree" in " ".join(result.stderr.split())
-    cells = json.loads(result.stdout)["cells"]
-    # The summed RSS reads ~800 MiB while a child shares the parent's 400 MiB.
-    assert [c["verdict"] for c in cells] == ["ok"], cells
-    assert not record.exists() or record.read_text() == ""
 
 
 @needs_proc
