@@ -1094,6 +1094,12 @@ def check_model_name(model: str) -> str:
     return model
 
 
+def last_part(model: str) -> str:
+    """The last part of a nested model's name (`org/moe-30b` -> `moe-30b`): what records of
+    earlier oomrec versions, and the harness's runner rows, name it by."""
+    return model.rsplit("/", 1)[-1]
+
+
 def check_length(text: str) -> int:
     """A prompt length as typed by a user: a whole number >= 0; OomrecError otherwise."""
     value = bounded_int(text.strip())

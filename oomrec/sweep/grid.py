@@ -36,6 +36,7 @@ from oomrec.core.records import (
     applicability,
     evidence_key,
     format_line,
+    last_part,
     short_commit,
     source_field,
     source_path,
@@ -56,7 +57,6 @@ from oomrec.sweep.options import (
     FAKE_OOM_ENV,
     SweepConfig,
     check_before_launch,
-    last_part,
     model_name,
 )
 
@@ -114,8 +114,8 @@ def plan_cells(config: SweepConfig) -> Plan:
     prefix = config.models_dir_shown.rstrip("/")
     for model in config.models:
         if model in config.provided_models or (config.models_dir / model).is_dir():
-            name, path = model_name(model), f"{prefix}/{model.rstrip('/')}"
-            cells.extend(Cell(name, n, path) for n in config.lengths)
+            name = model_name(model)
+            cells.extend(Cell(name, n, f"{prefix}/{name}") for n in config.lengths)
         else:
             missing.append(model)
     return Plan(tuple(cells), tuple(missing), dir_missing)

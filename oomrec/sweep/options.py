@@ -118,11 +118,6 @@ def model_name(name: str) -> str:
     return name.rstrip("/")
 
 
-def last_part(model: str) -> str:
-    """The last part of a nested model's name: what records of earlier oomrec versions carry."""
-    return model.rsplit("/", 1)[-1]
-
-
 def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
     """Prompt lengths from a space-separated string or a list; each a positive integer."""
     if isinstance(value, str):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oomrec.core.pathkind import kind as file_kind
+from oomrec.core.records import last_part
 from oomrec.core.schema import split_row
 
 # A harness cell CSV is a header and one row, well under 4 KiB.
@@ -116,7 +117,7 @@ def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[li
     length_at = names.index(_LENGTH_COLUMN) if _LENGTH_COLUMN in names else None
     want = str(length)
     # The harness writes a model's directory basename, also for a nested `org/model`.
-    models = {model, model.rsplit("/", 1)[-1]}
+    models = {model, last_part(model)}
     kept: list[str] = []
     dropped: list[str] = []
     unverified_kept = False
