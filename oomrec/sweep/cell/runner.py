@@ -410,10 +410,12 @@ class _GuardWatch:
             # at most once a walk (a PSS read of a big runner takes ms; a runner forking in a
             # loop would have one every check), so such a stop may wait for the next walk.
             if now < self._next_exact:
-                return
-            self._next_exact = now + proctree.SAMPLE_S
-            cell_bytes = self.tree.exact()
-            reason = self.limits.breach(cell_bytes, available)
+                # Unconfirmed: the cell's figure stops nothing yet, the host's floor still does.
+                reason = self.limits.breach(0, available)
+            else:
+                self._next_exact = now + proctree.SAMPLE_S
+                cell_bytes = self.tree.exact()
+                reason = self.limits.breach(cell_bytes, available)
         if reason is None and self._gpu is not None and walked is not None:
             # NVML's queries take ~0.1-1 ms: once a walk (every proctree.SAMPLE_S), not per check.
             reason = self._gpu_breach()
