@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from oomrec.core import schema
 from oomrec.core.errors import OomrecError
 from oomrec.core.records import OomRecord
-from oomrec.importer import csvscan, rowparse
+from oomrec.csvread import files as csvscan
+from oomrec.csvread import rows as rowread
+from oomrec.importer import backfill
 from oomrec.importer.backfill import ImportReport, find_csv_files, import_csvs
 from oomrec.store import gitrepo as gitutil
 from tests.gitrepo import Repo
@@ -50,17 +52,15 @@ def run_import(
     )
 
 
-# Below any real number of candidate rows, and above it: the two parsers.
-PARSERS = {rowparse.POLARS: 0, rowparse.CSV: 10**9}
+# The row reader's engines: polars, and the csv module, the reference.
+PARSERS = (rowread.POLARS, rowread.CSV)
+MODEL, TARGET = rowread.ROLES.index("model"), rowread.ROLES.index("target")
 
 
 def scan(path: Path, parser: str) -> csvscan.ScannedFile:
-    """One file scanned and its candidate rows parsed, keeping every column."""
+    """One file scanned and its candidate rows read, as the import reads them."""
     scanned = csvscan.scan_file(str(path))
-    used = rowparse.parse_candidates(
-        [scanned], lambda header: tuple(range(len(header))), PARSERS[parser]
-    )
-    assert used == (parser if scanned.candidate_lines else rowparse.CSV)
+    backfill._read_candidates([scanned], backfill.DEFAULT_COMMIT_COLUMNS, parser)
     return scanned
 
 
@@ -90,7 +90,7 @@ def test_only_rows_ending_in_exactly_skip_oom_count(tmp_path: Path, parser: str)
     scanned = scan(path, parser)
     assert scanned.skipped is None
     assert scanned.data_rows == 14
-    assert [(r.lineno, r.cells[0], r.cells[-1]) for r in scanned.oom_rows] == [
+    assert [(r.lineno, r.cells[MODEL], r.cells[TARGET]) for r in scanned.oom_rows] == [
         (3, "a", "32768"),
         (11, "i", "8192"),
         (14, "l", "2048"),
@@ -148,7 +148,7 @@ def test_byte_scan_agrees_with_parsing_every_line(
         scanned = scan(path, parser)
     assert scanned.skipped is None
     # A SKIP:oom row of the wrong width is still one, reported as not fitting its header.
-    misfits = [b.lineno for b in scanned.bad_rows if "fields where the header names" in b.problem]
+    misfits = [b.lineno for b in scanned.bad_rows if b.reason == schema.ROW_FIELDS]
     assert sorted([r.lineno for r in scanned.oom_rows] + misfits) == expected
     assert scanned.data_rows == (non_blank[-1] - 1 if non_blank else 0)
 
@@ -620,14 +620,13 @@ def test_polars_and_the_csv_module_make_the_same_import(files: list[bytes]) -> N
                 in_git=False,
                 existing=[],
                 hardware=None,
-                polars_min_rows=min_rows,
+                engine=parser,
             ).to_dict()
-            for parser, min_rows in PARSERS.items()
+            for parser in PARSERS
         }
-    assert reports[rowparse.CSV].pop("parsed_with") == rowparse.CSV
-    used = reports[rowparse.POLARS].pop("parsed_with")
-    assert used == rowparse.POLARS or reports[rowparse.CSV]["oom_rows"] == 0
-    assert reports[rowparse.POLARS] == reports[rowparse.CSV]
+    assert reports[rowread.CSV].pop("parsed_with") == rowread.CSV
+    assert reports[rowread.POLARS].pop("parsed_with") == rowread.POLARS
+    assert reports[rowread.POLARS] == reports[rowread.CSV]
 
 
 def test_the_polars_path_reads_harness_rows_and_hands_odd_ones_to_the_csv_module(
@@ -651,10 +650,8 @@ def test_the_polars_path_reads_harness_rows_and_hands_odd_ones_to_the_csv_module
     (tmp_path / "cuda_gb10_b.csv").write_bytes(
         csv_text(H15, row("caf\xe9", "SKIP:oom", length="1")).encode("latin-1")
     )
-    report = import_csvs(
-        [tmp_path], root=tmp_path, in_git=False, existing=[], hardware=None, polars_min_rows=1
-    )
-    assert report.parsed_with == rowparse.POLARS
+    report = import_csvs([tmp_path], root=tmp_path, in_git=False, existing=[], hardware=None)
+    assert report.parsed_with == rowread.POLARS
     assert [(r.model, r.prompt_target_len, r.commit) for r in report.new] == [
         ("plain", 512, "abc123de"),
         ("gap", 1024, "unknown"),
@@ -670,18 +667,6 @@ def test_the_polars_path_reads_harness_rows_and_hands_odd_ones_to_the_csv_module
         ),
         ("cuda_gb10_b.csv", 2, "not UTF-8 text"),
     ]
-
-
-def test_polars_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(rowparse.POLARS_MIN_ROWS_ENV, raising=False)
-    assert rowparse.polars_min_rows() == rowparse.POLARS_MIN_ROWS
-    monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, " 25 ")
-    assert rowparse.polars_min_rows() == 25
-    monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, "9" * 5000)
-    assert rowparse.polars_min_rows() == 2**63 - 1
-    monkeypatch.setenv(rowparse.POLARS_MIN_ROWS_ENV, "many")
-    with pytest.raises(OomrecError, match=r"OOMREC_POLARS_MIN_ROWS='many' is not a whole number"):
-        rowparse.polars_min_rows()
 
 
 def test_a_row_appended_by_a_later_commit_gets_that_commit(

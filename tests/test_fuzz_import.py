@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from oomrec.core.records import RecordFile, evidence_key
-from oomrec.importer import rowparse
+from oomrec.csvread import rows as rowread
 from oomrec.importer.backfill import ImportReport, import_csvs
 from tests.harness_rows import GB10, H15, H17, PEAK_LAYOUT
 
@@ -132,14 +132,14 @@ def write_files(folder: Path, files: list[tuple[str, bytes]]) -> None:
         (folder / f"{i}{name}").write_bytes(data)
 
 
-def run(folder: Path, existing: list | None = None, min_rows: int = 10**9) -> ImportReport:
+def run(folder: Path, existing: list | None = None, engine: str = rowread.CSV) -> ImportReport:
     return import_csvs(
         [folder],
         root=folder,
         in_git=False,
         existing=existing or [],
         hardware=None,
-        polars_min_rows=min_rows,
+        engine=engine,
     )
 
 
@@ -153,9 +153,9 @@ def test_no_input_raises_both_parsers_agree_and_a_rerun_adds_nothing(
         folder.mkdir()
         write_files(folder, files)
         with_csv = run(folder)
-        with_polars = run(folder, min_rows=0)
+        with_polars = run(folder, engine=rowread.POLARS)
         as_csv, as_polars = with_csv.to_dict(), with_polars.to_dict()
-        assert as_csv.pop("parsed_with") == rowparse.CSV
+        assert as_csv.pop("parsed_with") == rowread.CSV
         as_polars.pop("parsed_with")
         assert as_polars == as_csv
 
@@ -200,12 +200,11 @@ def test_a_long_quoted_field_a_nul_and_any_line_ending_read_alike(
     header = b"model,prompt_target_len,prompt"
     rows = [PADDING, b"long,1," + LONG + b",SKIP:oom", b"nul,2,a\x00b,SKIP:oom", b"ok,3,,SKIP:oom"]
     (tmp_path / "a.csv").write_bytes(eol.join([header, *rows]) + eol)
-    reports = {n: run(tmp_path, min_rows=n) for n in (0, 10**9)}
-    assert reports[0].parsed_with == rowparse.POLARS
-    assert reports[0].to_dict() | {"parsed_with": "-"} == reports[10**9].to_dict() | {
-        "parsed_with": "-"
-    }
-    assert [(r.model, r.prompt_target_len) for r in reports[0].new] == [
+    reports = {n: run(tmp_path, engine=n) for n in (rowread.POLARS, rowread.CSV)}
+    assert reports[rowread.POLARS].to_dict() | {"parsed_with": "-"} == reports[
+        rowread.CSV
+    ].to_dict() | {"parsed_with": "-"}
+    assert [(r.model, r.prompt_target_len) for r in reports[rowread.POLARS].new] == [
         ("long", 1),
         ("nul", 2),
         ("ok", 3),

@@ -120,7 +120,7 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
         "blame_failed": [],
         "no_adding_commit": [],
         "uncommitted_rows": [],
-        "parsed_with": "csv",
+        "parsed_with": "polars",
         "dry_run": False,
         "record": "benchmarks/.oom-record",
     }
@@ -373,37 +373,6 @@ def test_a_repository_without_commits_gives_unknown_commits(
     assert warning.startswith(f"warning: {CSV}: git has no commit adding it;")
 
 
-def test_polars_path_forced_by_the_environment_gives_the_same_report(
-    cli: Cli, repo: Repo, bench: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    reports = {}
-    for min_rows in ("0", "1000000"):
-        monkeypatch.setenv("OOMREC_POLARS_MIN_ROWS", min_rows)
-        result = cli("record", "import-csv", "--all-hardware", "--dry-run", "--json")
-        assert result.exit_code == 0, result.stderr
-        reports[min_rows] = json.loads(result.stdout)
-    assert reports["0"].pop("parsed_with") == "polars"
-    assert reports["1000000"].pop("parsed_with") == "csv"
-    assert reports["0"] == reports["1000000"]
-    assert [(r["model"], r["commit"]) for r in reports["0"]["records"]] == [
-        ("gemma-4-31b-it-4bit", bench),
-        ("qwen3-30b-a3b-4bit", bench),
-    ]
-
-
-def test_a_bad_polars_threshold_is_a_one_line_error(
-    cli: Cli, repo: Repo, bench: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OOMREC_POLARS_MIN_ROWS", "-1")
-    result = cli("record", "import-csv", "--all-hardware")
-    assert result.exit_code == 2
-    assert result.stderr == (
-        "oomrec: error: $OOMREC_POLARS_MIN_ROWS='-1' is not a whole number >= 0; give a number "
-        "of candidate rows (0: always polars) or unset it\n"
-    )
-    assert records(repo) == []
-
-
 def test_a_row_appended_after_the_file_was_added_gets_its_own_commit(
     cli: Cli, repo: Repo, bench: str
 ) -> None:
@@ -517,13 +486,9 @@ def test_a_dry_run_and_a_real_import_have_one_json_shape(cli: Cli, repo: Repo, b
     assert (again["would_add"], again["added"], again["already_present"]) == (0, 0, 2)
 
 
-@pytest.mark.parametrize("min_rows", ["0", "1000000"], ids=["polars", "csv"])
-def test_a_faked_oom_row_is_no_evidence_and_is_not_imported(
-    cli: Cli, repo: Repo, monkeypatch: pytest.MonkeyPatch, min_rows: str
-) -> None:
+def test_a_faked_oom_row_is_no_evidence_and_is_not_imported(cli: Cli, repo: Repo) -> None:
     """The harness's MLXCEL_BENCH_FAKE_OOM (and sweep --fake-oom) writes a SKIP:oom row for a
     cell it never launched; imported, it would hide a working cell on every machine."""
-    monkeypatch.setenv("OOMREC_POLARS_MIN_ROWS", min_rows)
     repo.commit(
         "benchmarks",
         {

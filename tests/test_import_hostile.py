@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.importer import csvscan, rowparse
+from oomrec.csvread import files as csvscan
+from oomrec.csvread import rows as rowread
 from oomrec.importer.backfill import import_csvs
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
@@ -272,9 +273,9 @@ def test_a_tree_deeper_than_the_recursion_limit_is_searched(tmp_path: Path) -> N
     assert (done.returncode, done.stdout, done.stderr) == (0, "1\n", "")
 
 
-@pytest.mark.parametrize("min_rows", [0, 10**9], ids=[rowparse.POLARS, rowparse.CSV])
+@pytest.mark.parametrize("engine", [rowread.POLARS, rowread.CSV])
 def test_cr_only_files_are_many_rows_and_long_quoted_fields_are_read(
-    tmp_path: Path, min_rows: int
+    tmp_path: Path, engine: str
 ) -> None:
     long_prompt = b'"' + b"x, " * 50_000 + b'"'
     header = HEADER + b",prompt"
@@ -297,9 +298,9 @@ def test_cr_only_files_are_many_rows_and_long_quoted_fields_are_read(
         in_git=False,
         existing=[],
         hardware=None,
-        polars_min_rows=min_rows,
+        engine=engine,
     )
-    assert report.parsed_with == (rowparse.POLARS if min_rows == 0 else rowparse.CSV)
+    assert report.parsed_with == engine
     assert report.bad_rows == []
     assert report.data_rows == 4
     assert [(r.model, r.source_csv) for r in report.new] == [
@@ -325,7 +326,7 @@ def test_rows_of_a_cr_only_file_get_a_commit_at_or_after_their_own(
     repo.git("commit", "-q", "-am", "second row")
     second = repo.head()
     report = import_csvs(
-        [path], root=repo.path, in_git=True, existing=[], hardware=None, polars_min_rows=10**9
+        [path], root=repo.path, in_git=True, existing=[], hardware=None, engine=rowread.CSV
     )
     assert [(r.model, r.commit) for r in report.new] == [("a", second), ("b", second)]
     assert report.uncommitted_rows == []

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.settings import ENV_VARS, TOOL_KEYS, Setting, markdown_tables, parse_bool
-from oomrec.importer import backfill, rowparse
+from oomrec.importer import backfill
 from oomrec.staleness import fixlog as fixes
 from oomrec.sweep import options as sweep_config
 from tests.conftest import CliResult
@@ -44,12 +44,11 @@ def test_every_key_and_variable_the_code_reads_is_declared() -> None:
 
 
 def test_declared_defaults_are_the_codes() -> None:
-    tool, env = declared(TOOL_KEYS), declared(ENV_VARS)
+    tool = declared(TOOL_KEYS)
     assert tool["lengths"] == str(list(sweep_config.DEFAULT_LENGTHS))
     assert float(tool["timeout"]) == sweep_config.DEFAULT_TIMEOUT_S
     assert tool["fix_trailer"] == fixes.DEFAULT_TRAILER
     assert tool["commit_columns"] == str(list(backfill.DEFAULT_COMMIT_COLUMNS)).replace("'", '"')
-    assert int(env["OOMREC_POLARS_MIN_ROWS"]) == rowparse.POLARS_MIN_ROWS
 
 
 def test_an_unknown_key_is_one_line_with_a_suggestion(cli: Cli, repo: Repo) -> None:

@@ -14,11 +14,8 @@ Then the same on the corpus doubled (as many files again, committed), and the 15
 corpus (../shared/data/mlxcel-benchmarks) copied into a temp git repository. In process: reading
 files with a thread pool or not.
 
-Then where polars pays: a corpus with many SKIP:oom rows (default 2,000 files of 200 rows, half
-of them SKIP:oom: 200,000 candidate rows), where the import parses them with polars, timed
-from process start against the same import forced to the csv module ($OOMREC_POLARS_MIN_ROWS);
-and the break-even behind rowparse.POLARS_MIN_ROWS: polars' import cost from process start,
-divided by the time it saves per candidate row (both parsers timed in process on that corpus).
+Then a corpus with many SKIP:oom rows (default 2,000 files of 200 rows, half of them SKIP:oom:
+200,000 candidate rows), the import timed from process start.
 
     python benchmarks/perf/bench_import.py [--files 10000] [--rows 100] [--runs 3] [--keep DIR]
         [--oom-files 2000] [--oom-rows 200]
@@ -197,7 +194,6 @@ def measure(
     sets PYTHONDONTWRITEBYTECODE would have every run compile oomrec's modules again.
     """
     env = {**os.environ, "OOMREC_RECORD": str(cwd / "no-record")}
-    env.pop("OOMREC_POLARS_MIN_ROWS", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     results = {name: Timings() for name in cases}
     for i in range(runs + 1):
@@ -265,8 +261,8 @@ def measure_corpus(repo: Path, label: str, runs: int) -> dict[str, float]:
 def compare_choices(repo: Path, runs: int) -> None:
     """The two implementation choices, timed in process on the same corpus."""
     sys.path.insert(0, str(REPO))
-    from oomrec.importer import csvscan
-    from oomrec.importer.backfill import find_csv_files
+    from oomrec.csvread import files as csvscan
+    from oomrec.csvread.files import find_csv_files
 
     files, _ = find_csv_files([repo / "benchmarks"])
     serial = median_time(lambda: csvscan.scan_files(files), runs)
@@ -290,79 +286,19 @@ def compare_choices(repo: Path, runs: int) -> None:
 
 
 def many_ooms(tmp: Path, n_files: int, rows: int, runs: int) -> None:
-    """Where polars pays: many candidate rows, the import from process start with polars (chosen
-    by the threshold) and forced to the csv module; then the break-even from its parts."""
+    """Many candidate rows: the import from process start, every candidate read by the one row
+    reader (polars, the csv module for what polars cannot be trusted with)."""
     repo = tmp / "many-ooms"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     ooms = generate(repo / "benchmarks", n_files, rows, seed=4, oom_share=0.5)
     commit_all(repo, "many OOM rows")
     print(f"many-OOM corpus: {n_files} files, {n_files * rows} rows, {ooms} SKIP:oom rows")
-    results = measure(
-        {"polars": oomrec_argv(), "csv": oomrec_argv()},
-        repo,
-        runs,
-        envs={"csv": {"OOMREC_POLARS_MIN_ROWS": str(10**12)}},
-    )
-    fast, slow = results["polars"], results["csv"]
-    used = json.loads(fast.stdout)["parsed_with"], json.loads(slow.stdout)["parsed_with"]
-    same = json.loads(fast.stdout)["records"] == json.loads(slow.stdout)["records"]
+    results = measure({"import": oomrec_argv()}, repo, runs)
+    got = results["import"]
     print(
-        f"many OOMs: import parsing with {used[0]}: wall {statistics.median(fast.wall):.2f} s, "
-        f"cpu {statistics.median(fast.cpu):.2f} s; with {used[1]}: wall "
-        f"{statistics.median(slow.wall):.2f} s, cpu {statistics.median(slow.cpu):.2f} s; "
-        f"ratio wall {ratio(fast.wall, slow.wall):.2f}, cpu {ratio(fast.cpu, slow.cpu):.2f}; "
-        f"same records: {same}"
-    )
-    break_even(repo, runs)
-
-
-def break_even(repo: Path, runs: int) -> None:
-    """POLARS_MIN_ROWS from its parts: polars' import cost from process start / the time it
-    saves per candidate row, the two parsers timed in turns, in process, on the same scan."""
-    imports = measure(
-        {"bare": [sys.executable, "-c", "pass"], "polars": [sys.executable, "-c", "import polars"]},
-        repo,
-        runs,
-    )
-    import_cost = statistics.median(
-        p - b for p, b in zip(imports["polars"].wall, imports["bare"].wall, strict=True)
-    )
-    sys.path.insert(0, str(REPO))
-    from oomrec.core.gcpause import no_cycle_collection
-    from oomrec.importer import csvscan, rowparse
-    from oomrec.importer.backfill import (
-        DEFAULT_COMMIT_COLUMNS,
-        columns_read,
-        find_csv_files,
-    )
-
-    files, _ = find_csv_files([repo / "benchmarks"])
-    scanned = csvscan.scan_files(files)
-    n = sum(len(f.candidate_lines) for f in scanned)
-    wanted = columns_read(DEFAULT_COMMIT_COLUMNS)
-
-    def parse(min_rows: int) -> float:
-        for f in scanned:
-            f.oom_rows.clear()
-            f.bad_rows.clear()
-        # As the command runs it: without cyclic garbage collection.
-        with no_cycle_collection():
-            start = time.perf_counter()
-            rowparse.parse_candidates(scanned, wanted, min_rows)
-            return time.perf_counter() - start
-
-    parse(0)  # imports polars, outside the timings: its cost is measured above
-    rounds = [(parse(10**12), parse(0)) for _ in range(runs)]
-    with_csv = statistics.median(c for c, _ in rounds) / n
-    with_polars = statistics.median(p for _, p in rounds) / n
-    saving = statistics.median(c - p for c, p in rounds) / n
-    shown = f"{import_cost / saving:,.0f} rows" if saving > 0 else "never (no saving)"
-    print(
-        f"break-even: polars import {import_cost * 1000:.0f} ms from process start; per "
-        f"candidate row (of {n}) csv module {with_csv * 1e6:.2f} us, polars "
-        f"{with_polars * 1e6:.2f} us, saving {saving * 1e6:.2f} us -> {shown} "
-        f"(rowparse.POLARS_MIN_ROWS = {rowparse.POLARS_MIN_ROWS:,})"
+        f"many OOMs: import wall {statistics.median(got.wall):.2f} s, cpu "
+        f"{statistics.median(got.cpu):.2f} s ({json.loads(got.stdout)['oom_rows']} OOM rows)"
     )
 
 

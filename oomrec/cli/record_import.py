@@ -46,8 +46,7 @@ def import_command(
     """Turn the SKIP:oom rows of existing benchmark CSVs into OOM records; safe to rerun.
 
     Only rows whose last field is exactly SKIP:oom count. A row already in the record (same
-    model, length, hardware, commit, from any CSV) is not added again. Many candidate rows are
-    parsed with polars, from $OOMREC_POLARS_MIN_ROWS rows (default: the measured break-even).
+    model, length, hardware, commit, from any CSV) is not added again.
 
     Example: oomrec record import-csv benchmarks/ --all-hardware --dry-run
     """

@@ -75,6 +75,44 @@ def trailing_token(fields: list[str]) -> str | None:
     return last if _TOKEN.fullmatch(last) else None
 
 
+# What `str.strip()` strips: the reader's polars expressions strip exactly these, so a cell reads
+# the same whichever engine split its row.
+BLANKS = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+# Why a line of a CSV is not read as a row of its header, as the import and the report group them.
+ROW_NOT_UTF8 = "not UTF-8 text"
+ROW_QUOTING = "bad CSV quoting"
+ROW_FIELDS = "wrong number of fields"
+
+
+def judge_fields(fields: list[str], width: int) -> tuple[str | None, str | None]:
+    """The one rule for what a row of a `width`-column header says: (its trailing token, why it
+    is not a row of the header), each None when there is none.
+
+    A token follows the named columns, right after them or after one empty field (the harness
+    writes both); a row without one has exactly the named columns. A last field that is not a
+    token but ends in `,SKIP:oom` is a true OOM's token swallowed by an open quote (the harness
+    does not escape its prompt): unreadable, never a row that ran.
+    """
+    n = len(fields)
+    token = trailing_token(fields)
+    if token is not None:
+        if n == width + 1 or (n == width + 2 and not fields[width].strip()):
+            return token, None
+        return None, ROW_FIELDS
+    if fields and swallowed_oom(fields[-1]):
+        return None, ROW_QUOTING
+    return None, None if n == width else ROW_FIELDS
+
+
+# A field whose text ends in `,SKIP:oom` (then blanks or quotes): see judge_fields.
+SWALLOWED_OOM = re.compile(rf',[{re.escape(BLANKS)}]*SKIP:oom[{re.escape(BLANKS)}]*[ \t"]*\Z')
+
+
+def swallowed_oom(field: str) -> bool:
+    return SWALLOWED_OOM.search(field) is not None
+
+
 def is_true_oom(token: str | None) -> bool:
     """Only `SKIP:oom` itself is OOM evidence; `SKIP:oom_estimate` and the rest are not."""
     return token == Token.TRUE_OOM

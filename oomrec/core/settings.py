@@ -139,12 +139,6 @@ ENV_VARS: tuple[Setting, ...] = (
         "tree: judge each cell by its process tree and the kernel log even where a memory "
         "cgroup per cell can be made.",
     ),
-    Setting(
-        "OOMREC_POLARS_MIN_ROWS",
-        "integer",
-        "170000",
-        "From how many candidate rows import-csv parses with polars (0: always).",
-    ),
     Setting("NO_COLOR", "any non-empty value", "unset", "No colour, unless --color always."),
 )
 

@@ -43,12 +43,9 @@ from oomrec.core.records import (
 )
 from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
 from oomrec.core.schema import RECORDED_TOKENS, Token
-from oomrec.importer import csvscan
-from oomrec.importer.backfill import (
-    DEFAULT_COMMIT_COLUMNS,
-    LENGTH_COLUMNS,
-    find_csv_files,
-)
+from oomrec.csvread import files as csvscan
+from oomrec.csvread.files import find_csv_files
+from oomrec.importer.backfill import DEFAULT_COMMIT_COLUMNS, LENGTH_COLUMNS
 from oomrec.report import fastpath as report_bytes
 
 if TYPE_CHECKING:

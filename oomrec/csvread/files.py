@@ -1,12 +1,11 @@
-"""The fast scan of benchmark CSV files: each file's header, its data-row count and the few lines
-that may be rows whose last field is `SKIP:oom`, found in the raw bytes before anything is parsed.
+"""Finding and opening benchmark CSV files: which files a path names, each file's header, its
+body (every line after the header) and data-row count, and the few lines that may be rows whose
+last field is `SKIP:oom`, found in the raw bytes before anything is parsed.
 
-Nearly every row of a benchmark CSV is not OOM evidence, so parsing every row (what a csv-module
-or a polars scan does) spends its time on rows it throws away. Here the bytes are searched for
-`SKIP:oom` (a C-speed substring search); a hit is a candidate only when nothing but blanks or a
-quote follows it up to the line end, which already rules out `SKIP:oom_estimate` and friends.
-Only the header is parsed here; `rowparse` parses the candidate lines and decides, exactly as on a
-fully parsed row, which are OOM rows.
+The import needs only the `SKIP:oom` rows, so it hands only those candidate lines to the row
+reader (`rows`): the bytes are searched for `SKIP:oom` (a C-speed substring search), and a hit is
+a candidate only when nothing but blanks or a quote follows it up to the line end, which already
+rules out `SKIP:oom_estimate` and friends. The report hands it every line of the body.
 
 A line is a row: the harness never writes a line break inside a quoted field. `\n`, `\r\n` and a
 lone `\r` each end a line (a CR-only file is many rows, not one); git counts only `\n`, so a file
@@ -23,12 +22,14 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 from oomrec.core import schema
+from oomrec.core.errors import OomrecError
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.schema import Token
 
@@ -42,10 +43,6 @@ TOO_LARGE = "larger than 1 GiB"
 NO_MODEL = "no model column"
 SAME_FILE = "same file as another path"
 
-# Why a SKIP:oom line is not read as a row, as the report groups them.
-ROW_NOT_UTF8 = "not UTF-8 text"
-ROW_QUOTING = "bad CSV quoting"
-ROW_FIELDS = "wrong number of fields"
 
 MODEL_COLUMN = "model"
 
@@ -98,7 +95,11 @@ class ScannedFile:
     # The candidate lines (without the \n; a CR before it stays) and their line numbers.
     candidate_linenos: list[int] = field(default_factory=list)
     candidate_lines: list[bytes] = field(default_factory=list)
-    # Filled in by `rowparse` from the candidates.
+    # The lines after the header, every line break a `\n` (kept only when asked for), and the
+    # line number of the first.
+    body: bytes = b""
+    body_line: int = 0
+    # Filled in by the import from the candidates.
     oom_rows: list[OomRow] = field(default_factory=list)
     bad_rows: list[UnreadRow] = field(default_factory=list)
     # Only for a file with lone CRs: git's line number (it counts `\n` only) of each line,
@@ -106,14 +107,14 @@ class ScannedFile:
     git_lines: list[int] | None = None
 
 
-def scan_files(paths: Iterable[str]) -> list[ScannedFile]:
+def scan_files(paths: Iterable[str], keep_body: bool = False) -> list[ScannedFile]:
     """Scan each file, in order. Never raises for a bad file: the result says what is wrong.
 
     A file reached by several paths counts once, under a path that is not a symlink when there
     is one (so removing the link later does not change the records' source); the other paths
     are skipped as SAME_FILE, their detail naming the path read.
     """
-    results = [scan_file(path) for path in paths]
+    results = [scan_file(path, keep_body) for path in paths]
     paths_of: dict[tuple[int, int], list[ScannedFile]] = {}
     for result in results:
         if result.identity is not None:
@@ -127,8 +128,9 @@ def scan_files(paths: Iterable[str]) -> list[ScannedFile]:
     return results
 
 
-def scan_file(path: str) -> ScannedFile:
-    """The header, data-row count and candidate lines of one file, or why it cannot be read."""
+def scan_file(path: str, keep_body: bool = False) -> ScannedFile:
+    """The header, data-row count and candidate lines (and with `keep_body` the body) of one
+    file, or why it cannot be read."""
     result = ScannedFile(path)
     data = _read(path, result)
     if data is None:
@@ -152,6 +154,10 @@ def scan_file(path: str) -> ScannedFile:
         return result
     result.header = header
     _scan_body(data, body_at, result)
+    if keep_body:
+        body = data[body_at:]
+        result.body = body if body.endswith(b"\n") or not body else body + b"\n"
+        result.body_line = data.count(b"\n", 0, body_at) + 1
     return result
 
 
@@ -257,3 +263,63 @@ def _newlines(chunk: bytes) -> int:
     # 3x faster than bytes.count, whose one-byte loop is not vectorised: replace() finds each
     # line break with memchr. Its transient copy is as large as the chunk.
     return len(chunk) - len(chunk.replace(b"\n", b""))
+
+
+def find_csv_files(paths: Sequence[Path]) -> tuple[list[str], list[ScannedFile]]:
+    """Every file named and every `*.csv` below every folder named, sorted, each once.
+
+    Also returns what is not read at all: folders that cannot be listed, and FIFOs, sockets and
+    devices (a read could block or never end). A path that does not exist is an error, raised
+    before anything is read. Symlinks below a folder are read when they lead to a regular file
+    (the read checks); symlinked folders are not searched, so a link loop cannot trap the walk.
+    """
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise OomrecError(
+            f"{missing[0]}: no such file or folder; pass CSV files or folders to import"
+        )
+    files: set[str] = set()
+    refused: list[ScannedFile] = []
+    for path in paths:
+        real = os.path.realpath(path)
+        try:
+            mode = os.stat(real).st_mode
+        except OSError:
+            # A dangling link or a loop: the read reports why.
+            files.add(real)
+            continue
+        if stat.S_ISDIR(mode):
+            _walk(real, files, refused)
+        elif stat.S_ISREG(mode):
+            files.add(real)
+        else:
+            refused.append(ScannedFile(real, NOT_A_FILE, file_kind(mode)))
+    return sorted(files), refused
+
+
+def _walk(top: str, files: set[str], refused: list[ScannedFile]) -> None:
+    # A stack, not recursion: a hostile tree can be nested deeper than Python's recursion limit.
+    folders = [top]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(entries)
+        except OSError as exc:
+            refused.append(ScannedFile(folder, UNREADABLE, exc.strerror or str(exc)))
+            continue
+        for entry in listed:
+            try:
+                # The entry types come with the listing: no stat call per file.
+                if entry.is_dir(follow_symlinks=False):
+                    # Searched whatever its name (`old.csv/` too).
+                    folders.append(entry.path)
+                elif not entry.name.lower().endswith(".csv"):
+                    continue
+                elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                    files.add(entry.path)
+                else:
+                    kind = file_kind(entry.stat(follow_symlinks=False).st_mode)
+                    refused.append(ScannedFile(entry.path, NOT_A_FILE, kind))
+            except OSError as exc:
+                refused.append(ScannedFile(entry.path, UNREADABLE, exc.strerror or str(exc)))

@@ -1,0 +1,138 @@
+"""What one CSV row says, decided once for every view: its outcome, model, length, date and peak.
+
+The row reader (csvread.rows) gives each role's cell as text; the import and the report turn the
+cells into facts only through these functions, so the two never tell a user different things
+about the same row. Each is cached: a corpus repeats a few values over thousands of rows.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from functools import lru_cache
+from typing import NamedTuple
+
+from oomrec.core.errors import OomrecError
+from oomrec.core.hardware import GIB
+from oomrec.core.records import MAX_INT, bounded_int, check_model_name, is_date
+from oomrec.core.schema import RECORDED_TOKENS, Token
+
+# Why an OOM row is not evidence, as the import groups them (with schema.ROW_*).
+ROW_MODEL = "model not a directory name"
+ROW_LENGTH = "length not a number"
+ROW_LENGTH_RANGE = "length over 64 bits"
+# The harness's MLXCEL_BENCH_FAKE_OOM (and `oomrec sweep --fake-oom`) writes this prompt on the
+# SKIP:oom row of a cell it never launched: no OOM was seen, so the row is no evidence.
+ROW_FAKE = "faked OOM (MLXCEL_BENCH_FAKE_OOM), no evidence"
+
+# A model is a directory name (NAME_MAX); a longer cell is no such thing.
+_MAX_MODEL_CHARS = 255
+# float() reads any length; no real peak in GiB needs more characters than this.
+_MAX_GIB_CHARS = 27
+
+
+class Outcome(StrEnum):
+    RAN = "ran"
+    OOM = "oom"
+    # An OOM measured before a fix that is in effect at HEAD: out of play, kept as evidence.
+    LIFTED = "oom, fixed since"
+    BACKSTOP = "backstop"
+    RECORD = "record"
+    TIMEOUT = "timeout"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    NOT_TRIED = "not tried"
+
+
+def outcome_of(token: str | None) -> Outcome:
+    """A row's outcome from its trailing token (None: it ran)."""
+    if token is None:
+        return Outcome.RAN
+    if token in RECORDED_TOKENS:
+        return Outcome.OOM
+    if token == Token.OOM_BACKSTOP:
+        return Outcome.BACKSTOP
+    if token == Token.OOM_RECORD:
+        return Outcome.RECORD
+    if token == Token.FAIL_TIMEOUT:
+        return Outcome.TIMEOUT
+    return Outcome.FAILED if token.startswith("FAIL:") else Outcome.SKIPPED
+
+
+def clip(text: str, limit: int = 40) -> str:
+    """A cell as a warning shows it: quoted, escaped, at most `limit` characters of it."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def model_of(cell: str) -> str:
+    """The model a `model` cell names (stripped; a BOM is no name's first character, and the
+    record file would drop it on reading)."""
+    model = cell.strip()
+    return model.lstrip("\ufeff").strip() if model.startswith("\ufeff") else model
+
+
+@lru_cache(maxsize=4096)
+def model_problem(model: str) -> str | None:
+    """Why `model` cannot be a model (no directory name), or None."""
+    if len(model) > _MAX_MODEL_CHARS:
+        return f"model name {clip(model)} is longer than a file name can be"
+    try:
+        check_model_name(model)
+    except OomrecError as exc:
+        # The model shown clipped: a hostile cell can be megabytes long.
+        return str(exc).split(";")[0].replace(repr(model), clip(model))
+    return None
+
+
+class Length(NamedTuple):
+    """A row's length: the number (None: not one), whether it names the run's target
+    (`prompt_target_len`, not a measured `prompt_tokens`), whether the row states one at all,
+    and why it is not one."""
+
+    value: int | None
+    aimed: bool
+    stated: bool = True
+    reason: str | None = None
+    problem: str | None = None
+
+
+@lru_cache(maxsize=4096)
+def length_of(target: str, tokens: str) -> Length:
+    """The length a row stands at: `prompt_target_len`, else `prompt_tokens`; none at all is
+    the shortest prompt, 0 (an OOM there stands in every cell: when in doubt, an OOM applies)."""
+    text = target or tokens
+    if not text:
+        return Length(0, False, False)
+    if not (text.isascii() and text.isdigit()):
+        problem = f"length {clip(text)} is not a number"
+        return Length(None, bool(target), True, ROW_LENGTH, problem)
+    value = bounded_int(text)
+    if value is None:
+        problem = f"length {clip(text)} is over {MAX_INT} (64 bits)"
+        return Length(None, bool(target), True, ROW_LENGTH_RANGE, problem)
+    return Length(value, bool(target))
+
+
+@lru_cache(maxsize=4096)
+def date_of(cell: str) -> str | None:
+    """The YYYY-MM-DD a date cell starts with (`2026-07-03`, `2026-07-03T12:00`), a real day
+    (no 2026-02-30), else None."""
+    day = cell.strip()[:10]
+    return day if is_date(day) else None
+
+
+def peak_of(bytes_text: str, gib_text: str) -> int | None:
+    """A row's peak in bytes: `peak_bytes`, else `mlx_peak_gb` read as GiB (1024**3 bytes, the
+    unit `record list` shows): were the harness's "GB" 10**9 bytes, the record would be 7% high,
+    and a peak that errs large never makes a cell look safer than it is."""
+    if bytes_text.isascii() and bytes_text.isdigit():
+        return bounded_int(bytes_text)
+    if len(gib_text) > _MAX_GIB_CHARS:
+        return None
+    try:
+        size = float(gib_text) * GIB
+    except ValueError:
+        return None
+    return round(size) if math.isfinite(size) and 0 <= size <= MAX_INT else None
