@@ -15,6 +15,7 @@ STYLES: dict[Outcome, str] = {
     Outcome.OOM: "bold red",
     Outcome.LIFTED: "yellow",
     Outcome.BACKSTOP: "magenta",
+    Outcome.GUARD: "magenta",
     Outcome.RECORD: "yellow",
     Outcome.TIMEOUT: "cyan",
     Outcome.FAILED: "blue",

@@ -14,8 +14,15 @@ from typing import NamedTuple
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import GIB
-from oomrec.core.records import MAX_INT, bounded_int, check_model_name, is_date
-from oomrec.core.schema import RECORDED_TOKENS, Token
+from oomrec.core.records import (
+    MAX_INT,
+    UNKNOWN_COMMIT,
+    bounded_int,
+    check_model_name,
+    is_date,
+    printable,
+)
+from oomrec.core.schema import Token
 
 # Why an OOM row is not evidence, as the import groups them (with schema.ROW_*).
 ROW_MODEL = "model not a directory name"
@@ -29,6 +36,9 @@ ROW_FAKE = "faked OOM (MLXCEL_BENCH_FAKE_OOM), no evidence"
 _MAX_MODEL_CHARS = 255
 # float() reads any length; no real peak in GiB needs more characters than this.
 _MAX_GIB_CHARS = 27
+# A commit is at most 64 hex digits and `-dirty`; longer cells are no such thing, and the record
+# reader refuses fields over 131,072 characters.
+MAX_COMMIT_CHARS = 128
 
 
 class Outcome(StrEnum):
@@ -38,6 +48,10 @@ class Outcome(StrEnum):
     LIFTED = "oom, fixed since"
     BACKSTOP = "backstop"
     RECORD = "record"
+    # Stopped by the memory guard: the record the sweep wrote (with the limit it ran under) is
+    # its evidence; its CSV row alone, which names no limit, is none (import-csv takes only
+    # SKIP:oom rows).
+    GUARD = "guard"
     TIMEOUT = "timeout"
     FAILED = "failed"
     SKIPPED = "skipped"
@@ -48,8 +62,10 @@ def outcome_of(token: str | None) -> Outcome:
     """A row's outcome from its trailing token (None: it ran)."""
     if token is None:
         return Outcome.RAN
-    if token in RECORDED_TOKENS:
+    if token == Token.TRUE_OOM:
         return Outcome.OOM
+    if token == Token.OOM_GUARD:
+        return Outcome.GUARD
     if token == Token.OOM_BACKSTOP:
         return Outcome.BACKSTOP
     if token == Token.OOM_RECORD:
@@ -136,3 +152,16 @@ def peak_of(bytes_text: str, gib_text: str) -> int | None:
     except ValueError:
         return None
     return round(size) if math.isfinite(size) and 0 <= size <= MAX_INT else None
+
+
+@lru_cache(maxsize=4096)
+def commit_of(cell: str) -> tuple[str | None, str | None]:
+    """The commit a row's commit cell names (None: it names none, git may know), and what the
+    record could not keep as written. An escaped commit is no SHA, so every verdict on it is
+    `unknown` and prune keeps it."""
+    if len(cell) > MAX_COMMIT_CHARS:
+        return UNKNOWN_COMMIT, f"its commit {clip(cell)} is not one; recorded as {UNKNOWN_COMMIT!r}"
+    shown = printable(cell)
+    if shown != cell:
+        return shown, f"its commit holds control characters; recorded as {shown!r} (unknown)"
+    return cell or None, None

@@ -14,6 +14,7 @@ import posixpath
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date as Date
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from oomrec.store.gitrepo import AddedBy
     from oomrec.sweep.resume import Measured
 
+# Where a sweep keeps a CSV's provenance: `<csv>` + this (sweep.resume.SIDECAR_SUFFIX).
+PROVENANCE_SUFFIX = ".oomrec.json"
 # A sweep's provenance file holds a line per cell: far under this for any real grid.
 MAX_PROVENANCE_BYTES = 64 << 20
 
@@ -110,3 +113,17 @@ def measured_on(path: str) -> dict[tuple[str, int], Measured]:
     if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PROVENANCE_BYTES:
         return {}
     return read(Path(path))
+
+
+def row_date(date: str | None, commit: AddedBy | None, path: str) -> str:
+    """When a row was measured: its own date, else its commit's, else its file's modification
+    date (the last hint left)."""
+    if date:
+        return date
+    if commit is not None:
+        return commit.date
+    try:
+        return Date.fromtimestamp(os.stat(path).st_mtime).isoformat()
+    except (OSError, OverflowError, ValueError):
+        # Gone, or a time stamp no date can hold (`touch -d @1e18`).
+        return Date.today().isoformat()

@@ -129,8 +129,8 @@ def scan_files(paths: Iterable[str], keep_body: bool = False) -> list[ScannedFil
 
 
 def scan_file(path: str, keep_body: bool = False) -> ScannedFile:
-    """The header, data-row count and candidate lines (and with `keep_body` the body) of one
-    file, or why it cannot be read."""
+    """The header, data-row count and candidate lines of one file (with `keep_body`, its body
+    instead), or why it cannot be read."""
     result = ScannedFile(path)
     data = _read(path, result)
     if data is None:
@@ -153,8 +153,10 @@ def scan_file(path: str, keep_body: bool = False) -> ScannedFile:
         result.skipped = NO_MODEL
         return result
     result.header = header
-    _scan_body(data, body_at, result)
-    if keep_body:
+    if not keep_body:
+        _scan_body(data, body_at, result)
+    else:
+        # The reader takes every line from here: no candidates, and it counts the rows.
         body = data[body_at:]
         result.body = body if body.endswith(b"\n") or not body else body + b"\n"
         result.body_line = data.count(b"\n", 0, body_at) + 1

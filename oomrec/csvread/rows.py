@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from oomrec.core import schema
@@ -64,6 +63,7 @@ FILE, LINE, TOKEN, PROBLEM, LAST_TOKEN = "file", "line", "token", "problem", "la
 
 _END = "\x01"
 _END_B = b"\x01"
+_MARKED_EOL = b",\x01\n"
 _BLANK_CLASS = re.escape(BLANKS)
 _TOKEN_RE = rf"^(?:SKIP|FAIL):[^{_BLANK_CLASS}]*$"
 _SWALLOWED_RE = rf',[{_BLANK_CLASS}]*SKIP:oom[{_BLANK_CLASS}]*[ \t"]*$'
@@ -71,27 +71,59 @@ _SWALLOWED_RE = rf',[{_BLANK_CLASS}]*SKIP:oom[{_BLANK_CLASS}]*[ \t"]*$'
 _FIELD_LIMIT = csv.field_size_limit()
 
 
-@dataclass(slots=True)
 class Lines:
-    """Lines of one file, to be read as rows of its header: `data` holds them, each ending in
-    `\\n` (a CR before it is dropped); they are numbered from `first_line` on, or by `linenos`
-    (one number per line) when they are not consecutive."""
+    """Lines of one file, to be read as rows of its header, each ending in `\\n` (a CR before it
+    is dropped); numbered from `first_line` on, or by `linenos` (one number per line) when they
+    are not consecutive. Held with the marker after each line (`marked`; None when the text
+    holds the marker itself), made once, as the file is handed over."""
 
-    file: int
-    header: tuple[str, ...]
-    data: bytes
-    first_line: int = 1
-    linenos: Sequence[int] | None = None
+    __slots__ = ("count", "file", "first_line", "header", "linenos", "marked", "raw")
+
+    def __init__(
+        self,
+        file: int,
+        header: tuple[str, ...],
+        data: bytes,
+        first_line: int = 1,
+        linenos: Sequence[int] | None = None,
+    ) -> None:
+        if data and not data.endswith(b"\n"):
+            data += b"\n"
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n")
+        self.file, self.header, self.first_line, self.linenos = file, header, first_line, linenos
+        self.marked: bytes | None = None
+        self.raw: bytes | None = None
+        if _END_B in data:
+            self.raw = data
+            self.count = data.count(b"\n")
+        else:
+            self.marked = data.replace(b"\n", _MARKED_EOL)
+            # Each line break grew by the marker's two bytes.
+            self.count = (len(self.marked) - len(data)) // 2
+
+    @property
+    def data(self) -> bytes:
+        """The lines as given (without the markers)."""
+        if self.raw is not None:
+            return self.raw
+        return (self.marked or b"").replace(_MARKED_EOL, b"\n")
 
 
-def role_indexes(header: tuple[str, ...], commit_columns: Sequence[str]) -> dict[str, list[int]]:
-    """Per role, the header's columns that hold it, in the order they are tried. The first
-    column of a name counts, as a reader going left to right takes it."""
+def role_indexes(
+    header: tuple[str, ...], commit_columns: Sequence[str], wanted: Collection[str] = ROLES
+) -> dict[str, list[int]]:
+    """Per role, the header's columns that hold it, in the order they are tried (none for a
+    role not `wanted`: its value is then ""). The first column of a name counts, as a reader
+    going left to right takes it."""
     index: dict[str, int] = {}
     for i, name in enumerate(header):
         index.setdefault(name, i)
     names = {**ROLE_COLUMNS, "commit": tuple(commit_columns)}
-    return {role: [index[n] for n in names[role] if n in index] for role in ROLES}
+    return {
+        role: [index[n] for n in names[role] if n in index] if role in wanted else []
+        for role in ROLES
+    }
 
 
 # The engines: polars (with the csv module for what polars cannot be trusted with), and the csv
@@ -101,28 +133,38 @@ CSV = "csv"
 
 
 def read(
-    parts: Sequence[Lines], commit_columns: Sequence[str], engine: str = POLARS
+    parts: Sequence[Lines],
+    commit_columns: Sequence[str],
+    engine: str = POLARS,
+    wanted: Collection[str] = ROLES,
+    *,
+    ordered: bool = True,
 ) -> pl.DataFrame:
     """Every non-blank line of `parts` as one row of the frame: file, line, token, problem, and
-    each role's value ("" where the header has no such column), in the order of `parts`."""
+    each `wanted` role's value ("" where the header has no such column, and for the other
+    roles), in the order of `parts` (`ordered=False`: each file's rows in line order, the files
+    grouped by header, for a caller that sorts what it keeps)."""
     import polars as pl
 
     groups: dict[tuple[str, ...], list[Lines]] = {}
     for part in parts:
-        if part.data:
+        if part.count:
             groups.setdefault(part.header, []).append(part)
     if engine == CSV:
         frames = [
-            _slow(part, role_indexes(header, commit_columns))
+            _slow(part, role_indexes(header, commit_columns, wanted))
             for header, group in groups.items()
             for part in group
         ]
     else:
-        frames = [_read_group(group, commit_columns) for group in groups.values()]
+        frames = [_read_group(group, commit_columns, wanted) for group in groups.values()]
     if not frames:
         return _empty()
-    frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
-    return frame.sort([FILE, LINE]) if len(frames) > 1 else frame
+    if len(frames) == 1 or not ordered:
+        return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
+    # Each group's frame is in line order within each file, and a file is in one group: a
+    # stable sort by file alone puts every row in file and line order.
+    return pl.concat(frames, how="vertical").sort(FILE, maintain_order=True)
 
 
 def _schema() -> dict[str, pl.DataType]:
@@ -144,13 +186,15 @@ def _empty() -> pl.DataFrame:
     return pl.DataFrame(schema=_schema())
 
 
-def _read_group(group: list[Lines], commit_columns: Sequence[str]) -> pl.DataFrame:
+def _read_group(
+    group: list[Lines], commit_columns: Sequence[str], wanted: Collection[str]
+) -> pl.DataFrame:
     """The rows of files that share one header: in one polars call when it can be trusted, else
     file by file, and any file polars refuses line by line."""
     import polars as pl
 
     header = group[0].header
-    roles = role_indexes(header, commit_columns)
+    roles = role_indexes(header, commit_columns, wanted)
     fast = _fast(group, roles)
     if fast is not None:
         return fast
@@ -166,19 +210,16 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
     them (the caller then reads them otherwise)."""
     import polars as pl
 
-    width = len(group[0].header)
-    blob = b"".join(part.data for part in group)
-    if _END_B in blob:
+    if any(part.marked is None for part in group):
         return None
-    if b"\r" in blob:
-        blob = blob.replace(b"\r\n", b"\n")
+    width = len(group[0].header)
     names = [f"c{i}" for i in range(width + 3)]
     wanted = {0, width - 1, width, width + 1, width + 2}
     for at in roles.values():
         wanted.update(at)
     # The first line sets how many fields polars reads: width + 3 empty ones. A line with more
     # is cut, and its marker then nowhere to be seen.
-    data = b"," * (width + 2) + b"\n" + blob.replace(b"\n", b",\x01\n")
+    data = b"".join([b"," * (width + 2) + b"\n", *(part.marked or b"" for part in group)])
     try:
         cells = pl.read_csv(
             data,
@@ -192,7 +233,7 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
         ).slice(1)
     except Exception:
         return None
-    counts = [part.data.count(b"\n") for part in group]
+    counts = [part.count for part in group]
     if cells.height != sum(counts):
         # A quoted field ran across lines: rows and lines no longer match one to one.
         return None
@@ -228,21 +269,25 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
         if not at:
             values.append(pl.lit("").alias(role))
             continue
+        if len(at) == 1:
+            values.append(strip(col(at[0])).alias(role))
+            continue
         firsts = [pl.when(strip(col(i)) != "").then(strip(col(i))) for i in at]
         values.append(pl.coalesce(*firsts, pl.lit("")).alias(role))
-    files, lines = _positions(group, counts)
-    frame = cells.with_columns(
-        pl.Series(FILE, files, pl.UInt32),
-        pl.Series(LINE, lines, pl.UInt64),
-        known.fill_null(False).alias("_known"),
-    ).with_columns(
+    frame = pl.concat([_positions(group, counts), cells], how="horizontal").with_columns(
+        known.fill_null(False).alias("_known")
+    )
+    odd = frame.filter(~pl.col("_known")).select(FILE, LINE)
+    if odd.height:
+        frame = frame.filter(pl.col("_known"))
+    fast_rows = frame.select(
+        FILE,
+        LINE,
         pl.when(placed.fill_null(False)).then(token).alias(TOKEN),
         problem.alias(PROBLEM),
         token.alias(LAST_TOKEN),
         *values,
     )
-    fast_rows = frame.filter(pl.col("_known")).select(_schema().keys())
-    odd = frame.filter(~pl.col("_known")).select(FILE, LINE)
     if odd.height == 0:
         return fast_rows
     # The few lines the fast rule does not cover, by the csv module: found by file and line.
@@ -254,16 +299,35 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
     return pl.concat([fast_rows, *slow], how="vertical").sort([FILE, LINE])
 
 
-def _positions(group: list[Lines], counts: list[int]) -> tuple[list[int], list[int]]:
-    files: list[int] = []
-    lines: list[int] = []
-    for part, n in zip(group, counts, strict=True):
-        files.extend([part.file] * n)
-        if part.linenos is not None:
-            lines.extend(part.linenos)
-        else:
-            lines.extend(range(part.first_line, part.first_line + n))
-    return files, lines
+def _positions(group: list[Lines], counts: list[int]) -> pl.DataFrame:
+    """Each line's file and line number, in order: a column pair as long as the lines."""
+    import polars as pl
+
+    if any(part.linenos is not None for part in group):
+        # The import's candidates: a few lines, numbered one by one.
+        files: list[int] = []
+        lines: list[int] = []
+        for part, n in zip(group, counts, strict=True):
+            files.extend([part.file] * n)
+            lines.extend(
+                part.linenos
+                if part.linenos is not None
+                else range(part.first_line, part.first_line + n)
+            )
+        return pl.DataFrame(
+            {FILE: pl.Series(files, dtype=pl.UInt32), LINE: pl.Series(lines, dtype=pl.UInt64)}
+        )
+    runs = pl.DataFrame(
+        {
+            FILE: pl.Series([p.file for p in group], dtype=pl.UInt32),
+            "n": pl.Series(counts, dtype=pl.UInt64),
+            "at": pl.Series([p.first_line for p in group], dtype=pl.UInt64),
+        }
+    )
+    return runs.select(
+        pl.col(FILE).repeat_by("n").explode(),
+        pl.int_ranges("at", pl.col("at") + pl.col("n"), dtype=pl.UInt64).explode().alias(LINE),
+    ).drop_nulls()
 
 
 def _slow(part: Lines, roles: dict[str, list[int]], only: set[int] | None = None) -> pl.DataFrame:

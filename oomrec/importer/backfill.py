@@ -10,11 +10,9 @@ added, once for its rows' lines), filters by hardware and leaves out what the re
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date as Date
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -29,7 +27,6 @@ from oomrec.core.records import (
     applicability,
     covered,
     evidence_key,
-    printable,
     source_field,
     source_path,
 )
@@ -37,7 +34,7 @@ from oomrec.core.rowfacts import clip
 from oomrec.core.schema import ROW_FIELDS, ROW_QUOTING, Token, is_faked
 from oomrec.csvread import files as csvscan
 from oomrec.csvread import rows as rowread
-from oomrec.csvread.commits import GitCommits, Wanted, git_commits, measured_on
+from oomrec.csvread.commits import GitCommits, Wanted, git_commits, measured_on, row_date
 from oomrec.csvread.files import find_csv_files
 from oomrec.store.locations import Settings
 
@@ -47,9 +44,6 @@ if TYPE_CHECKING:
 DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
 DEFAULT_FOLDER = "benchmarks"
 LENGTH_COLUMNS = ("prompt_target_len", "prompt_tokens")
-# A commit is at most 64 hex digits and `-dirty`; longer cells are no such thing, and the record
-# reader refuses fields over 131,072 characters.
-_MAX_COMMIT_CHARS = 128
 # Why a SKIP:oom row is not imported: rowfacts' reasons and schema.ROW_*.
 ROW_MODEL, ROW_LENGTH, ROW_LENGTH_RANGE, ROW_FAKE = (
     rowfacts.ROW_MODEL,
@@ -346,21 +340,16 @@ def _draft(
     if peak is None and (peak_bytes or peak_gib):
         shown = f"peak_bytes {clip(peak_bytes)}" if peak_bytes else f"GiB {clip(peak_gib)}"
         notes += (f"its peak ({shown}) is not a size in 64 bits; recorded as unknown",)
-    commit = cells[_ROLE["commit"]]
-    if len(commit) > _MAX_COMMIT_CHARS:
-        notes += (f"its commit {clip(commit)} is not one; recorded as {UNKNOWN_COMMIT!r}",)
-        commit = UNKNOWN_COMMIT
-    elif printable(commit) != commit:
-        # Kept, escaped: not a SHA, so every verdict on it is `unknown` and prune keeps it.
-        commit = printable(commit)
-        notes += (f"its commit holds control characters; recorded as {commit!r} (unknown)",)
+    commit, note = rowfacts.commit_of(cells[_ROLE["commit"]])
+    if note:
+        notes += (note,)
     git_lines = file.git_lines
     hardware, mem_bytes = row_machine(cells[_ROLE["hardware"]], host)
     return _Draft(
         model=model,
         length=length.value,
         date=rowfacts.date_of(cells[_ROLE["date"]]),
-        commit=commit or None,
+        commit=commit,
         peak_bytes=peak,
         hardware=hardware,
         mem_bytes=mem_bytes,
@@ -426,19 +415,10 @@ def _finish(draft: _Draft, commit: AddedBy | None, source: str) -> OomRecord:
     return OomRecord(
         model=draft.model,
         prompt_target_len=draft.length,
-        date=draft.date or (commit.date if commit else _modified(draft.path)),
+        date=row_date(draft.date, commit, draft.path),
         commit=draft.commit or (commit.sha if commit else UNKNOWN_COMMIT),
         peak_bytes=draft.peak_bytes,
         source_csv=source,
         hardware=draft.hardware,
         mem_bytes=draft.mem_bytes,
     )
-
-
-def _modified(path: str) -> str:
-    """The file's modification date: the last hint of when a row without a date was measured."""
-    try:
-        return Date.fromtimestamp(os.stat(path).st_mtime).isoformat()
-    except (OSError, OverflowError, ValueError):
-        # Gone, or a time stamp no date can hold (`touch -d @1e18`).
-        return Date.today().isoformat()

@@ -39,7 +39,7 @@ th, td { border: 1px solid var(--line); padding: 0.2rem 0.45rem; text-align: lef
   vertical-align: top; }
 td.g { text-align: center; font-family: ui-monospace, monospace; font-weight: bold; }
 .ran { color: var(--ran); } .oom { color: var(--oom); } .lifted { color: var(--lifted); }
-.backstop { color: var(--backstop); } .record { color: var(--record); }
+.backstop, .guard { color: var(--backstop); } .record { color: var(--record); }
 .timeout { color: var(--timeout); } .failed, .skipped { color: var(--failed); }
 .untried { color: var(--untried); }
 svg text { fill: var(--fg); font: 11px system-ui, sans-serif; }
@@ -54,6 +54,7 @@ _CLASS = {
     Outcome.OOM: "oom",
     Outcome.LIFTED: "lifted",
     Outcome.BACKSTOP: "backstop",
+    Outcome.GUARD: "guard",
     Outcome.RECORD: "record",
     Outcome.TIMEOUT: "timeout",
     Outcome.FAILED: "failed",

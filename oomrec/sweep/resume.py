@@ -24,7 +24,9 @@ from oomrec.core.errors import OomrecError
 from oomrec.core.records import short_commit
 from oomrec.core.schema import RECORDED_TOKENS, Token, line_token, split_row
 
-SIDECAR_SUFFIX = ".oomrec.json"
+# Where the provenance file is, beside its CSV: one name, the readers' too.
+from oomrec.csvread.commits import PROVENANCE_SUFFIX as SIDECAR_SUFFIX
+
 # The provenance file's own format (not a --json shape).
 SCHEMA_VERSION = 1
 

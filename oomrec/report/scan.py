@@ -1,0 +1,447 @@
+"""Every data row of the benchmark CSVs, folded into cells: what the report (and `record stale`)
+knows from the CSVs.
+
+The rows come from the one reader (csvread.rows) and mean what they mean to the import: each
+fact (outcome, model, length, date, machine, commit) is rowfacts' or core.machine's decision,
+made once per distinct cell value and joined back, and a row without a commit of its own gets the
+one the import would give it (csvread.commits: the sweep's provenance, else git). Rows are folded
+in polars into one entry per (model, machine class, length, outcome): its first and its latest
+row by date; thousands of files repeat a few hundred cells, and only the cells are kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from oomrec.core import rowfacts
+from oomrec.core.gcpause import no_cycle_collection
+from oomrec.core.hardware import GIB
+from oomrec.core.machine import file_host
+from oomrec.core.machine import row_machine as machine_of
+from oomrec.core.records import MEM_JITTER, UNKNOWN_COMMIT, OomRecord, source_field, source_path
+from oomrec.core.rowfacts import Outcome, outcome_of
+from oomrec.core.schema import FAKE_OOM_PROMPT, is_faked
+from oomrec.csvread import files as csvscan
+from oomrec.csvread import rows as rowread
+from oomrec.csvread.commits import PROVENANCE_SUFFIX, Wanted, git_commits, measured_on, row_date
+
+if TYPE_CHECKING:
+    import polars as pl
+
+DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
+
+
+class Machine(NamedTuple):
+    """A machine class: its hardware tag (None: untagged) and memory in GB when known. A named
+    tuple: it keys every cell, and a tuple hashes in C."""
+
+    tag: str | None
+    mem_gb: int | None = None
+
+    @property
+    def id(self) -> str:
+        name = self.tag or "any"
+        return f"{name} {self.mem_gb}GB" if self.mem_gb is not None else name
+
+    def covers(self, other: Machine) -> bool:
+        """Whether evidence of this class speaks for `other`, by the rule a record applies by
+        (records.applicability): the same tag or none, and `other` has no more memory (within
+        MEM_JITTER); an unknown tag or memory is every one (when in doubt, an OOM applies)."""
+        if self.tag is not None and self.tag != other.tag:
+            return False
+        return (
+            self.mem_gb is None
+            or other.mem_gb is None
+            or other.mem_gb <= self.mem_gb * (1 + MEM_JITTER)
+        )
+
+
+def record_machine(record: OomRecord) -> Machine:
+    """The machine class of a record. The one place that reads `mem_bytes`, which records
+    carry only from a later format on."""
+    mem_bytes = getattr(record, "mem_bytes", None)
+    return Machine(record.hardware, _gb(mem_bytes))
+
+
+def _gb(mem_bytes: int | None) -> int | None:
+    return round(mem_bytes / GIB) if isinstance(mem_bytes, int) and mem_bytes > 0 else None
+
+
+@lru_cache(maxsize=1024)
+def row_machine(hardware_value: str, host: str | None) -> Machine:
+    """A CSV row's class as core.machine decides it for the import too: its `hardware` value
+    (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB), else the file name's host."""
+    tag, mem = machine_of(hardware_value, host)
+    return Machine(tag, _gb(mem))
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """Where a fact was seen: `path:line` of a CSV row or a record line, its date and commit."""
+
+    where: str
+    date: str | None
+    commit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"where": self.where, "date": self.date, "commit": self.commit}
+
+
+@dataclass(slots=True)
+class CellRows:
+    """The rows of one (model, machine class, length): per outcome, the first row by date (an
+    OOM is shown "since" its first sighting) and the latest (what it is judged by). The latest
+    is the dated row with the greatest date, the first the dated row with the smallest (the
+    earliest in file order on a tie); with no dated row, both are the first row."""
+
+    first: dict[Outcome, Seen] = field(default_factory=dict)
+    latest: dict[Outcome, Seen] = field(default_factory=dict)
+
+    def latest_not_oom(self) -> Outcome | None:
+        """The latest row's outcome among the rows that did not run out of memory (OOMs are
+        shown from the evidence, judged)."""
+        rest = [(seen.date or "", o) for o, seen in self.latest.items() if o != Outcome.OOM]
+        return max(rest)[1] if rest else None
+
+
+CellKey = tuple[str, Machine, int]
+
+
+@dataclass
+class Scan:
+    """What the CSVs hold, folded into cells, and which files were read or skipped why."""
+
+    cells: dict[CellKey, CellRows] = field(default_factory=dict)
+    # (model, machine, date) -> the largest length that ran that day, and its row's commit.
+    fits: dict[tuple[str, Machine, str], tuple[int, str]] = field(default_factory=dict)
+    # Per machine class, the lengths runs aimed at (`prompt_target_len`): the grid's columns. A
+    # measured `prompt_tokens` (20, 26, ...) is a fact about one row, not a length to try.
+    targets: dict[Machine, set[int]] = field(default_factory=dict)
+    files_read: int = 0
+    files_skipped: dict[str, int] = field(default_factory=dict)
+    rows: int = 0
+    unreadable_rows: int = 0
+
+
+_FAKE = FAKE_OOM_PROMPT.encode()
+# The roles the scan reads of a row.
+_ROLES = ("model", "hardware", "date", "target", "tokens", "prompt", "commit")
+# Internal columns of the fold.
+_MODEL, _MACH, _LEN, _OUT, _DATE, _COMMIT, _AIMED, _ORDER = (
+    "m",
+    "mach",
+    "len",
+    "out",
+    "day",
+    "sha",
+    "aimed",
+    "order",
+)
+
+
+@no_cycle_collection()
+def scan_csvs(
+    paths: Sequence[Path],
+    root: Path,
+    commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS,
+    *,
+    in_git: bool = False,
+    engine: str = rowread.POLARS,
+) -> Scan:
+    """Every data row of every CSV under `paths` (files and folders, recursive `*.csv`), folded.
+
+    Files are found and skipped as `record import-csv` finds and skips them. Rows that are no
+    row of their header are counted (`unreadable_rows`), rows without a length (that ran) and
+    faked OOMs say nothing. `in_git`: `root` is a git work tree, asked for the commit (and date)
+    of each OOM a row shows without one, as the import asks. `engine`: the row reader's.
+    """
+    import polars as pl
+
+    files, refused = csvscan.find_csv_files(paths)
+    scanned = csvscan.scan_files(files, keep_body=True)
+    out = Scan()
+    for bad in (*refused, *scanned):
+        if bad.skipped is not None:
+            out.files_skipped[bad.skipped] = out.files_skipped.get(bad.skipped, 0) + 1
+    read = [f for f in scanned if f.skipped is None]
+    out.files_read = len(read)
+    parts = []
+    faked = False
+    for i, f in enumerate(read):
+        faked = faked or _FAKE in f.body
+        parts.append(rowread.Lines(i, f.header, f.body, f.body_line))
+        f.body = b""  # held marked in `parts` now: the plain copy goes
+    # The prompt is read only to tell a faked OOM, and only a file that holds one needs it.
+    roles = _ROLES if faked else tuple(r for r in _ROLES if r != "prompt")
+    frame = rowread.read(parts, commit_columns, engine, roles, ordered=False)
+    del parts
+    out.rows = frame.height
+    problem = pl.col(rowread.PROBLEM)
+    out.unreadable_rows = frame.select(problem.is_not_null().sum()).item()
+    rows = _facts(frame.filter(problem.is_null()), read)
+    if rows.height == 0:
+        return out
+    rows, machines = _machines(rows, read)
+    # In file and line order: the fold keeps the first of equal rows.
+    rows = (
+        rows.select(rowread.FILE, rowread.LINE, _MODEL, _MACH, _LEN, _OUT, _DATE, _COMMIT, _AIMED)
+        .sort(rowread.FILE, maintain_order=True)
+        .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias(_ORDER))
+    )
+    _fold(rows, read, str(root.resolve()), machines, out)
+    if in_git:
+        _commits_from_git(out, read, root)
+    return out
+
+
+def _mapped(frame: pl.DataFrame, column: str, decide: Callable[[str], Any], dtype: Any) -> pl.Expr:
+    """`decide` of each value of `column`, called once per distinct value."""
+    import polars as pl
+
+    values = frame.get_column(column).drop_nulls().unique().to_list()
+    decided = [decide(v) for v in values]
+    return pl.col(column).replace_strict(values, decided, default=None, return_dtype=dtype)
+
+
+def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> pl.DataFrame:
+    """The readable rows with their facts: model, length, outcome, date, commit (text or
+    None), whether the length is a target; rows that say nothing left out."""
+    import polars as pl
+
+    if frame.height == 0:
+        return frame
+    frame = frame.select(rowread.FILE, rowread.LINE, rowread.TOKEN, *_ROLES)
+    frame = frame.with_columns(
+        _mapped(frame, rowread.TOKEN, lambda t: outcome_of(t).value, pl.String)
+        .fill_null(Outcome.RAN.value)
+        .alias(_OUT),
+        _mapped(frame, "model", _model, pl.String).alias(_MODEL),
+        _mapped(frame, "date", rowfacts.date_of, pl.String).alias(_DATE),
+        _commits(frame).alias(_COMMIT),
+    )
+    # rowfacts.length_of reads prompt_target_len, else prompt_tokens: each column's values are
+    # decided alone, and the row takes the first it states.
+    target, tokens = pl.col("target"), pl.col("tokens")
+    frame = frame.with_columns(
+        pl.when(target != "")
+        .then(_mapped(frame, "target", lambda t: rowfacts.length_of(t, "").value, pl.UInt64))
+        .otherwise(_mapped(frame, "tokens", lambda n: rowfacts.length_of("", n).value, pl.UInt64))
+        .alias(_LEN),
+        ((target != "") | (tokens != "")).alias("_stated"),
+    ).with_columns(((target != "") & pl.col(_LEN).is_not_null()).alias(_AIMED))
+    oom = pl.col(_OUT) == Outcome.OOM.value
+    frame = frame.filter(
+        pl.col(_MODEL).is_not_null()
+        & pl.col(_LEN).is_not_null()
+        # A row that ran states its length; an OOM without one stands at the shortest prompt.
+        & (pl.col("_stated") | oom)
+    )
+    faked = [p for p in frame.filter(oom).get_column("prompt").unique().to_list() if is_faked(p)]
+    if faked:
+        # MLXCEL_BENCH_FAKE_OOM / sweep --fake-oom: a cell never launched, no evidence.
+        frame = frame.filter(~(oom & pl.col("prompt").is_in(faked)))
+    return _with_provenance(frame, read)
+
+
+def _commits(frame: pl.DataFrame) -> pl.Expr:
+    """Each row's commit as rowfacts.commit_of reads its cell: a cell it keeps as written
+    (short, no control character: nearly every one) is not asked about, one by one."""
+    import polars as pl
+
+    commit = pl.col("commit")
+    odd = (commit.str.len_chars() > rowfacts.MAX_COMMIT_CHARS) | commit.str.contains(
+        r"[\x00-\x1f\x7f]"
+    )
+    values = frame.filter(odd).get_column("commit").unique().to_list()
+    kept = pl.when(commit != "").then(commit)
+    if not values:
+        return kept
+    decided = [rowfacts.commit_of(v)[0] for v in values]
+    return (
+        pl.when(commit.is_in(values))
+        .then(commit.replace_strict(values, decided, default=None, return_dtype=pl.String))
+        .otherwise(kept)
+    )
+
+
+def _model(cell: str) -> str | None:
+    model = rowfacts.model_of(cell)
+    return None if rowfacts.model_problem(model) else model
+
+
+def _with_provenance(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> pl.DataFrame:
+    """A sweep's own rows without a commit get the commit (and machine) their cell ran with,
+    from the sweep's provenance file, as the import gives them: column `_prov` holds the machine
+    class index into `_PROVENANCE_MACHINES` (None: the row's own)."""
+    import polars as pl
+
+    entries: list[tuple[int, str, int, str, str | None, int | None]] = []
+    # A provenance file is `<csv>.oomrec.json` beside its CSV: one listing per folder, not a
+    # stat per CSV, finds the few CSVs that have one.
+    listed: dict[str, set[str]] = {}
+    for i in frame.get_column(rowread.FILE).unique().to_list():
+        folder, name = os.path.split(read[i].path)
+        if folder not in listed:
+            try:
+                listed[folder] = set(os.listdir(folder))
+            except OSError:
+                listed[folder] = set()
+        if name + PROVENANCE_SUFFIX not in listed[folder]:
+            continue
+        for (model, length), where in measured_on(read[i].path).items():
+            entries.append((i, model, length, where.commit, where.hardware, where.mem_bytes))
+    if not entries:
+        return frame.with_columns(
+            pl.lit(None, pl.String).alias("_ptag"), pl.lit(None, pl.Int64).alias("_pmem")
+        )
+    table = pl.DataFrame(
+        entries,
+        schema={
+            rowread.FILE: pl.UInt32,
+            _MODEL: pl.String,
+            _LEN: pl.UInt64,
+            "_pcommit": pl.String,
+            "_ptag": pl.String,
+            "_pmem": pl.Int64,
+        },
+        orient="row",
+    ).unique([rowread.FILE, _MODEL, _LEN], keep="first")
+    frame = frame.join(table, on=[rowread.FILE, _MODEL, _LEN], how="left", maintain_order="left")
+    lacks = pl.col(_COMMIT).is_null() & pl.col("_pcommit").is_not_null()
+    return frame.with_columns(
+        pl.when(lacks).then(pl.col("_pcommit")).otherwise(pl.col(_COMMIT)).alias(_COMMIT),
+        pl.when(lacks).then(pl.col("_ptag")).alias("_ptag"),
+        pl.when(lacks & pl.col("_ptag").is_not_null()).then(pl.col("_pmem")).alias("_pmem"),
+    ).drop("_pcommit")
+
+
+def _machines(
+    rows: pl.DataFrame, read: list[csvscan.ScannedFile]
+) -> tuple[pl.DataFrame, list[Machine]]:
+    """The rows with each one's machine class (column `_MACH`, an index into the list also
+    returned), decided once per (file host, hardware) by core.machine; a provenance machine
+    where the row took one."""
+    import polars as pl
+
+    hosts = [file_host(f.path) for f in read]
+    names = sorted({h for h in hosts if h is not None})
+    # The file name's host, as an index into `names` (None: the name has none).
+    host_of = pl.Series("_host", [names.index(h) if h is not None else None for h in hosts])
+    rows = rows.with_columns(
+        pl.col(rowread.FILE)
+        .replace_strict(
+            pl.Series(range(len(hosts)), dtype=pl.UInt32), host_of, return_dtype=pl.Int32
+        )
+        .alias("_host")
+    )
+    keys = ["_host", "hardware", "_ptag", "_pmem"]
+    combos = rows.select(keys).unique(maintain_order=True)
+    machines: list[Machine] = []
+    index: dict[Machine, int] = {}
+    ids = []
+    for host, hardware, ptag, pmem in combos.iter_rows():
+        if ptag is not None:
+            machine = Machine(ptag, _gb(pmem))
+        else:
+            machine = row_machine(hardware, names[host] if host is not None else None)
+        ids.append(index.setdefault(machine, len(machines)))
+        if ids[-1] == len(machines):
+            machines.append(machine)
+    table = combos.with_columns(pl.Series(_MACH, ids, pl.UInt32))
+    rows = rows.join(table, on=keys, how="left", maintain_order="left", nulls_equal=True)
+    return rows, machines
+
+
+def _fold(
+    rows: pl.DataFrame,
+    read: list[csvscan.ScannedFile],
+    root: str,
+    machines: list[Machine],
+    out: Scan,
+) -> None:
+    """The rows into cells (first and latest per outcome), the fits and the targets."""
+    import polars as pl
+
+    date = pl.col(_DATE)
+    order = pl.col(_ORDER)
+    # arg_max and arg_min pass over undated rows and take the first of equal dates; a cell
+    # of undated rows only has none, and takes its first row.
+    cells = rows.group_by([_MODEL, _MACH, _LEN, _OUT], maintain_order=True).agg(
+        pl.coalesce(order.get(date.arg_max()), order.first()).alias("latest"),
+        pl.coalesce(order.get(date.arg_min()), order.first()).alias("earliest"),
+    )
+    sources = [source_field(source_path(f.path, root, resolved=True)) for f in read]
+    # The rows a Seen is made of, fetched at once.
+    at = pl.concat([cells.get_column("latest"), cells.get_column("earliest")]).unique()
+    picked = rows.select(_ORDER, rowread.FILE, rowread.LINE, _DATE, _COMMIT).filter(
+        pl.col(_ORDER).is_in(at.implode())
+    )
+    seen_at = {
+        i: Seen(f"{sources[file]}:{line}", day, commit or UNKNOWN_COMMIT)
+        for i, file, line, day, commit in picked.iter_rows()
+    }
+    outcomes = {o.value: o for o in Outcome}
+    for model, mach, length, outcome, latest, earliest in cells.iter_rows():
+        key = (model, machines[mach], length)
+        cell = out.cells.get(key)
+        if cell is None:
+            cell = out.cells[key] = CellRows()
+        kind = outcomes[outcome]
+        cell.latest[kind] = seen_at[latest]
+        cell.first[kind] = seen_at[earliest]
+    ran = rows.filter((pl.col(_OUT) == Outcome.RAN.value) & date.is_not_null())
+    # The first row of the longest length that ran, per point.
+    fits = ran.group_by([_MODEL, _MACH, _DATE], maintain_order=True).agg(
+        pl.col(_LEN).max().alias("n"), pl.col(_COMMIT).get(pl.col(_LEN).arg_max()).alias("c")
+    )
+    out.fits = {
+        (model, machines[mach], day): (n, commit or UNKNOWN_COMMIT)
+        for model, mach, day, n, commit in fits.iter_rows()
+    }
+    aimed = rows.filter(pl.col(_AIMED)).select(_MACH, _LEN).unique()
+    for mach, length in aimed.iter_rows():
+        out.targets.setdefault(machines[mach], set()).add(length)
+
+
+def _commits_from_git(out: Scan, read: list[csvscan.ScannedFile], root: Path) -> None:
+    """The commit (and date) git gives each OOM a CSV row shows without one, as the import
+    gives it to the record it makes: the OOM is judged by the commit it was measured at."""
+    root_str = str(root.resolve())
+    by_source = {source_field(source_path(f.path, root_str, resolved=True)): f for f in read}
+    wanted: dict[Seen, Wanted] = {}
+    for cell in out.cells.values():
+        for seen in (cell.latest.get(Outcome.OOM), cell.first.get(Outcome.OOM)):
+            if seen is None or (seen.commit != UNKNOWN_COMMIT and seen.date):
+                continue
+            source, _, line = seen.where.rpartition(":")
+            file = by_source.get(source)
+            if file is None:
+                continue
+            lineno = int(line)
+            git_line = lineno if file.git_lines is None else file.git_lines[lineno - 1]
+            relative = source_path(file.path, root_str, resolved=True)
+            wanted[seen] = Wanted(relative, git_line, seen.commit == UNKNOWN_COMMIT)
+    if not wanted:
+        return
+    commits = git_commits(wanted.values(), root, in_git=True)
+    resolved: dict[Seen, Seen] = {}
+    for seen, row in wanted.items():
+        added = commits.of(row)
+        commit = seen.commit if not row.lacks_commit else (added.sha if added else seen.commit)
+        path = by_source[seen.where.rpartition(":")[0]].path
+        resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
+    for cell in out.cells.values():
+        for rows in (cell.latest, cell.first):
+            oom = rows.get(Outcome.OOM)
+            if oom is not None and oom in resolved:
+                rows[Outcome.OOM] = resolved[oom]
+
+
+def oom_commits(scan: Scan) -> set[str]:
+    """The commit of each cell's latest OOM row (the Seen csv_evidence judges)."""
+    return {c.latest[Outcome.OOM].commit for c in scan.cells.values() if Outcome.OOM in c.latest}
