@@ -164,3 +164,18 @@ def test_hook_install_and_uninstall(cli: Cli, repo: Repo) -> None:
     assert [h["action"] for h in installed["hooks"]] == ["installed"] * 4
     assert [h["action"] for h in removed["hooks"]] == ["removed"] * 4
     assert list(installed["hooks"][0]) == ["hook", "path", "action", "legacy", "legacy_change"]
+
+
+def test_report_is_the_report_verbs_one_object(cli: Cli, repo: Repo) -> None:
+    folder = repo.path / "benchmarks"
+    folder.mkdir(exist_ok=True)
+    (folder / "cuda_gb10_a.csv").write_text(
+        csv_text(H15, row("m-4bit", "SKIP:oom", length="512")), encoding="utf-8"
+    )
+    data = as_json(cli("report", "--json"))
+    assert list(data)[:2] == ["schema_version", "head"]
+    assert [o["model"] for o in data["ooms"]] == ["m-4bit"]
+    from oomrec.commands.report import report
+
+    result = report([repo.path / "benchmarks"], record=None)
+    assert result.to_json() == data | {"head": result.report.head}

@@ -354,3 +354,36 @@ def test_a_shared_record_is_the_same_evidence_however_its_line_is_written(
     )
     listed = json.loads(cli("record", "list", "--json").stdout)["records"]
     assert [(r["prompt_target_len"], r["from"]) for r in listed] == [(8192, "local")]
+
+
+def test_setup_push_and_pull_each_print_one_json_shape(fleet: Fleet, cli: Cli) -> None:
+    """`--json` on every shared-record verb: one object, `schema_version` first, the same keys
+    in a dry run and a real run."""
+    fleet.on("A")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "add", "gemma-4-31b", "512", "--hardware", "").exit_code in (0, 2)
+    dry = json.loads(cli("record", "push", "--dry-run", "--json").stdout)
+    real = json.loads(cli("record", "push", "--json").stdout)
+    assert list(dry) == list(real) == [
+        "schema_version", "remote", "host", "ref", "dry_run", "publish", "new", "pushed",
+        "kept_back",
+    ]  # fmt: skip
+    assert (dry["dry_run"], dry["publish"], dry["new"], dry["pushed"]) == (True, 1, 0, False)
+    assert (real["dry_run"], real["new"], real["pushed"]) == (False, 1, True)
+    assert real["ref"] == "refs/notes/oomrec/gb10-a"
+    again = json.loads(cli("record", "push", "--json").stdout)
+    assert (again["new"], again["pushed"]) == (0, False)
+    fleet.on("B")
+    setup = json.loads(cli("remote", "setup", "--json").stdout)
+    assert setup == {
+        "schema_version": 1,
+        "remote": "origin",
+        "refspec": "+refs/notes/oomrec/*:refs/notes/remotes/origin/oomrec/*",
+        "added": True,
+    }
+    assert json.loads(cli("remote", "setup", "--json").stdout)["added"] is False
+    pulled = cli("record", "pull", "--json")
+    assert pulled.stdout.count("\n") == 1
+    data = json.loads(pulled.stdout)
+    assert data["by_host"] == {"gb10-a": 1}
+    assert data["refs"] == ["refs/notes/remotes/origin/oomrec/gb10-a"]

@@ -1,14 +1,16 @@
 """Wall time of `oomrec report` against `oomrec record import-csv` on the same files, same run.
 
-The report reads every data row (the import only the `SKIP:oom` candidates), so the target is
-within 2x of the import on bench_import.py's synthetic corpora (made by that script's own
+Both read rows through the one reader (csvread.rows), but the report reads every data row and
+the import only the `SKIP:oom` candidates its byte search finds. Issue 22's target is the
+report at most 1.0x the import on bench_import.py's synthetic corpora (made by that script's own
 generator): 10,000 files of 100 rows (1,000,000 rows, the stress case) and 10,000 files of 11
 rows (the density of the real corpus, whose 150 files hold 1,590 data rows); and under 1 s on
 the 150-file real corpus (../shared/data/mlxcel-benchmarks) copied into a temp git repository.
+Figures: see the end of this docstring.
 Each is a fresh process from its start, the cases taking turns, median of --runs rounds after a
 warm-up round. `--before DIR` also times, in the same rounds, the report of another version of
 oomrec: DIR holds its `oomrec` package (e.g. `git worktree add /tmp/before main`), put first on
-PYTHONPATH. Its JSON must hold the same values.
+PYTHONPATH; the JSON values that differ are counted, per path.
 
     python benchmarks/perf/bench_report.py [--files 10000] [--rows 100 11] [--runs 3] [--keep DIR]
         [--before DIR]
@@ -23,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 # Sibling script modules: the corpus and the timing rules are bench_import's, not a copy.
@@ -56,10 +59,11 @@ def compare(repo: Path, label: str, runs: int, before: Path | None) -> None:
     imp, rep = results["import"], results["report"]
     if before is not None:
         old = results["before"]
-        if json.loads(old.stdout) != json.loads(rep.stdout):
-            raise SystemExit(f"{label}: the report's JSON differs from the one of {before}")
+        changed = differences(json.loads(old.stdout), json.loads(rep.stdout))
+        shown = ", ".join(f"{path} x{n}" for path, n in changed.most_common()) or "none"
+        print(f"{label}: JSON values that differ from {before}'s: {shown}")
         print(
-            f"{label}: before (same JSON) wall {statistics.median(old.wall):.2f} s, cpu "
+            f"{label}: before wall {statistics.median(old.wall):.2f} s, cpu "
             f"{statistics.median(old.cpu):.2f} s; before / import wall "
             f"x{ratio(old.wall, imp.wall):.2f}; report / before wall "
             f"x{ratio(rep.wall, old.wall):.2f}"
@@ -68,8 +72,27 @@ def compare(repo: Path, label: str, runs: int, before: Path | None) -> None:
         f"{label}: report wall {statistics.median(rep.wall):.2f} s, cpu "
         f"{statistics.median(rep.cpu):.2f} s; import-csv wall {statistics.median(imp.wall):.2f} s,"
         f" cpu {statistics.median(imp.cpu):.2f} s; report / import wall "
-        f"x{ratio(rep.wall, imp.wall):.2f} (target <= 2)"
+        f"x{ratio(rep.wall, imp.wall):.2f} (target <= 1)"
     )
+
+
+def differences(old: object, new: object, path: str = "") -> Counter[str]:
+    """How many leaf values differ between two JSON documents, per path (list indices as [])."""
+    out: Counter[str] = Counter()
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in old.keys() | new.keys():
+            if key not in old or key not in new:
+                out[f"{path}.{key} (only in one)"] += 1
+            else:
+                out += differences(old[key], new[key], f"{path}.{key}")
+    elif isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            out[f"{path} (length)"] += 1
+        for a, b in zip(old, new, strict=False):
+            out += differences(a, b, f"{path}[]")
+    elif old != new:
+        out[path] += 1
+    return out
 
 
 def main() -> None:

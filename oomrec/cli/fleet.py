@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from oomrec.cli.apps import fleet_app
-from oomrec.cli.render import print_json
-from oomrec.core.errors import OomrecError
-from oomrec.store.locations import display_path, find_repo_root
+from oomrec.cli.common import print_messages
+from oomrec.cli.jsonout import write_result
+from oomrec.store.locations import display_path
 
 
 @fleet_app.command("submit")
@@ -67,26 +67,29 @@ def fleet_submit(
 
     Example: oomrec fleet submit --shards 4 --wait -- --models "A B C D" --lengths "512 8192"
     """
-    from oomrec.sweep import fleet
+    from oomrec.commands.fleet import fleet_submit as submit
 
-    root = find_repo_root()
-    if root is None:
-        raise OomrecError("fleet submit runs tasks in a repository: run it inside one")
-    tasks = fleet.tasks_for(root, shards, remote or None, sweep_args or [])
-    where = folder or fleet.default_folder(root)
-    jobs = fleet.submit(tasks, where, cluster=cluster, partition=partition, timeout_min=timeout_min)
-    ids = [str(job.job_id) for job in jobs]
-    results = [job.result() for job in jobs] if wait else []
+    result = submit(
+        sweep_args or [],
+        shards=shards,
+        remote=remote or None,
+        cluster=cluster,
+        partition=partition,
+        timeout_min=timeout_min,
+        folder=folder,
+        wait=wait,
+    )
     if as_json:
-        print_json({"schema_version": 1, "jobs": ids, "folder": str(where), "results": results})
+        write_result(result)
     else:
-        typer.echo(f"submitted {len(ids)} task(s): {' '.join(ids)} (logs: {display_path(where)})")
-        typer.echo(fleet.environment_note(), err=True)
-        for result in results:
-            steps = ", ".join(f"{name} {code}" for name, code in result["steps"].items())
+        where = display_path(Path(result.folder))
+        typer.echo(f"submitted {len(result.jobs)} task(s): {' '.join(result.jobs)} (logs: {where})")
+        print_messages(result)
+        for task in result.results:
+            steps = ", ".join(f"{name} {code}" for name, code in task["steps"].items())
             typer.echo(
-                f"shard {result['shard']}/{result['shards']} on {result['host']}: "
-                f"{result['cells']} cells, {result['output'] or 'no CSV'} ({steps})"
+                f"shard {task['shard']}/{task['shards']} on {task['host']}: "
+                f"{task['cells']} cells, {task['output'] or 'no CSV'} ({steps})"
             )
-    if results and not all(all(c == 0 for c in r["steps"].values()) for r in results):
+    if result.failed:
         raise typer.Exit(1)

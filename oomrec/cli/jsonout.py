@@ -6,12 +6,20 @@ import errno
 import json
 import os
 import sys
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
 from oomrec.cli.ending import cannot_write
 from oomrec.core.errors import OomrecError
+
+if TYPE_CHECKING:
+    from oomrec.commands import Result
+
+
+def write_result(result: Result) -> None:
+    """A verb's result as its one JSON object (`schema_version` first), on one line."""
+    write_json(result.to_json())
 
 
 def write_json(data: dict[str, Any]) -> None:

@@ -2,44 +2,37 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from oomrec.cli.apps import RecordOption, record_app, remote_app
-from oomrec.cli.common import open_record
-from oomrec.core.errors import OomrecError
-
-if TYPE_CHECKING:
-    import git
+from oomrec.cli.common import print_messages
+from oomrec.cli.jsonout import write_result
 
 RemoteArg = Annotated[
     str, typer.Argument(metavar="REMOTE", help="The git remote. Default: origin.")
 ]
-
-
-def _repo() -> git.Repo:
-    from oomrec.store import gitrepo as gitutil
-
-    repo = gitutil.open_repo()
-    if repo is None:
-        raise OomrecError("shared records live in git notes: run this inside the repository")
-    return repo
+JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON object.")]
 
 
 @remote_app.command("setup")
-def remote_setup(remote: RemoteArg = "origin") -> None:
+def remote_setup(remote: RemoteArg = "origin", as_json: JsonOption = False) -> None:
     """Make `git fetch REMOTE` bring every host's OOM records (never sets a push refspec).
 
     Adds the fetch refspec +refs/notes/oomrec/*:refs/notes/remotes/REMOTE/oomrec/*.
 
     Example: oomrec remote setup origin
     """
-    from oomrec.store import notes
+    from oomrec.commands.shared import remote_setup as setup
 
-    added = notes.setup(_repo(), remote)
-    spec = notes.refspec(remote)
-    typer.echo(f"{'added' if added else 'already there'}: remote.{remote}.fetch {spec}")
+    result = setup(remote)
+    print_messages(result)
+    if as_json:
+        write_result(result)
+        return
+    state = "added" if result.added else "already there"
+    typer.echo(f"{state}: remote.{remote}.fetch {result.refspec}")
 
 
 @record_app.command("push")
@@ -48,6 +41,7 @@ def record_push(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would be published; change nothing.")
     ] = False,
+    as_json: JsonOption = False,
     record: RecordOption = None,
 ) -> None:
     """Publish this host's OOM records to REMOTE, in its own notes ref.
@@ -57,42 +51,39 @@ def record_push(
 
     Example: oomrec record push origin
     """
-    from oomrec.core.hardware import detect
-    from oomrec.store import notes
+    from oomrec.commands.shared import record_push as push
 
-    repo = _repo()
-    record_file, _ = open_record(record)
-    host = notes.host_id(detect())
-    plan = notes.plan_push(repo, record_file, host, remote)
-    for text, why in plan.kept_back:
+    result = push(remote, dry_run=dry_run, record=record)
+    print_messages(result)
+    if as_json:
+        write_result(result)
+        return
+    for text, why in result.kept_back:
         typer.echo(f"kept local: {text} ({why})", err=True)
+    kept = f"{len(result.kept_back)} stay local"
     if dry_run:
         typer.echo(
-            f"dry run: would publish {plan.count} record line(s) as {notes.local_ref(host)}; "
-            f"{len(plan.kept_back)} stay local"
+            f"dry run: would publish {result.publish} record line(s) as {result.ref}; {kept}"
         )
         return
-    new = notes.write_notes(repo, plan)
-    pushed, _ = notes.push(repo, plan)
-    verb = "pushed" if pushed else "nothing new to push"
-    typer.echo(
-        f"{verb}: {new} new record line(s) in {notes.local_ref(host)} to {remote}; "
-        f"{len(plan.kept_back)} stay local"
-    )
+    state = "pushed" if result.pushed else "nothing new to push"
+    typer.echo(f"{state}: {result.new} new record line(s) in {result.ref} to {remote}; {kept}")
 
 
 @record_app.command("pull")
-def record_pull(remote: RemoteArg = "origin") -> None:
+def record_pull(remote: RemoteArg = "origin", as_json: JsonOption = False) -> None:
     """Fetch every host's OOM records from REMOTE (into refs/notes/remotes/REMOTE/oomrec/).
 
     The sweep, `record list` and `record stale` read them with the local record.
 
     Example: oomrec record pull origin
     """
-    from oomrec.store import notes
+    from oomrec.commands.shared import record_pull as pull
 
-    repo = _repo()
-    refs = notes.pull(repo, remote)
-    counts = notes.grouped(notes.read_all(repo))
-    shown = ", ".join(f"{host} ({n})" for host, n in sorted(counts.items())) or "none"
-    typer.echo(f"fetched {len(refs)} host ref(s) from {remote}; records by host: {shown}")
+    result = pull(remote)
+    print_messages(result)
+    if as_json:
+        write_result(result)
+        return
+    shown = ", ".join(f"{host} ({n})" for host, n in result.by_host.items()) or "none"
+    typer.echo(f"fetched {len(result.refs)} host ref(s) from {remote}; records by host: {shown}")

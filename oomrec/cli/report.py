@@ -10,13 +10,12 @@ import typer
 
 from oomrec.cli import ending
 from oomrec.cli.apps import CsvPathsArgument, RecordOption, app
-from oomrec.cli.common import open_record, print_warnings
+from oomrec.cli.common import print_messages
 from oomrec.cli.output import console as output_console
 from oomrec.cli.output import info
-from oomrec.core.errors import OomrecError
 
 if TYPE_CHECKING:
-    from oomrec.report.frontier import Report
+    from oomrec.commands.report import ReportResult
 
 
 @app.command("report")
@@ -51,56 +50,32 @@ def report_command(
 
     Example: oomrec report --machine gb10 --html frontier.html
     """
-    from oomrec.core.gcpause import no_cycle_collection
-    from oomrec.importer.backfill import default_paths
-    from oomrec.report.frontier import gather
-    from oomrec.store.locations import display_path
+    from oomrec.commands.report import report
 
-    record_file, settings = open_record(record)
-    loaded = record_file.load()
-    parked = print_warnings(loaded, record_file)
-    searched = paths or default_paths(settings)
-    if html is not None:
-        from oomrec.report.html import target_problem
-
-        problem = target_problem(html, searched, record_file)
-        if problem:
-            raise OomrecError(problem)
-    # The collector stays off to the end: the scan leaves millions of young objects, and the
-    # first collection after it would walk them all again (~0.03 s over 1,000,000 rows).
-    with no_cycle_collection():
-        result = gather(searched, record_file, loaded, settings, parked)
-        if not result.models and not as_json:
-            # A header and nothing under it would look like a report of nothing wrong.
-            where = ", ".join(display_path(p) for p in searched)
-            info(
-                f"nothing to show: no benchmark row in the {result.files_read} CSV file(s) "
-                f"under {where}, and no OOM record in {record_file.shown_as}",
-                err=True,
-            )
-        _show(result, machine, html, as_json)
-        ending.output_done()
+    result = report(paths or (), record=record, machine=machine, html=html)
+    print_messages(result)
+    if result.empty and not as_json:
+        # A header and nothing under it would look like a report of nothing wrong.
+        info(
+            f"nothing to show: no benchmark row in the {result.report.files_read} CSV file(s) "
+            f"under {', '.join(result.searched)}, and no OOM record in {result.record}",
+            err=True,
+        )
+    _show(result, html, as_json)
+    ending.output_done()
 
 
-def _show(result: Report, machine: str | None, html: Path | None, as_json: bool) -> None:
-    chosen = None
-    if machine is not None:
-        chosen = result.machine(machine.strip())
-        if chosen is None:
-            known = ", ".join(repr(m.id) for m in result.machines) or "none"
-            raise OomrecError(
-                f"--machine {machine!r} names no machine class of these CSVs and the record; "
-                f"give one of: {known}"
-            )
+def _show(done: ReportResult, html: Path | None, as_json: bool) -> None:
+    result, chosen = done.report, done.machine
     if html is not None:
         from oomrec.report.html import write_html
 
         write_html(result, html)
         info(f"wrote {html}", err=True)
     if as_json:
-        from oomrec.cli.jsonout import write_json
+        from oomrec.cli.jsonout import write_result
 
-        write_json(result.to_json())
+        write_result(done)
         return
     from oomrec.report import text as report_text
 

@@ -136,14 +136,14 @@ def read(
     parts: Sequence[Lines],
     commit_columns: Sequence[str],
     engine: str = POLARS,
-    wanted: Collection[str] = ROLES,
+    wanted: Collection[str] = (*ROLES, LAST_TOKEN),
     *,
     ordered: bool = True,
 ) -> pl.DataFrame:
-    """Every non-blank line of `parts` as one row of the frame: file, line, token, problem, and
-    each `wanted` role's value ("" where the header has no such column, and for the other
-    roles), in the order of `parts` (`ordered=False`: each file's rows in line order, the files
-    grouped by header, for a caller that sorts what it keeps)."""
+    """Every non-blank line of `parts` as one row of the frame: file, line, token, problem, the
+    last field's token (if LAST_TOKEN is wanted) and each `wanted` role's value ("" where the
+    header has no such column), in the order of `parts` (`ordered=False`: each file's rows in
+    line order, the files grouped by header, for a caller that sorts what it keeps)."""
     import polars as pl
 
     groups: dict[tuple[str, ...], list[Lines]] = {}
@@ -152,14 +152,14 @@ def read(
             groups.setdefault(part.header, []).append(part)
     if engine == CSV:
         frames = [
-            _slow(part, role_indexes(header, commit_columns, wanted))
+            _slow(part, role_indexes(header, commit_columns, wanted), wanted)
             for header, group in groups.items()
             for part in group
         ]
     else:
         frames = [_read_group(group, commit_columns, wanted) for group in groups.values()]
     if not frames:
-        return _empty()
+        return _empty(wanted)
     if len(frames) == 1 or not ordered:
         return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
     # Each group's frame is in line order within each file, and a file is in one group: a
@@ -167,7 +167,8 @@ def read(
     return pl.concat(frames, how="vertical").sort(FILE, maintain_order=True)
 
 
-def _schema() -> dict[str, pl.DataType]:
+def _schema(wanted: Collection[str]) -> dict[str, pl.DataType]:
+    """The frame's columns: FILE, LINE, TOKEN, PROBLEM, LAST_TOKEN if wanted, the wanted roles."""
     import polars as pl
 
     return {
@@ -175,15 +176,15 @@ def _schema() -> dict[str, pl.DataType]:
         LINE: pl.UInt64(),
         TOKEN: pl.String(),
         PROBLEM: pl.String(),
-        LAST_TOKEN: pl.String(),
-        **{role: pl.String() for role in ROLES},
+        **({LAST_TOKEN: pl.String()} if LAST_TOKEN in wanted else {}),
+        **{role: pl.String() for role in ROLES if role in wanted},
     }
 
 
-def _empty() -> pl.DataFrame:
+def _empty(wanted: Collection[str]) -> pl.DataFrame:
     import polars as pl
 
-    return pl.DataFrame(schema=_schema())
+    return pl.DataFrame(schema=_schema(wanted))
 
 
 def _read_group(
@@ -195,17 +196,19 @@ def _read_group(
 
     header = group[0].header
     roles = role_indexes(header, commit_columns, wanted)
-    fast = _fast(group, roles)
+    fast = _fast(group, roles, wanted)
     if fast is not None:
         return fast
     frames = []
     for part in group:
-        one = _fast([part], roles) if len(group) > 1 else None
-        frames.append(one if one is not None else _slow(part, roles))
+        one = _fast([part], roles, wanted) if len(group) > 1 else None
+        frames.append(one if one is not None else _slow(part, roles, wanted))
     return pl.concat(frames, how="vertical")
 
 
-def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | None:
+def _fast(
+    group: list[Lines], roles: dict[str, list[int]], wanted: Collection[str]
+) -> pl.DataFrame | None:
     """The rows of these files in one polars call, or None when polars cannot be trusted with
     them (the caller then reads them otherwise)."""
     import polars as pl
@@ -214,9 +217,9 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
         return None
     width = len(group[0].header)
     names = [f"c{i}" for i in range(width + 3)]
-    wanted = {0, width - 1, width, width + 1, width + 2}
+    needed = {0, width - 1, width, width + 1, width + 2}
     for at in roles.values():
-        wanted.update(at)
+        needed.update(at)
     # The first line sets how many fields polars reads: width + 3 empty ones. A line with more
     # is cut, and its marker then nowhere to be seen.
     data = b"".join([b"," * (width + 2) + b"\n", *(part.marked or b"" for part in group)])
@@ -225,7 +228,7 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
             data,
             has_header=False,
             new_columns=names,
-            columns=sorted(wanted),
+            columns=sorted(needed),
             infer_schema=False,
             empty_string_is_null=False,
             truncate_ragged_lines=True,
@@ -264,7 +267,7 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
         .otherwise(pl.lit(ROW_FIELDS))
     )
     values = []
-    for role in ROLES:
+    for role in (r for r in ROLES if r in wanted):
         at = roles[role]
         if not at:
             values.append(pl.lit("").alias(role))
@@ -278,16 +281,18 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
         known.fill_null(False).alias("_known")
     )
     odd = frame.filter(~pl.col("_known")).select(FILE, LINE)
+    query = frame.lazy()
     if odd.height:
-        frame = frame.filter(pl.col("_known"))
-    fast_rows = frame.select(
+        query = query.filter(pl.col("_known"))
+    fast_rows = query.select(
         FILE,
         LINE,
         pl.when(placed.fill_null(False)).then(token).alias(TOKEN),
         problem.alias(PROBLEM),
-        token.alias(LAST_TOKEN),
+        *([token.alias(LAST_TOKEN)] if LAST_TOKEN in wanted else []),
         *values,
-    )
+    ).collect()
+    del frame, cells
     if odd.height == 0:
         return fast_rows
     # The few lines the fast rule does not cover, by the csv module: found by file and line.
@@ -295,7 +300,7 @@ def _fast(group: list[Lines], roles: dict[str, list[int]]) -> pl.DataFrame | Non
     wanted_lines: dict[int, set[int]] = {}
     for file, line in odd.iter_rows():
         wanted_lines.setdefault(file, set()).add(line)
-    slow = [_slow(by_file[file], roles, only=lines) for file, lines in wanted_lines.items()]
+    slow = [_slow(by_file[file], roles, wanted, only=lines) for file, lines in wanted_lines.items()]
     return pl.concat([fast_rows, *slow], how="vertical").sort([FILE, LINE])
 
 
@@ -330,7 +335,12 @@ def _positions(group: list[Lines], counts: list[int]) -> pl.DataFrame:
     ).drop_nulls()
 
 
-def _slow(part: Lines, roles: dict[str, list[int]], only: set[int] | None = None) -> pl.DataFrame:
+def _slow(
+    part: Lines,
+    roles: dict[str, list[int]],
+    wanted: Collection[str],
+    only: set[int] | None = None,
+) -> pl.DataFrame:
     """The rows of one file split by the csv module (the reference the fast path equals), all
     or `only` those lines."""
     import polars as pl
@@ -342,7 +352,8 @@ def _slow(part: Lines, roles: dict[str, list[int]], only: set[int] | None = None
         if part.linenos is not None
         else range(part.first_line, part.first_line + len(raws))
     )
-    columns: dict[str, list[object]] = {name: [] for name in _schema()}
+    shape = _schema(wanted)
+    columns: dict[str, list[object]] = {name: [] for name in shape}
     for lineno, raw in zip(numbers, raws, strict=True):
         if only is not None and lineno not in only:
             continue
@@ -354,15 +365,16 @@ def _slow(part: Lines, roles: dict[str, list[int]], only: set[int] | None = None
         columns[LINE].append(lineno)
         columns[TOKEN].append(token)
         columns[PROBLEM].append(problem)
-        columns[LAST_TOKEN].append(schema.trailing_token(fields))
-        for role in ROLES:
+        if LAST_TOKEN in columns:
+            columns[LAST_TOKEN].append(schema.trailing_token(fields))
+        for role in (r for r in ROLES if r in columns):
             value = ""
             for i in roles[role]:
                 if i < len(fields) and (text := fields[i].strip()):
                     value = text
                     break
             columns[role].append(value)
-    return pl.DataFrame(columns, schema=_schema())
+    return pl.DataFrame(columns, schema=shape)
 
 
 def judge_line(raw: bytes, width: int) -> tuple[str | None, str | None, list[str]] | None:

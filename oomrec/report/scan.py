@@ -25,7 +25,7 @@ from oomrec.core.machine import file_host
 from oomrec.core.machine import row_machine as machine_of
 from oomrec.core.records import MEM_JITTER, UNKNOWN_COMMIT, OomRecord, source_field, source_path
 from oomrec.core.rowfacts import Outcome, outcome_of
-from oomrec.core.schema import FAKE_OOM_PROMPT, is_faked
+from oomrec.core.schema import FAKE_OOM_PROMPT, Token, is_faked
 from oomrec.csvread import files as csvscan
 from oomrec.csvread import rows as rowread
 from oomrec.csvread.commits import PROVENANCE_SUFFIX, Wanted, git_commits, measured_on, row_date
@@ -183,20 +183,39 @@ def scan_csvs(
     out.rows = frame.height
     problem = pl.col(rowread.PROBLEM)
     out.unreadable_rows = frame.select(problem.is_not_null().sum()).item()
-    rows = _facts(frame.filter(problem.is_null()), read)
+    if out.unreadable_rows == out.rows:
+        return out
+    rows, codes = _facts(frame, read)
+    del frame
     if rows.height == 0:
         return out
-    rows, machines = _machines(rows, read)
-    # In file and line order: the fold keeps the first of equal rows.
-    rows = (
-        rows.select(rowread.FILE, rowread.LINE, _MODEL, _MACH, _LEN, _OUT, _DATE, _COMMIT, _AIMED)
-        .sort(rowread.FILE, maintain_order=True)
-        .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias(_ORDER))
-    )
-    _fold(rows, read, str(root.resolve()), machines, out)
+    _fold(rows, read, str(root.resolve()), codes, out)
     if in_git:
         _commits_from_git(out, read, root)
     return out
+
+
+def _coded(
+    frame: pl.DataFrame, column: str, decide: Callable[[Any], Any]
+) -> tuple[pl.Expr, list[Any]]:
+    """`decide` of each value of `column` (called once per distinct value), as an index into
+    the sorted list of decided values also returned (None decided: null): the fold groups and
+    compares small integers, not strings, and a code sorts as its value."""
+    import polars as pl
+
+    values = frame.get_column(column).unique().to_list()
+    facts = [decide(v) for v in values]
+    decided = sorted({f for f in facts if f is not None})
+    index = {fact: i for i, fact in enumerate(decided)}
+    codes = [index[f] if f is not None else None for f in facts]
+    keyed = [(v, c) for v, c in zip(values, codes, strict=True) if v is not None]
+    expr = pl.col(column).replace_strict(
+        [v for v, _ in keyed], [c for _, c in keyed], default=None, return_dtype=pl.UInt32
+    )
+    if None in values:
+        null_code = codes[values.index(None)]
+        expr = expr.fill_null(null_code) if null_code is not None else expr
+    return expr, decided
 
 
 def _mapped(frame: pl.DataFrame, column: str, decide: Callable[[str], Any], dtype: Any) -> pl.Expr:
@@ -208,44 +227,98 @@ def _mapped(frame: pl.DataFrame, column: str, decide: Callable[[str], Any], dtyp
     return pl.col(column).replace_strict(values, decided, default=None, return_dtype=dtype)
 
 
-def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> pl.DataFrame:
-    """The readable rows with their facts: model, length, outcome, date, commit (text or
-    None), whether the length is a target; rows that say nothing left out."""
+def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.DataFrame, Codes]:
+    """The rows of their header with their facts, in file and line order: model, machine class (an
+    index into the list also returned), length, outcome, date, commit (None: the row names
+    none), whether the length is a target; rows that say nothing left out.
+
+    Each fact is decided once per distinct cell value (a corpus repeats a few), in Python by
+    rowfacts and core.machine, and mapped onto the rows in one lazy polars query, which reads
+    each column once and materialises only the columns the fold keeps."""
     import polars as pl
 
-    if frame.height == 0:
-        return frame
-    frame = frame.select(rowread.FILE, rowread.LINE, rowread.TOKEN, *_ROLES)
-    frame = frame.with_columns(
-        _mapped(frame, rowread.TOKEN, lambda t: outcome_of(t).value, pl.String)
-        .fill_null(Outcome.RAN.value)
-        .alias(_OUT),
-        _mapped(frame, "model", _model, pl.String).alias(_MODEL),
-        _mapped(frame, "date", rowfacts.date_of, pl.String).alias(_DATE),
-        _commits(frame).alias(_COMMIT),
-    )
+    target, tokens, token = pl.col("target"), pl.col("tokens"), pl.col(rowread.TOKEN)
+    outcome, outcomes = _coded(frame, rowread.TOKEN, outcome_of)
+    models_of, models = _coded(frame, "model", _model)
+    days_of, days = _coded(frame, "date", rowfacts.date_of)
+    oom = token.eq_missing(Token.TRUE_OOM.value)
     # rowfacts.length_of reads prompt_target_len, else prompt_tokens: each column's values are
     # decided alone, and the row takes the first it states.
-    target, tokens = pl.col("target"), pl.col("tokens")
-    frame = frame.with_columns(
+    length = (
         pl.when(target != "")
         .then(_mapped(frame, "target", lambda t: rowfacts.length_of(t, "").value, pl.UInt64))
         .otherwise(_mapped(frame, "tokens", lambda n: rowfacts.length_of("", n).value, pl.UInt64))
-        .alias(_LEN),
-        ((target != "") | (tokens != "")).alias("_stated"),
-    ).with_columns(((target != "") & pl.col(_LEN).is_not_null()).alias(_AIMED))
-    oom = pl.col(_OUT) == Outcome.OOM.value
-    frame = frame.filter(
+    )
+    hosts = [file_host(f.path) for f in read]
+    machine, machines = _machine_ids(frame, hosts)
+    faked: list[str] = []
+    if "prompt" in frame.columns:
+        prompts = frame.filter(token == Token.TRUE_OOM).get_column("prompt").unique()
+        faked = [p for p in prompts.to_list() if is_faked(p)]
+    # MLXCEL_BENCH_FAKE_OOM / sweep --fake-oom: a cell never launched, no evidence.
+    fake = token.eq_missing(Token.TRUE_OOM.value) & pl.col("prompt").is_in(faked)
+    query = (
+        frame.lazy()
+        .filter(pl.col(rowread.PROBLEM).is_null())
+        .select(
+            rowread.FILE,
+            rowread.LINE,
+            models_of.alias(_MODEL),
+            machine.alias(_MACH),
+            length.alias(_LEN),
+            outcome.alias(_OUT),
+            # A day's code sorts as the day: the days are decided in date order.
+            days_of.alias(_DATE),
+            _commits(frame).alias(_COMMIT),
+            ((target != "") & length.is_not_null()).alias(_AIMED),
+            # A row that ran states its length; an OOM without one stands at the shortest prompt.
+            ((target != "") | (tokens != "") | oom).alias("_stated"),
+            (fake if faked else pl.lit(False)).alias("_faked"),
+        )
+    )
+    query = query.filter(
         pl.col(_MODEL).is_not_null()
         & pl.col(_LEN).is_not_null()
-        # A row that ran states its length; an OOM without one stands at the shortest prompt.
-        & (pl.col("_stated") | oom)
+        & pl.col("_stated")
+        & ~pl.col("_faked")
+    ).drop("_stated", "_faked")
+    query = _with_provenance(query, frame, read, machines, models)
+    # In file and line order: the fold keeps the first of equal rows.
+    rows = query.sort(rowread.FILE, maintain_order=True).with_row_index(_ORDER).collect()
+    return rows, Codes(machines, models, outcomes, days)
+
+
+class Codes(NamedTuple):
+    """What the fold's integer columns stand for: index -> machine, model, outcome, day."""
+
+    machines: list[Machine]
+    models: list[str]
+    outcomes: list[Outcome]
+    days: list[str]
+
+
+def _machine_ids(frame: pl.DataFrame, hosts: list[str | None]) -> tuple[pl.Expr, list[Machine]]:
+    """Each row's machine class as an index into the list returned: decided once per (file
+    host, hardware) by core.machine."""
+    import polars as pl
+
+    combos = frame.select(rowread.FILE, "hardware").unique(maintain_order=True)
+    machines: list[Machine] = []
+    index: dict[Machine, int] = {}
+    keys: dict[str, int] = {}
+    for file, hardware in combos.iter_rows():
+        host = hosts[file] or ""
+        key = f"{host}\x1f{hardware}"
+        if key not in keys:
+            machine = row_machine(hardware, hosts[file])
+            keys[key] = index.setdefault(machine, len(machines))
+            if keys[key] == len(machines):
+                machines.append(machine)
+    host_of = pl.col(rowread.FILE).replace_strict(
+        list(range(len(hosts))), [h or "" for h in hosts], return_dtype=pl.String
     )
-    faked = [p for p in frame.filter(oom).get_column("prompt").unique().to_list() if is_faked(p)]
-    if faked:
-        # MLXCEL_BENCH_FAKE_OOM / sweep --fake-oom: a cell never launched, no evidence.
-        frame = frame.filter(~(oom & pl.col("prompt").is_in(faked)))
-    return _with_provenance(frame, read)
+    key = pl.concat_str([host_of, pl.lit("\x1f"), pl.col("hardware")])
+    return key.replace_strict(list(keys), list(keys.values()), return_dtype=pl.UInt32), machines
 
 
 def _commits(frame: pl.DataFrame) -> pl.Expr:
@@ -274,13 +347,18 @@ def _model(cell: str) -> str | None:
     return None if rowfacts.model_problem(model) else model
 
 
-def _with_provenance(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> pl.DataFrame:
-    """A sweep's own rows without a commit get the commit (and machine) their cell ran with,
-    from the sweep's provenance file, as the import gives them: column `_prov` holds the machine
-    class index into `_PROVENANCE_MACHINES` (None: the row's own)."""
+def _with_provenance(
+    query: pl.LazyFrame,
+    frame: pl.DataFrame,
+    read: list[csvscan.ScannedFile],
+    machines: list[Machine],
+    models: list[str],
+) -> pl.LazyFrame:
+    """A sweep's own rows without a commit take the commit (and machine) their cell ran with,
+    from the sweep's provenance file, as the import gives them."""
     import polars as pl
 
-    entries: list[tuple[int, str, int, str, str | None, int | None]] = []
+    entries: list[tuple[int, int, int, str, int | None]] = []
     # A provenance file is `<csv>.oomrec.json` beside its CSV: one listing per folder, not a
     # stat per CSV, finds the few CSVs that have one.
     listed: dict[str, set[str]] = {}
@@ -294,74 +372,47 @@ def _with_provenance(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> pl
         if name + PROVENANCE_SUFFIX not in listed[folder]:
             continue
         for (model, length), where in measured_on(read[i].path).items():
-            entries.append((i, model, length, where.commit, where.hardware, where.mem_bytes))
+            if model not in models:
+                continue
+            mach = None
+            if where.hardware is not None:
+                machine = Machine(where.hardware, _gb(where.mem_bytes))
+                if machine not in machines:
+                    machines.append(machine)
+                mach = machines.index(machine)
+            entries.append((i, models.index(model), length, where.commit, mach))
     if not entries:
-        return frame.with_columns(
-            pl.lit(None, pl.String).alias("_ptag"), pl.lit(None, pl.Int64).alias("_pmem")
-        )
+        return query
     table = pl.DataFrame(
         entries,
         schema={
             rowread.FILE: pl.UInt32,
-            _MODEL: pl.String,
+            _MODEL: pl.UInt32,
             _LEN: pl.UInt64,
             "_pcommit": pl.String,
-            "_ptag": pl.String,
-            "_pmem": pl.Int64,
+            "_pmach": pl.UInt32,
         },
         orient="row",
     ).unique([rowread.FILE, _MODEL, _LEN], keep="first")
-    frame = frame.join(table, on=[rowread.FILE, _MODEL, _LEN], how="left", maintain_order="left")
     lacks = pl.col(_COMMIT).is_null() & pl.col("_pcommit").is_not_null()
-    return frame.with_columns(
-        pl.when(lacks).then(pl.col("_pcommit")).otherwise(pl.col(_COMMIT)).alias(_COMMIT),
-        pl.when(lacks).then(pl.col("_ptag")).alias("_ptag"),
-        pl.when(lacks & pl.col("_ptag").is_not_null()).then(pl.col("_pmem")).alias("_pmem"),
-    ).drop("_pcommit")
-
-
-def _machines(
-    rows: pl.DataFrame, read: list[csvscan.ScannedFile]
-) -> tuple[pl.DataFrame, list[Machine]]:
-    """The rows with each one's machine class (column `_MACH`, an index into the list also
-    returned), decided once per (file host, hardware) by core.machine; a provenance machine
-    where the row took one."""
-    import polars as pl
-
-    hosts = [file_host(f.path) for f in read]
-    names = sorted({h for h in hosts if h is not None})
-    # The file name's host, as an index into `names` (None: the name has none).
-    host_of = pl.Series("_host", [names.index(h) if h is not None else None for h in hosts])
-    rows = rows.with_columns(
-        pl.col(rowread.FILE)
-        .replace_strict(
-            pl.Series(range(len(hosts)), dtype=pl.UInt32), host_of, return_dtype=pl.Int32
+    return (
+        query.join(table.lazy(), on=[rowread.FILE, _MODEL, _LEN], how="left", maintain_order="left")
+        .with_columns(
+            pl.when(lacks).then(pl.col("_pcommit")).otherwise(pl.col(_COMMIT)).alias(_COMMIT),
+            pl.when(lacks & pl.col("_pmach").is_not_null())
+            .then(pl.col("_pmach"))
+            .otherwise(pl.col(_MACH))
+            .alias(_MACH),
         )
-        .alias("_host")
+        .drop("_pcommit", "_pmach")
     )
-    keys = ["_host", "hardware", "_ptag", "_pmem"]
-    combos = rows.select(keys).unique(maintain_order=True)
-    machines: list[Machine] = []
-    index: dict[Machine, int] = {}
-    ids = []
-    for host, hardware, ptag, pmem in combos.iter_rows():
-        if ptag is not None:
-            machine = Machine(ptag, _gb(pmem))
-        else:
-            machine = row_machine(hardware, names[host] if host is not None else None)
-        ids.append(index.setdefault(machine, len(machines)))
-        if ids[-1] == len(machines):
-            machines.append(machine)
-    table = combos.with_columns(pl.Series(_MACH, ids, pl.UInt32))
-    rows = rows.join(table, on=keys, how="left", maintain_order="left", nulls_equal=True)
-    return rows, machines
 
 
 def _fold(
     rows: pl.DataFrame,
     read: list[csvscan.ScannedFile],
     root: str,
-    machines: list[Machine],
+    codes: Codes,
     out: Scan,
 ) -> None:
     """The rows into cells (first and latest per outcome), the fits and the targets."""
@@ -369,38 +420,46 @@ def _fold(
 
     date = pl.col(_DATE)
     order = pl.col(_ORDER)
-    # arg_max and arg_min pass over undated rows and take the first of equal dates; a cell
-    # of undated rows only has none, and takes its first row.
+    # The first row (smallest order) of the greatest date and of the smallest; undated rows
+    # compare as none, and a cell of undated rows only takes its first row.
     cells = rows.group_by([_MODEL, _MACH, _LEN, _OUT], maintain_order=True).agg(
-        pl.coalesce(order.get(date.arg_max()), order.first()).alias("latest"),
-        pl.coalesce(order.get(date.arg_min()), order.first()).alias("earliest"),
+        pl.coalesce(order.filter(date == date.max()).min(), order.min()).alias("latest"),
+        pl.coalesce(order.filter(date == date.min()).min(), order.min()).alias("earliest"),
     )
     sources = [source_field(source_path(f.path, root, resolved=True)) for f in read]
+    days = codes.days
     # The rows a Seen is made of, fetched at once.
     at = pl.concat([cells.get_column("latest"), cells.get_column("earliest")]).unique()
     picked = rows.select(_ORDER, rowread.FILE, rowread.LINE, _DATE, _COMMIT).filter(
         pl.col(_ORDER).is_in(at.implode())
     )
     seen_at = {
-        i: Seen(f"{sources[file]}:{line}", day, commit or UNKNOWN_COMMIT)
+        i: Seen(
+            f"{sources[file]}:{line}",
+            days[day] if day is not None else None,
+            commit or UNKNOWN_COMMIT,
+        )
         for i, file, line, day, commit in picked.iter_rows()
     }
-    outcomes = {o.value: o for o in Outcome}
+    models, machines, outcomes = codes.models, codes.machines, codes.outcomes
     for model, mach, length, outcome, latest, earliest in cells.iter_rows():
-        key = (model, machines[mach], length)
+        key = (models[model], machines[mach], length)
         cell = out.cells.get(key)
         if cell is None:
             cell = out.cells[key] = CellRows()
         kind = outcomes[outcome]
         cell.latest[kind] = seen_at[latest]
         cell.first[kind] = seen_at[earliest]
-    ran = rows.filter((pl.col(_OUT) == Outcome.RAN.value) & date.is_not_null())
+    # No row ran: no fits (a code no row has).
+    ran_code = outcomes.index(Outcome.RAN) if Outcome.RAN in outcomes else len(outcomes)
+    ran = rows.filter((pl.col(_OUT) == ran_code) & date.is_not_null())
     # The first row of the longest length that ran, per point.
+    longest = pl.col(_LEN).max()
     fits = ran.group_by([_MODEL, _MACH, _DATE], maintain_order=True).agg(
-        pl.col(_LEN).max().alias("n"), pl.col(_COMMIT).get(pl.col(_LEN).arg_max()).alias("c")
+        longest.alias("n"), pl.col(_COMMIT).filter(pl.col(_LEN) == longest).first().alias("c")
     )
     out.fits = {
-        (model, machines[mach], day): (n, commit or UNKNOWN_COMMIT)
+        (models[model], machines[mach], days[day]): (n, commit or UNKNOWN_COMMIT)
         for model, mach, day, n, commit in fits.iter_rows()
     }
     aimed = rows.filter(pl.col(_AIMED)).select(_MACH, _LEN).unique()
