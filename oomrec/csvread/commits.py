@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.provenance import SIDECAR_SUFFIX
 
 if TYPE_CHECKING:
+    from oomrec.core.provenance import Measured
     from oomrec.store.gitrepo import AddedBy
-    from oomrec.sweep.resume import Measured
 
-# Where a sweep keeps a CSV's provenance: `<csv>` + this (sweep.resume.SIDECAR_SUFFIX).
-PROVENANCE_SUFFIX = ".oomrec.json"
+# Where a sweep keeps a CSV's provenance: `<csv>` + this.
+PROVENANCE_SUFFIX = SIDECAR_SUFFIX
 # A sweep's provenance file holds a line per cell: far under this for any real grid.
 MAX_PROVENANCE_BYTES = 64 << 20
 
@@ -102,8 +103,8 @@ def git_commits(rows: Iterable[Wanted], root: Path, in_git: bool) -> GitCommits:
 def measured_on(path: str) -> dict[tuple[str, int], Measured]:
     """The provenance oomrec's sweep keeps beside its CSV (`<csv>.oomrec.json`), if any: per
     (model, length), the commit, hardware and memory its cell ran with."""
-    from oomrec.sweep.resume import measured_on as read
-    from oomrec.sweep.resume import sidecar_path
+    from oomrec.core.provenance import measured_on as read
+    from oomrec.core.provenance import sidecar_path
 
     try:
         info = os.stat(sidecar_path(Path(path)))
