@@ -387,3 +387,91 @@ def test_setup_push_and_pull_each_print_one_json_shape(fleet: Fleet, cli: Cli) -
     data = json.loads(pulled.stdout)
     assert data["by_host"] == {"gb10-a": 1}
     assert data["refs"] == ["refs/notes/remotes/origin/oomrec/gb10-a"]
+
+
+def _publish_raw(fleet: Fleet, host: str, make_object: Callable[[Path], str]) -> str:
+    """Someone pushes refs/notes/oomrec/<host> pointing at whatever `make_object` writes."""
+    rogue = fleet.clone("rogue")
+    sha = make_object(rogue)
+    git(rogue, "update-ref", f"refs/notes/oomrec/{host}", sha)
+    git(rogue, "push", "-q", "-f", "origin", f"refs/notes/oomrec/{host}:refs/notes/oomrec/{host}")
+    return sha
+
+
+def _blob(where: Path) -> str:
+    return git(where, "hash-object", "-w", "--stdin", input="not a notes tree\n")
+
+
+def _tree(where: Path) -> str:
+    return git(where, "write-tree")
+
+
+def _tag(where: Path) -> str:
+    git(where, "tag", "-a", "-m", "a tag", "t-of-blob", _blob(where))
+    return git(where, "rev-parse", "t-of-blob")
+
+
+@pytest.mark.parametrize("make", [_blob, _tree, _tag], ids=["blob", "tree", "tag"])
+def test_a_notes_ref_at_a_blob_tree_or_tag_is_one_warning_and_the_rest_applies(
+    fleet: Fleet, cli: Cli, make: Callable[[Path], str]
+) -> None:
+    fleet.on("A")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+    _publish_raw(fleet, "evil", make)
+    fleet.on("B")
+    cli("remote", "setup")
+    pulled = cli("record", "pull")
+    assert pulled.exit_code == 0, pulled.stderr
+    bad = "refs/notes/remotes/origin/oomrec/evil"
+    warned = [x for x in pulled.stderr.splitlines() if bad in x]
+    assert len(warned) == 1 and "not a notes commit" in warned[0]
+    assert "Traceback" not in pulled.stderr and "error:" not in pulled.stderr
+    assert pulled.stdout.endswith("records by host: gb10-a (1)\n")
+    listed = cli("record", "list", "--json")
+    assert listed.exit_code == 0
+    assert len([x for x in listed.stderr.splitlines() if bad in x]) == 1
+    assert [r["from"] for r in json.loads(listed.stdout)["records"]] == ["notes:gb10-a"]
+    # The sweep still pre-skips the cell A recorded, and says why the other ref is not read.
+    _, verdicts = dry_run_verdicts(cli, fleet.on("B"))
+    assert verdicts == ["run", "SKIP:oom_record"]
+
+
+def test_a_shared_line_no_publisher_writes_is_not_applied(fleet: Fleet, cli: Cli) -> None:
+    """The read side applies what `record push` publishes: a line without a hardware tag
+    (it would apply to every machine) pushed by hand under another id is left out, said."""
+    rogue = fleet.clone("rogue")
+    base = git(rogue, "rev-parse", "HEAD")
+    line = f"gemma-4-31b,4096,2026-07-03,{base},,x.csv"
+    git(rogue, "notes", "--ref=oomrec/hand", "add", "-m", line, base)
+    git(rogue, "push", "-q", "origin", "refs/notes/oomrec/hand:refs/notes/oomrec/hand")
+    b = fleet.on("B")
+    cli("remote", "setup")
+    cli("record", "pull")
+    _, verdicts = dry_run_verdicts(cli, b)
+    assert verdicts == ["run", "run"]
+    listed = cli("record", "list")
+    assert "refs/notes/remotes/origin/oomrec/hand: lines no publisher writes" in listed.stderr
+    assert "no hardware tag" in listed.stderr
+
+
+def test_a_push_restores_what_another_machine_rewound(fleet: Fleet, cli: Cli) -> None:
+    """Host A's ref force-pushed back to its first commit from elsewhere: A's next push sees
+    the remote as it is, not as A last fetched it, and makes it hold all three records."""
+    fleet.on("A")
+    for length in ("4096", "8192", "16384"):
+        assert cli("record", "add", "gemma-4-31b", length).exit_code == 0
+        assert cli("record", "push").exit_code == 0
+    first = git(fleet.origin, "rev-list", "--max-parents=0", "refs/notes/oomrec/gb10-a")
+    git(fleet.origin, "update-ref", "refs/notes/oomrec/gb10-a", first)
+    fleet.on("A")
+    pushed = cli("record", "push")
+    assert pushed.stdout.startswith("pushed: 0 new record line(s)"), pushed.stdout
+    fleet.on("C")
+    cli("remote", "setup")
+    assert cli("record", "pull").stdout.endswith("records by host: gb10-a (3)\n")
+    # Deleted on the remote: the next push creates it again.
+    git(fleet.origin, "update-ref", "-d", "refs/notes/oomrec/gb10-a")
+    fleet.on("A")
+    assert cli("record", "push").stdout.startswith("pushed:")
+    assert git(fleet.origin, "rev-parse", "refs/notes/oomrec/gb10-a")

@@ -80,7 +80,7 @@ def record_list(
         from oomrec.core.hardware import detect
         from oomrec.store import notes
 
-        for note in notes.shared(loaded.records, detect()):
+        for note in notes.shared(loaded.records, detect(), warnings):
             if note.record is not None:
                 pool.append(note.record)
                 origin[id(note.record)] = f"notes:{note.host}"

@@ -109,5 +109,8 @@ def record_pull(remote: str = "origin") -> PullResult:
 
     repo = _repo()
     refs = notes.pull(repo, remote)
-    counts = notes.grouped(notes.read_all(repo))
-    return PullResult(remote=remote, refs=refs, by_host=dict(sorted(counts.items())))
+    warnings: list[str] = []
+    counts = notes.grouped(notes.read_all(repo, warnings=warnings))
+    return PullResult(
+        warnings=warnings, remote=remote, refs=refs, by_host=dict(sorted(counts.items()))
+    )

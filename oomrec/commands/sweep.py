@@ -245,6 +245,7 @@ def prepare(options: SweepOptions) -> Prepared:
         hardware,
         judge=not config.ignore_record,
         parked=parked,
+        warnings=warnings,
     )
     planner = Planner(
         evidence,

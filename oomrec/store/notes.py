@@ -86,15 +86,32 @@ class NoteLine:
 # -- reading ------------------------------------------------------------------------------
 
 
-def note_refs(repo: git.Repo) -> list[tuple[str, str]]:
-    """(ref, host) of every oomrec notes ref: this clone's and every remote's fetched ones."""
-    out = repo.git.for_each_ref("--format=%(refname)", LOCAL_PREFIX, "refs/notes/remotes/")
+def note_refs(repo: git.Repo, warnings: list[str] | None = None) -> list[tuple[str, str]]:
+    """(ref, host) of every oomrec notes ref: this clone's and every remote's fetched ones.
+
+    A notes ref is a commit. One that points at anything else (a blob, a tree, a tag: someone
+    pushed garbage there) is left out with one warning naming it in `warnings`; git itself
+    leaves out a ref whose object is missing. The other hosts' refs are read as ever."""
+    out = repo.git.for_each_ref(
+        "--format=%(objecttype) %(refname)", LOCAL_PREFIX, "refs/notes/remotes/"
+    )
     found = []
-    for ref in out.split("\n"):
+    for line in out.split("\n"):
+        kind, _, ref = line.partition(" ")
         if ref.startswith(LOCAL_PREFIX):
-            found.append((ref, ref[len(LOCAL_PREFIX) :]))
+            host = ref[len(LOCAL_PREFIX) :]
         elif ref.startswith("refs/notes/remotes/") and "/oomrec/" in ref:
-            found.append((ref, ref.rsplit("/oomrec/", 1)[1]))
+            host = ref.rsplit("/oomrec/", 1)[1]
+        else:
+            continue
+        if kind != "commit":
+            if warnings is not None:
+                warnings.append(
+                    f"warning: {ref} points at a {kind or 'missing object'}, not a notes "
+                    f"commit: its records are not read (delete it: git update-ref -d {ref})"
+                )
+            continue
+        found.append((ref, host))
     return found
 
 
@@ -142,12 +159,17 @@ def _tree_entries(data: bytes) -> list[tuple[bytes, str, str]]:
     ]
 
 
-def read_all(repo: git.Repo, skip_host: str | None = None) -> list[NoteLine]:
+def read_all(
+    repo: git.Repo, skip_host: str | None = None, warnings: list[str] | None = None
+) -> list[NoteLine]:
     """Every record line in every oomrec notes ref (each distinct line once), in ref order.
-    `skip_host`: this host's own local ref, whose lines are copies of the local record."""
+    `skip_host`: this host's own local ref, whose lines are copies of the local record. What
+    cannot be read is said in `warnings`."""
     seen: set[str] = set()
     lines: list[NoteLine] = []
-    refs = [(ref, host) for ref, host in note_refs(repo) if ref != local_ref(skip_host or "")]
+    refs = [
+        (ref, host) for ref, host in note_refs(repo, warnings) if ref != local_ref(skip_host or "")
+    ]
     everything = read_refs(repo, [ref for ref, _ in refs])
     for ref, host in refs:
         for commit, text in everything[ref].items():
@@ -164,11 +186,17 @@ def read_all(repo: git.Repo, skip_host: str | None = None) -> list[NoteLine]:
     return lines
 
 
-def shared(known: Iterable[OomRecord], hardware: str) -> list[NoteLine]:
+def shared(
+    known: Iterable[OomRecord], hardware: str, warnings: list[str] | None = None
+) -> list[NoteLine]:
     """The record lines other hosts published (and this one fetched), less the evidence
     `known` already holds (the local record and archive: the same evidence key, however the
     line is written) and each evidence once; [] outside git. Reads no git when no notes ref
-    exists beyond a loose `for-each-ref`."""
+    exists beyond a loose `for-each-ref`.
+
+    A line applies here only if `record push` would have published it (`why_local`): a line
+    no publisher writes (no hardware tag, no memory, faked, an unknown or dirty commit, or no
+    record at all) came from elsewhere and is left out, counted per host in `warnings`."""
     from oomrec.store import gitrepo as gitutil
 
     repo = gitutil.open_repo()
@@ -177,13 +205,22 @@ def shared(known: Iterable[OomRecord], hardware: str) -> list[NoteLine]:
     seen = {evidence_key(record) for record in known}
     own = host_id(hardware)
     lines = []
-    for line in read_all(repo, skip_host=own):
-        if line.record is None:
+    refused: dict[str, dict[str, int]] = {}
+    for line in read_all(repo, skip_host=own, warnings=warnings):
+        why = why_local(line.record) if line.record is not None else "not a record line"
+        if why:
+            by_why = refused.setdefault(line.ref, {})
+            by_why[why] = by_why.get(why, 0) + 1
             continue
+        assert line.record is not None
         key = evidence_key(line.record)
         if key not in seen:
             seen.add(key)
             lines.append(line)
+    if warnings is not None:
+        for ref, by_why in refused.items():
+            said = "; ".join(f"{n} {why}" for why, n in by_why.items())
+            warnings.append(f"warning: {ref}: lines no publisher writes, not applied ({said})")
     return lines
 
 
@@ -215,7 +252,7 @@ def plan_push(repo: git.Repo, record_file: RecordFile, host: str, remote: str) -
         rec = line.record
         if rec is None:
             continue
-        why = _why_local(rec)
+        why = why_local(rec)
         if why:
             plan.kept_back.append((line.text, why))
         else:
@@ -235,7 +272,9 @@ def plan_push(repo: git.Repo, record_file: RecordFile, host: str, remote: str) -
     return plan
 
 
-def _why_local(rec: OomRecord) -> str:
+def why_local(rec: OomRecord) -> str:
+    """Why `rec` stays on this machine ("" when another can judge it): the one rule `record
+    push` publishes by and every reader of shared records applies by."""
     if rec.kind == KIND_FAKE:
         return "faked with --fake-oom (no OOM was seen)"
     if not rec.hardware:
@@ -291,7 +330,9 @@ def push(repo: git.Repo, plan: PushPlan) -> tuple[bool, int]:
         return False, 0
     tracking = f"{tracking_prefix(plan.remote)}{plan.host}"
     for attempt in range(1, PUSH_TRIES + 1):
-        if _tip(repo, tracking) == _tip(repo, ref):
+        # The remote as it is now, not as last fetched: another machine may have rewound,
+        # deleted or replaced this ref since, and the remote must hold what this ref holds.
+        if _remote_tip(repo, plan.remote, ref) == _tip(repo, ref):
             return False, attempt
         try:
             repo.git.push("--quiet", "--end-of-options", plan.remote, f"{ref}:{ref}")
@@ -359,6 +400,21 @@ def _tip(repo: git.Repo, ref: str) -> str:
         return ""
 
 
+def _remote_tip(repo: git.Repo, remote: str, ref: str) -> str:
+    """What `ref` is on `remote` right now ("" when it has none), in one `git ls-remote`."""
+    try:
+        out: str = repo.git.ls_remote("--end-of-options", remote, ref)
+    except _git_error() as exc:
+        raise OomrecError(
+            f"git ls-remote {remote} failed ({_stderr(exc)}); check the remote"
+        ) from None
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        if name == ref:
+            return sha
+    return ""
+
+
 def _committer(repo: git.Repo) -> tuple[str, str]:
     name = os.environ.get("GIT_COMMITTER_NAME") or _config(repo, "user.name")
     email = os.environ.get("GIT_COMMITTER_EMAIL") or _config(repo, "user.email")
@@ -416,7 +472,8 @@ def _git_error() -> type[Exception]:
 def _stderr(exc: Exception) -> str:
     text = str(getattr(exc, "stderr", "") or exc).strip().removeprefix("stderr:").strip()
     text = text.strip("'").strip()
-    return text.splitlines()[0] if text else "no message"
+    # git's whole message, one line: a hint after the first line says what to do.
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip()) or "no message"
 
 
 def grouped(lines: Iterable[NoteLine]) -> dict[str, int]:

@@ -276,12 +276,13 @@ def gather_evidence(
     hardware: str,
     judge: bool = True,
     parked: Sequence[ArchivedLine] | None = None,
+    warnings: list[str] | None = None,
 ) -> list[JudgedLine]:
     """Every record line of the record, its archive (`parked`, read here when None) and (when
     `judge`) the other hosts' shared notes, judged at HEAD (when `judge`); a line in two of
-    them is read once."""
+    them is read once. What of the shared notes cannot be read goes to `warnings`."""
     with no_cycle_collection():
-        return _gather(record_file, loaded, key, hardware, judge, parked)
+        return _gather(record_file, loaded, key, hardware, judge, parked, warnings)
 
 
 def _gather(
@@ -291,6 +292,7 @@ def _gather(
     hardware: str,
     judge: bool,
     parked: Sequence[ArchivedLine] | None,
+    warnings: list[str] | None = None,
 ) -> list[JudgedLine]:
     from oomrec.store import archive
 
@@ -312,7 +314,7 @@ def _gather(
         known = [item[3] for item in items]
         items += [
             (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record)
-            for line in notes.shared(known, hardware)
+            for line in notes.shared(known, hardware, warnings)
             if line.record is not None
         ]
     records = [item[3] for item in items]
