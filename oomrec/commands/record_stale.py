@@ -86,9 +86,7 @@ def record_stale(*, record: Path | None = None, range_: str | None = None) -> St
     live = [line for line in loaded.lines if line.record is not None]
     records: list[OomRecord] = [line.record for line in live if line.record is not None]
     records += [line.record for line in parked if line.record is not None]
-    shared = [
-        line for line in notes.shared(records, detect(), warnings) if line.record is not None
-    ]
+    shared = [line for line in notes.shared(records, detect(), warnings) if line.record is not None]
     records += [line.record for line in shared if line.record is not None]
     history = open_history(key, [r.commit for r in records])
     judgements = history.judge(records) if history is not None else []
