@@ -736,3 +736,46 @@ def test_a_dry_run_says_what_the_real_run_would_refuse(
     assert dry.stderr.splitlines()[-1].startswith("oomrec: error: ")
     assert "  a @ 512: run" in dry.stderr
     assert runner.launched() == []
+
+
+def test_a_second_sweep_on_the_same_csv_stops_at_once_and_a_resume_waits_for_the_first(
+    repo: Repo, runner: Runner, models: Callable[..., None], tmp_path: Path
+) -> None:
+    """Two sweeps writing one CSV lost the first one's rows: the second now exits 2 before
+    reading anything, naming the first's pid; with --resume it waits and then continues."""
+    models("a", "b")
+    runner.behave({"a:2048": "sleep"})
+    argv = [sys.executable, "-m", "oomrec", "sweep", "--runner", runner.template,
+            "--models", "a b", "--lengths", "512 2048", "--output", "out.csv"]  # fmt: skip
+    first = subprocess.Popen(
+        argv, cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    pids_file = runner.dir / "pids.txt"
+    deadline = time.monotonic() + 60
+    while not (pids_file.exists() and pids_file.read_text().endswith("\n")):
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.02)
+    second = subprocess.run(argv, cwd=repo.path, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2
+    assert f"out.csv: another sweep is writing it (pid {first.pid} on " in second.stderr
+    assert second.stderr.count("\n") == 1
+    waiting = subprocess.Popen(
+        [*argv, "--resume"], cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    # It says it waits on the lock (a real condition: its own line), and is still running.
+    assert waiting.stderr is not None
+    said = waiting.stderr.readline()
+    assert said.startswith("waiting for the sweep writing "), said
+    assert waiting.poll() is None
+    runner.behave({})
+    first.send_signal(signal.SIGINT)
+    assert first.wait(timeout=60) == 130
+    _, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, said + err
+    rows = list(csv.reader((repo.path / "out.csv").open(newline="")))
+    assert sorted((row[0], row[2]) for row in rows[1:]) == [
+        ("a", "2048"), ("a", "512"), ("b", "2048"), ("b", "512"),
+    ]  # fmt: skip
+    # The lock file stays out of `git status`.
+    assert "out.csv.oomrec.lock" not in repo.git("status", "--porcelain")

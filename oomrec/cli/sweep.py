@@ -280,7 +280,9 @@ def sweep_command(
             min_gpu_available=min_gpu_available,
             allow_empty=allow_empty,
             demo=demo,
-        )
+        ),
+        lock=not dry_run,
+        on_wait=lambda message: info(message, stream=sys.stderr),
     )
     # The log and the summary go to stderr, as the harness's do; stdout carries only --json.
     log = sys.stderr
@@ -301,20 +303,25 @@ def sweep_command(
             if refusal is not None:
                 raise refusal
         return
-    if prepared.empty is not None:
-        raise prepared.empty
-    total = len(prepared.plan.cells)
-    fancy = log.isatty() and not output_state.STATE.quiet
-    reporter = _ProgressReporter(log, total) if fancy else _LineReporter(log, total)
     try:
-        with reporter:
-            outcome = prepared.run(reporter)
-    except BaseException:
-        if reporter.started:
-            # A crash mid-sweep: what was written stays, and this continues it. (Refused before
-            # the first cell, as for an --output that is no file, there is nothing to resume.)
-            _say(log, f"resume with: {_resume_command()}")
-        raise
+        if prepared.empty is not None:
+            raise prepared.empty
+        total = len(prepared.plan.cells)
+        fancy = log.isatty() and not output_state.STATE.quiet
+        reporter = _ProgressReporter(log, total) if fancy else _LineReporter(log, total)
+        try:
+            with reporter:
+                outcome = prepared.run(reporter)
+        except BaseException:
+            if reporter.started:
+                # A crash mid-sweep: what was written stays, and this continues it. (Refused
+                # before the first cell, as for an --output that is no file, there is nothing
+                # to resume.)
+                _say(log, f"resume with: {_resume_command()}")
+            raise
+    finally:
+        # The output's lock goes with the run (the process ending would drop it too).
+        prepared.release()
     if as_json:
         print_json(outcome.to_json())
     _summary(log, outcome, demo)

@@ -43,6 +43,7 @@ from oomrec.sweep.grid import (
     preview,
 )
 from oomrec.sweep.options import SweepConfig, SweepOptions, configure, output_problem
+from oomrec.sweep.outlock import OutputLock
 
 
 @dataclass(kw_only=True)
@@ -161,6 +162,14 @@ class Prepared:
     demo: demo_mod.DemoLayout | None
     # Where the record's first-write notice goes once the run has a reporter.
     relay: _Relay
+    # The output CSV's lock, held until release() (or the process ends), and what making it
+    # did besides (its info/exclude line), said once the run is over.
+    lock: OutputLock | None = None
+    lock_notices: list[str] = field(default_factory=list)
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
     @property
     def empty(self) -> OomrecError | None:
@@ -209,12 +218,19 @@ class Prepared:
             plan = replace(plan, models_dir_missing=False)
             empty_csv = self.config.resume is None
         result = Sweep(self.config, self.planner, reporter).run(plan, empty_csv=empty_csv)
+        for notice in self.lock_notices:
+            reporter.log(notice)
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=False, result=result)
 
 
-def prepare(options: SweepOptions) -> Prepared:
+def prepare(
+    options: SweepOptions, *, lock: bool = False, on_wait: Callable[[str], None] | None = None
+) -> Prepared:
     """Read the settings, the record (with its archive and shared notes, judged at HEAD) and
-    the grid; launch nothing."""
+    the grid; launch nothing. `lock`: this process is to run the sweep, so it holds the output
+    CSV's lock from before it reads what an earlier run left (sweep.outlock) to its end: a
+    sweep already writing that CSV stops this one at once, or, for a --resume, is waited for
+    (`on_wait` says so)."""
     hardware = detect()
     day = date.today().isoformat()
     demo_dirs = demo_mod.layout(demo_mod.DEMO_DIR, hardware, day) if options.demo else None
@@ -236,6 +252,14 @@ def prepare(options: SweepOptions) -> Prepared:
         host_mem=detect_memory(),
         demo_dirs=demo_dirs,
     )
+    held = None
+    lock_notices: list[str] = []
+    if lock:
+        from oomrec.sweep import outlock
+
+        held = outlock.acquire(
+            config.output, wait=options.resume is not None, on_wait=on_wait, notices=lock_notices
+        )
     loaded = record_file.load()
     parked, warnings = record_warnings(loaded, record_file)
     evidence = gather_evidence(
@@ -267,12 +291,18 @@ def prepare(options: SweepOptions) -> Prepared:
         warnings=warnings,
         demo=demo_dirs,
         relay=relay,
+        lock=held,
+        lock_notices=lock_notices,
     )
 
 
 def sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepOutcome:
     """Plan and run a sweep: prepare() then run(), for a caller with nothing to show between."""
-    return prepare(options).run(reporter)
+    prepared = prepare(options, lock=True)
+    try:
+        return prepared.run(reporter)
+    finally:
+        prepared.release()
 
 
 def dry_run(options: SweepOptions) -> SweepOutcome:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 _HEADER = "# oomrec: the OOM record is machine-local data (added on oomrec's first write)"
@@ -22,9 +23,31 @@ def exclude_record(record: Path) -> str | None:
 
     Returns the line to tell the user (what was added, or why it could not be), else None.
     """
-    if os.path.lexists(record):
+    return _exclude(
+        record,
+        _HEADER,
+        lambda pattern: [pattern, f"{pattern}.*"],
+        "so the record (machine-local data) stays out of `git status`",
+    )
+
+
+def exclude_lock(lock: Path) -> str | None:
+    """Make git ignore a sweep's output lock (`<csv>.oomrec.lock`, machine-local) as it is first
+    made inside a worktree that does not ignore it; the line to tell the user, else None."""
+    return _exclude(
+        lock,
+        "# oomrec: a sweep's lock beside its CSV (added on oomrec's first sweep there)",
+        lambda pattern: [pattern],
+        "so the sweep's lock stays out of `git status`",
+    )
+
+
+def _exclude(
+    target: Path, header: str, patterns: Callable[[str], list[str]], why: str
+) -> str | None:
+    if os.path.lexists(target):
         return None
-    where = _existing_parent(record.absolute().parent)
+    where = _existing_parent(target.absolute().parent)
     found = _git(
         where, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"
     )
@@ -33,12 +56,12 @@ def exclude_record(record: Path) -> str | None:
     top_text, common_text = found.splitlines()[:2]
     top = Path(top_text)
     try:
-        relative = record.absolute().resolve().relative_to(top.resolve())
+        relative = target.absolute().resolve().relative_to(top.resolve())
     except ValueError:
         return None  # outside the worktree: git does not see it
     if _git(top, "check-ignore", "-q", "--no-index", relative.as_posix()) is not None:
         return None  # already ignored (.gitignore, info/exclude, core.excludesFile)
-    pattern = "/" + _escape(relative.as_posix())
+    lines = patterns("/" + _escape(relative.as_posix()))
     exclude = where / common_text if not Path(common_text).is_absolute() else Path(common_text)
     exclude = exclude / "info" / "exclude"
     try:
@@ -46,16 +69,13 @@ def exclude_record(record: Path) -> str | None:
         existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
         lead = "" if not existing or existing.endswith("\n") else "\n"
         with exclude.open("a", encoding="utf-8") as out:
-            out.write(f"{lead}{_HEADER}\n{pattern}\n{pattern}.*\n")
+            out.write(lead + header + "\n" + "".join(f"{x}\n" for x in lines))
     except OSError as exc:
         return (
             f"warning: {relative} will show in `git status`: cannot add it to {exclude} "
             f"({exc.strerror}); ignore it yourself"
         )
-    return (
-        f"oomrec: added {pattern} and {pattern}.* to {exclude} so the record (machine-local "
-        "data) stays out of `git status`; .gitignore is untouched"
-    )
+    return f"oomrec: added {' and '.join(lines)} to {exclude} {why}; .gitignore is untouched"
 
 
 def _existing_parent(folder: Path) -> Path:
