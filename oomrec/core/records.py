@@ -15,10 +15,12 @@ that do not parse are kept, byte for byte, in their place.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -619,6 +621,10 @@ def collapse_warnings(path: Path, lines: Sequence[RecordLine]) -> list[Warning_]
     return warnings
 
 
+# Room for a sweep's records, reserved before its first launch: 64 KiB is ~600 record lines.
+RESERVE_BYTES = 64 << 10
+
+
 class RecordFile:
     """The record file at `path`: load, append under a lock, rewrite atomically under it.
 
@@ -733,6 +739,9 @@ class RecordFile:
         self._check_regular()
         self.real_path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock():
+            if not os.path.lexists(self.path):
+                # The room reserve() held on the lock file, freed for this first line.
+                _release(self.lock_path)
             fd = self._open_for_write()
             try:
                 self._tidy(fd)
@@ -752,6 +761,36 @@ class RecordFile:
             finally:
                 os.close(fd)
         return pending
+
+    def reserve(self, nbytes: int = RESERVE_BYTES) -> None:
+        """Prove, before a sweep launches its first cell, that an OOM can be recorded: the disk
+        blocks for `nbytes` more bytes are allocated to the record beyond its end (fallocate's
+        KEEP_SIZE: the file's size and text do not change, and the appends use those blocks).
+        With no record yet, they are held by its lock file, and the first append frees them
+        under the lock just before it creates the record. OomrecError naming the file when the
+        disk has no room (a sweep must not launch a cell whose OOM it cannot record). Where the
+        filesystem cannot preallocate, its free space is checked instead."""
+        self.check_writable()
+        with self._lock():
+            holder = self.path if os.path.lexists(self.path) else self.lock_path
+            fd = (
+                self._open_for_write()
+                if holder == self.path
+                else os.open(holder, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+            )
+            try:
+                size = os.fstat(fd).st_size
+                failed = _keep_size_fallocate(fd, size, nbytes)
+                if failed in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                    stats = os.fstatvfs(fd)
+                    failed = errno.ENOSPC if stats.f_bavail * stats.f_frsize < nbytes else 0
+            finally:
+                os.close(fd)
+        if failed:
+            raise OomrecError(
+                f"{self.shown_as}: no room to record an OOM ({os.strerror(failed)}); free disk "
+                "space there or pass --record FILE on another filesystem (no cell was launched)"
+            )
 
     def check_writable(self) -> None:
         """OomrecError unless an append could take the lock and write (nothing is written)."""
@@ -1048,6 +1087,30 @@ def covered(
     any memory, so it covers this record (a record written before memory was recorded, then
     found again with its memory, is not a new OOM)."""
     return record.mem_bytes is not None and key(replace(record, mem_bytes=None)) in seen
+
+
+def _release(path: Path) -> None:
+    """Free what reserve() preallocated beyond a file's end (truncating frees such blocks)."""
+    with suppress(OSError):
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            os.ftruncate(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+
+
+def _keep_size_fallocate(fd: int, offset: int, length: int) -> int:
+    """fallocate(FALLOC_FL_KEEP_SIZE) of `length` bytes from `offset`: 0, or the errno."""
+    if sys.platform != "linux":
+        return errno.ENOSYS
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    call = libc.fallocate
+    call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+    call.restype = ctypes.c_int
+    keep_size = 1  # FALLOC_FL_KEEP_SIZE, linux/falloc.h
+    return 0 if call(fd, keep_size, offset, length) == 0 else ctypes.get_errno()
 
 
 def _ends_without_newline(fd: int, size: int) -> bool:

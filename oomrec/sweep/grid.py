@@ -495,7 +495,7 @@ class Sweep:
     def run(self, plan: Plan, empty_csv: bool = False) -> SweepResult:
         """Run every cell; on SIGINT/SIGTERM kill the running cell and return what was done.
         `empty_csv`: a plan with no cell leaves a CSV holding the header, as the harness does."""
-        check_before_launch(self.config, plan.models_dir_missing)
+        check_before_launch(self.config, plan.models_dir_missing, launches=bool(plan.cells))
         if plan.cells or empty_csv:
             _check_writable(self.config.output)
         if plan.cells:

@@ -393,11 +393,14 @@ def shard_of(model: str, shards: int) -> int:
     return int.from_bytes(digest[:8], "big") % shards + 1
 
 
-def check_before_launch(config: SweepConfig, models_dir_missing: bool) -> None:
+def check_before_launch(
+    config: SweepConfig, models_dir_missing: bool, launches: bool = True
+) -> None:
     """OomrecError unless a sweep can keep what it learns: checked before any cell runs.
 
-    A cell that runs out of memory is only worth running if its OOM reaches the record, and a
-    CSV written over the record (or a file beside it) would wipe the evidence.
+    A cell that runs out of memory is only worth running if its OOM reaches the record (so,
+    when cells are to run, the disk room for its line is reserved now: RecordFile.reserve),
+    and a CSV written over the record (or a file beside it) would wipe the evidence.
     """
     if models_dir_missing:
         raise OomrecError(
@@ -407,7 +410,10 @@ def check_before_launch(config: SweepConfig, models_dir_missing: bool) -> None:
     problem = output_problem(config)
     if problem is not None:
         raise OomrecError(problem)
-    config.record.check_writable()
+    if launches:
+        config.record.reserve()
+    else:
+        config.record.check_writable()
 
 
 def output_problem(config: SweepConfig) -> str | None:
