@@ -438,3 +438,20 @@ def test_a_hostile_provenance_file_beside_a_csv_is_no_provenance(
     # A sweep's own rows take their commit from it; a file of any other shape is ignored.
     data = run_json(repo.path, "--dry-run")
     assert [r["commit"] for r in data["records"]] == [commit]  # type: ignore[union-attr]
+
+
+def test_a_csv_of_a_million_columns_is_skipped_by_the_import_and_the_report(
+    tmp_path: Path,
+) -> None:
+    """A 10 MB header of a million columns (and rows as wide): skipped, with why, not read
+    field by field (it took the report minutes and a gigabyte)."""
+    from oomrec.report.scan import scan_csvs
+
+    names = ",".join(f"c{i}" for i in range(1_000_000))
+    wide = tmp_path / "wide.csv"
+    wide.write_text(f"model,{names}\nm,{',' * 999_999},SKIP:oom\n")
+    report = import_csvs([tmp_path], root=tmp_path, in_git=False, existing=[], hardware=None)
+    assert report.files_skipped == {csvscan.TOO_WIDE: ["wide.csv (1,000,001 columns)"]}
+    assert report.new == []
+    scan = scan_csvs([tmp_path], tmp_path)
+    assert scan.files_skipped == {csvscan.TOO_WIDE: 1} and scan.rows == 0

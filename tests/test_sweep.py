@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
@@ -779,3 +780,55 @@ def test_a_second_sweep_on_the_same_csv_stops_at_once_and_a_resume_waits_for_the
     ]  # fmt: skip
     # The lock file stays out of `git status`.
     assert "out.csv.oomrec.lock" not in repo.git("status", "--porcelain")
+
+
+def test_the_cell_folder_a_killed_sweep_left_is_removed_by_the_next_and_a_live_one_kept(
+    repo: Repo, runner: Runner, models: Callable[..., None], tmp_path: Path
+) -> None:
+    models("a")
+    runner.behave({"a:512": "sleep"})
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    argv = [sys.executable, "-m", "oomrec", "sweep", "--runner", runner.template,
+            "--models", "a", "--lengths", "512"]  # fmt: skip
+
+    def start(output: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*argv, "--output", output], cwd=repo.path, env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+
+    def wait_for_runner() -> tuple[int, int]:
+        pids = runner.dir / "pids.txt"
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and pids.read_text().endswith("\n")):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        runner_pid, sleeper_pid = map(int, pids.read_text().split())
+        pids.unlink()
+        return runner_pid, sleeper_pid
+
+    killed = start("one.csv")
+    runner_pid, sleeper_pid = wait_for_runner()
+    killed.kill()
+    killed.wait(timeout=60)
+    for pid in (sleeper_pid, runner_pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    (left,) = [p for p in tmp.iterdir() if p.name.startswith("oomrec-cells-")]
+    live = start("two.csv")
+    wait_for_runner()
+    try:
+        folders = {p.name for p in tmp.iterdir() if p.name.startswith("oomrec-cells-")}
+        assert left.name not in folders and len(folders) == 1
+        # A third sweep while the second runs leaves the second's folder alone.
+        runner.behave({})
+        third = subprocess.run([*argv, "--output", "three.csv"], cwd=repo.path, env=env,
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert third.returncode == 0, third.stderr
+        assert {p.name for p in tmp.iterdir() if p.name.startswith("oomrec-cells-")} == folders
+    finally:
+        live.send_signal(signal.SIGINT)
+        live.communicate(timeout=60)
+    assert [p for p in tmp.iterdir() if p.name.startswith("oomrec-cells-")] == []

@@ -41,6 +41,10 @@ BINARY = "binary, not CSV text"
 NOT_UTF8 = "header is not UTF-8 text"
 TOO_LARGE = "larger than 1 GiB"
 NO_MODEL = "no model column"
+TOO_WIDE = "more than 4,096 columns"
+# A harness header names 14 to 20 columns; a header of a million (a 10 MB line of commas) would
+# make every row's read cost a million fields. Such a file is no benchmark CSV.
+MAX_COLUMNS = 4096
 SAME_FILE = "same file as another path"
 
 
@@ -148,6 +152,9 @@ def scan_file(path: str, keep_body: bool = False) -> ScannedFile:
     header = _parse_header(data[header_at:body_at].rstrip(b"\r\n"))
     if header is None:
         result.skipped = NOT_UTF8
+        return result
+    if len(header) > MAX_COLUMNS:
+        result.skipped, result.detail = TOO_WIDE, f"{len(header):,} columns"
         return result
     if MODEL_COLUMN not in header:
         result.skipped = NO_MODEL

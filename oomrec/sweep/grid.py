@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -53,6 +52,7 @@ from oomrec.sweep.cell.classify import (
     verdict_from_row,
 )
 from oomrec.sweep.cell.runner import CellRun, run_cell
+from oomrec.sweep.cellfolder import cell_folder
 from oomrec.sweep.options import (
     FAKE_OOM_ENV,
     SweepConfig,
@@ -503,10 +503,7 @@ class Sweep:
         elif empty_csv:
             write_header_only(self.config.output)
         try:
-            with (
-                _sigterm_as_interrupt(),
-                tempfile.TemporaryDirectory(prefix="oomrec-cells-") as tmp,
-            ):
+            with _sigterm_as_interrupt(), cell_folder() as tmp:
                 cell_csv = Path(tmp) / "cell.csv"
                 for done, cell in enumerate(plan.cells):
                     self.reporter.cell_started(done, cell)
