@@ -475,3 +475,58 @@ def test_a_push_restores_what_another_machine_rewound(fleet: Fleet, cli: Cli) ->
     fleet.on("A")
     assert cli("record", "push").stdout.startswith("pushed:")
     assert git(fleet.origin, "rev-parse", "refs/notes/oomrec/gb10-a")
+
+
+def _fleet_clone_with_runner(fleet: Fleet, cli: Cli) -> tuple[Path, str]:
+    a = fleet.on("A")
+    for name in ("a", "b"):
+        (a / "models" / name).mkdir(parents=True, exist_ok=True)
+    (a / "runner.py").write_text(RUNNER)
+    return a, f"{sys.executable} runner.py {{model}} {{length}} {{cell_csv}}"
+
+
+def test_a_task_whose_pull_fails_launches_nothing_unless_offline(fleet: Fleet, cli: Cli) -> None:
+    """The remote is unreachable from the task: sweeping anyway could launch a cell another
+    host has recorded as an OOM, so the task launches nothing; --offline says it sweeps."""
+    pytest.importorskip("submitit")
+    a, runner = _fleet_clone_with_runner(fleet, cli)
+    git(a, "remote", "add", "gone", str(fleet.root / "no-such-remote.git"))
+    args = ["fleet", "submit", "--shards", "1", "--cluster", "local", "--wait", "--json",
+            "--remote", "gone", "--folder", str(fleet.root / "jobs")]  # fmt: skip
+    sweep = ["--", "--models", "a b", "--lengths", "512", "--runner", runner]
+    result = cli(*args, *sweep)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    (task,) = json.loads(result.stdout)["results"]
+    assert task["steps"]["pull"] != 0 and task["steps"]["sweep"] == 3
+    assert "push" not in task["steps"] and task["cells"] == 0
+    assert any("not run: record pull gone failed" in line for line in task["log"])
+    assert not list((a / "benchmarks").glob("*_shard1of1.csv"))
+    offline = cli(*args, "--offline", *sweep)
+    (task,) = json.loads(offline.stdout)["results"]
+    assert task["steps"]["sweep"] == 0 and task["cells"] == 2
+    assert any("--offline: sweeping without" in line for line in task["log"])
+
+
+def test_sweep_arguments_are_tried_before_anything_is_queued(fleet: Fleet, cli: Cli) -> None:
+    pytest.importorskip("submitit")
+    _, runner = _fleet_clone_with_runner(fleet, cli)
+    jobs = fleet.root / "jobs"
+    result = cli("fleet", "submit", "--cluster", "local", "--folder", str(jobs), "--",
+                 "--models", "a", "--lenghts", "512", "--runner", runner)  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.startswith("oomrec: error: the sweep arguments would fail in every task")
+    assert "--lenghts" in result.stderr and result.stderr.count("\n") == 1
+    assert not jobs.exists()
+
+
+def test_slurm_asked_for_where_there_is_none_is_one_line(
+    fleet: Fleet, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("submitit")
+    _, runner = _fleet_clone_with_runner(fleet, cli)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    result = cli("fleet", "submit", "--cluster", "slurm", "--", "--models", "a",
+                 "--lengths", "512", "--runner", runner)  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.startswith("oomrec: error: --cluster slurm: no Slurm here")
+    assert result.stderr.count("\n") == 1

@@ -58,6 +58,14 @@ def fleet_submit(
     wait: Annotated[
         bool, typer.Option("--wait", help="Wait for every task and print where its CSV is.")
     ] = False,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="Sweep even in a task whose record pull failed (without the other hosts' "
+            "OOMs); by default such a task launches nothing.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
 ) -> None:
     """Submit one array task per shard: each pulls records, sweeps its shard, pushes records.
@@ -78,6 +86,7 @@ def fleet_submit(
         timeout_min=timeout_min,
         folder=folder,
         wait=wait,
+        offline=offline,
     )
     if as_json:
         write_result(result)

@@ -37,6 +37,7 @@ def fleet_submit(
     timeout_min: int = 24 * 60,
     folder: Path | None = None,
     wait: bool = False,
+    offline: bool = False,
 ) -> SubmitResult:
     """Submit one task per shard (each pulls records, sweeps its shard, pushes records); with
     `wait`, wait for them all."""
@@ -45,7 +46,7 @@ def fleet_submit(
     root = find_repo_root()
     if root is None:
         raise OomrecError("fleet submit runs tasks in a repository: run it inside one")
-    tasks = fleet.tasks_for(root, shards, remote or None, sweep_args)
+    tasks = fleet.tasks_for(root, shards, remote or None, sweep_args, offline)
     where = folder or fleet.default_folder(root)
     jobs = fleet.submit(tasks, where, cluster=cluster, partition=partition, timeout_min=timeout_min)
     return SubmitResult(

@@ -10,6 +10,7 @@ only here; without Slurm its local executor runs the same tasks as subprocesses.
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,6 +33,12 @@ class ShardTask:
     shards: int
     remote: str | None
     sweep_args: tuple[str, ...]
+    # Sweep even when the pull fails (the other hosts' records unknown): --offline.
+    offline: bool = False
+
+
+# The exit status a step gets that did not run (the pull before it failed).
+NOT_RUN = 3
 
 
 @dataclass
@@ -64,7 +71,18 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
     result = ShardResult(task.shard, task.shards, socket.gethostname())
     oomrec = [sys.executable, "-m", "oomrec"]
     if task.remote:
-        _step(result, "pull", [*oomrec, "record", "pull", task.remote], task.repo)
+        pulled = _step(result, "pull", [*oomrec, "record", "pull", task.remote], task.repo)
+        if pulled.returncode != 0:
+            if not task.offline:
+                # Without the other hosts' records this task could launch a cell another host
+                # has already seen run out of memory: it launches nothing.
+                result.steps["sweep"] = NOT_RUN
+                result.log.append(
+                    f"sweep: not run: record pull {task.remote} failed, so the other hosts' "
+                    "OOMs are unknown here (fleet submit --offline sweeps anyway)"
+                )
+                return asdict(result)
+            result.log.append("sweep: --offline: sweeping without the other hosts' records")
     shard = f"{task.shard}/{task.shards}"
     done = _step(
         result,
@@ -110,6 +128,11 @@ def submit(
         raise OomrecError("fleet submit needs submitit: pip install 'oomrec[slurm]'") from None
     if cluster not in CLUSTERS:
         raise OomrecError(f"--cluster {cluster!r}: use one of {', '.join(CLUSTERS)}")
+    if cluster == "slurm" and shutil.which("sbatch") is None:
+        raise OomrecError(
+            "--cluster slurm: no Slurm here (no sbatch on PATH); submit from a Slurm login "
+            "node, or pass --cluster local to run the tasks on this machine"
+        )
     executor = submitit.AutoExecutor(
         folder=str(folder / "%j"), cluster=None if cluster == "auto" else cluster
     )
@@ -128,14 +151,34 @@ def submit(
 
 
 def tasks_for(
-    repo: Path, shards: int, remote: str | None, sweep_args: Sequence[str]
+    repo: Path,
+    shards: int,
+    remote: str | None,
+    sweep_args: Sequence[str],
+    offline: bool = False,
 ) -> list[ShardTask]:
     if not 1 <= shards <= 4096:
         raise OomrecError(f"--shards {shards}: give 1 to 4096")
     check_sweep_args(sweep_args)
+    check_sweep_locally(repo, shards, sweep_args)
     return [
-        ShardTask(str(repo), i, shards, remote, tuple(sweep_args)) for i in range(1, shards + 1)
+        ShardTask(str(repo), i, shards, remote, tuple(sweep_args), offline)
+        for i in range(1, shards + 1)
     ]
+
+
+def check_sweep_locally(repo: Path, shards: int, sweep_args: Sequence[str]) -> None:
+    """The tasks' sweep arguments, tried here as a dry run of the first shard before anything
+    is queued: a typo (`--lenghts`) is found now, not after the queue wait."""
+    done = subprocess.run(
+        [sys.executable, "-m", "oomrec", "sweep", *sweep_args, "--shard", f"1/{shards}",
+         "--allow-empty", "--dry-run", "--json"],
+        cwd=repo, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        said = lines[-1].removeprefix("oomrec: error: ") if lines else f"exit {done.returncode}"
+        raise OomrecError(f"the sweep arguments would fail in every task: {said}")
 
 
 def default_folder(repo: Path) -> Path:
