@@ -367,3 +367,20 @@ def test_a_symlink_loop_is_one_line(tmp_path: Path, cli: Cli) -> None:
         assert result.stderr == (
             f"oomrec: error: {path}: cannot read (Too many levels of symbolic links)\n"
         )
+
+
+def test_a_torn_line_that_cannot_be_moved_aside_names_the_torn_file(tmp_path: Path) -> None:
+    """Moving a torn last line aside fails (no room, no permission: here a folder in the way):
+    the error names the .torn file, not "the output", and the record is left as it was."""
+    from oomrec.core.errors import OomrecError
+    from oomrec.core.records import OomRecord, RecordFile
+
+    path = tmp_path / ".oom-record"
+    torn_tail = "gemma-4-31b,8192,2026-07-03,abc1234,,x.csv,gb10,bits-of-a-note"
+    path.write_text(f"a-4bit,512,2026-07-03,abc1234,,x.csv,gb10\n{torn_tail}")
+    record = RecordFile(path)
+    record.torn_path.mkdir()
+    before = path.read_bytes()
+    with pytest.raises(OomrecError, match=r"\.oom-record\.torn: cannot keep the record's torn"):
+        record.append([OomRecord("b-4bit", 512, "2026-07-04", "abc1234", None, "y.csv", "gb10")])
+    assert path.read_bytes() == before

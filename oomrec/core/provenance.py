@@ -8,11 +8,14 @@ it for the commit and machine of a sweep's own rows, which the harness layout do
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.schema import RECORDED_TOKENS, split_row
 
 # Where the provenance file is: `<csv>` + this.
@@ -76,26 +79,87 @@ def measured_on(csv_path: Path) -> dict[tuple[str, int], Measured]:
 
 
 def read_entries(path: Path) -> dict[str, Entry]:
-    """The provenance file's entries by the row text they describe; OomrecError when it is
-    not one."""
+    """The provenance file's entries by the row text they describe (the last of several for
+    one text); OomrecError when it is not one."""
+    return {entry.row: entry for entry in read_entry_list(path)}
+
+
+def read_entry_list(path: Path) -> list[Entry]:
+    """The provenance file's entries, in order; OomrecError when it is not one.
+
+    Read as untrusted: a regular file only (opened without blocking, so a FIFO there cannot
+    hang the sweep), at most MAX_BYTES, no deeper than JSON of this format nests; an entry of
+    the wrong shape or types is left out (its row then has no provenance, and its cell runs
+    again under --resume)."""
+    text = read_regular(path, MAX_BYTES, "the sweep's provenance")
+    if text is None:
+        return []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deep" if isinstance(exc, RecursionError) else str(exc)[:200]
         raise OomrecError(
-            f"{path}: cannot read the sweep's provenance ({exc}); delete it to resume without "
+            f"{path}: cannot read the sweep's provenance ({why}); delete it to resume without "
             "it (every row is then of unknown provenance)"
         ) from None
     cells = data.get("cells", []) if isinstance(data, dict) else None
     if not isinstance(cells, list) or data.get("schema_version") != SCHEMA_VERSION:
         raise OomrecError(f"{path}: not a provenance file of this oomrec; delete it to resume")
-    out = {}
-    for item in cells:
-        try:
-            entry = Entry(**item)
-        except TypeError:
-            continue
-        if isinstance(entry.row, str):
-            out[entry.row] = entry
-    return out
+    return [entry for entry in map(_entry, cells) if entry is not None]
+
+
+# A provenance file holds a line per cell of the sweep: far under this for any real grid.
+MAX_BYTES = 64 << 20
+_MAX_INT = 2**63 - 1
+_TEXT_FIELDS = ("model", "token", "row", "commit", "runner")
+
+
+def _entry(item: object) -> Entry | None:
+    """An entry, if `item` has this format's keys with this format's types, else None."""
+    if not isinstance(item, dict) or not set(item) <= set(Entry.__dataclass_fields__):
+        return None
+    if not all(isinstance(item.get(name), str) for name in _TEXT_FIELDS):
+        return None
+    length, mem = item.get("length"), item.get("mem_bytes")
+    hardware = item.get("hardware")
+    if type(length) is not int or not 0 <= length <= _MAX_INT:
+        return None
+    if mem is not None and (type(mem) is not int or not 0 < mem <= _MAX_INT):
+        return None
+    if hardware is not None and not isinstance(hardware, str):
+        return None
+    return Entry(**item)
+
+
+def read_regular(path: Path, limit: int, what: str) -> str | None:
+    """A state file's text (UTF-8, undecodable bytes kept as surrogates), None when there is
+    none; OomrecError for anything else than a regular file of at most `limit` bytes. Opened
+    without blocking: a FIFO or a device there is refused, never waited on or read forever."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OomrecError(f"{path}: cannot read {what} ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OomrecError(
+                f"{path}: is {file_kind(info.st_mode)}, not a regular file; remove it or pass "
+                "another --output"
+            )
+        if info.st_size > limit:
+            raise OomrecError(
+                f"{path}: {info.st_size:,} bytes, more than {what} can be ({limit:,}); remove "
+                "it or pass another --output"
+            )
+        chunks = []
+        left = info.st_size
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise OomrecError(f"{path}: cannot read {what} ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", errors="surrogateescape")

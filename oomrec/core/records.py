@@ -897,12 +897,23 @@ class RecordFile:
         )
 
     def _move_aside(self, tail: bytes) -> None:
-        torn = os.open(self.torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            os.write(torn, tail + b"\n")
-            os.fsync(torn)
-        finally:
-            os.close(torn)
+            torn = os.open(
+                self.torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+            )
+            try:
+                written = os.write(torn, tail + b"\n")
+                if written != len(tail) + 1:
+                    raise OSError(errno.ENOSPC, f"short write, {written} of {len(tail) + 1} bytes")
+                os.fsync(torn)
+            finally:
+                os.close(torn)
+        except OSError as exc:
+            # Named as the file that failed: the torn line stays where it was, nothing is lost.
+            raise OomrecError(
+                f"{_shown_beside(self.shown_as, self.torn_path)}: cannot keep the record's torn "
+                f"last line there ({exc.strerror or exc}); free disk space or fix permissions"
+            ) from None
 
     def _remove_stale_temps(self) -> None:
         # Only a rewrite makes these, and it holds the lock we hold: any left is from a killed one.
@@ -1087,6 +1098,11 @@ def covered(
     any memory, so it covers this record (a record written before memory was recorded, then
     found again with its memory, is not a new OOM)."""
     return record.mem_bytes is not None and key(replace(record, mem_bytes=None)) in seen
+
+
+def _shown_beside(shown: str, path: Path) -> str:
+    """How to name a file beside the record: in the folder the record is shown in."""
+    return str(Path(shown).with_name(path.name))
 
 
 def _release(path: Path) -> None:

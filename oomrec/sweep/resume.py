@@ -26,12 +26,11 @@ from oomrec.core.provenance import (
     Entry,
     Measured,
     measured_on,
+    read_entry_list,
+    read_regular,
     sidecar_path,
 )
-from oomrec.core.provenance import (
-    read_entries as _sidecar,
-)
-from oomrec.core.records import short_commit
+from oomrec.core.records import last_part, short_commit
 from oomrec.core.schema import RECORDED_TOKENS, Token, line_token, split_row
 
 __all__ = ["SCHEMA_VERSION", "SIDECAR_SUFFIX", "Entry", "Measured", "measured_on", "sidecar_path"]
@@ -82,31 +81,71 @@ class PriorCell:
 
 
 def load(csv_path: Path) -> Prior:
-    """The earlier run's CSV and sidecar; an absent CSV is an empty prior (nothing done)."""
-    try:
-        text = csv_path.read_text(encoding="utf-8", errors="surrogateescape")
-    except FileNotFoundError:
+    """The earlier run's CSV and sidecar; an absent CSV is an empty prior (nothing done).
+
+    Read as untrusted: the CSV a regular file of at most MAX_CSV_BYTES (a FIFO or /dev/zero
+    as --output is refused, not waited on); a last line without its line ending (the run was
+    killed mid-write) is no row: it is moved to `<csv>.torn`, never kept as one. A provenance
+    entry counts only for the row it describes: one whose model, length or token are not its
+    row's (an entry copied onto another cell's row) gives that row no provenance, so its cell
+    runs again rather than counting as done."""
+    text = read_regular(csv_path, MAX_CSV_BYTES, "the sweep's CSV to resume")
+    if text is None:
         return Prior(None, [])
-    except OSError as exc:
-        raise OomrecError(f"{csv_path}: cannot read it to resume ({exc.strerror})") from None
+    if text and not text.endswith("\n"):
+        cut = text.rfind("\n") + 1
+        _move_aside(csv_path, text[cut:])
+        text = text[:cut]
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
         return Prior(None, [])
     header, rows = lines[0], lines[1:]
     prior = Prior(header, rows)
-    by_text = _sidecar(sidecar_path(csv_path))
+    by_text: dict[str, list[Entry]] = {}
+    for candidate in read_entry_list(sidecar_path(csv_path)):
+        by_text.setdefault(candidate.row, []).append(candidate)
     columns = split_row(header)
     for row in rows:
-        entry = by_text.get(row)
+        cell = _cell_of(row, columns)
+        entry = next((e for e in by_text.get(row, ()) if _describes(e, row, cell)), None)
         if entry is not None:
             prior.entries[(entry.model, entry.length)] = entry
             continue
-        cell = _cell_of(row, columns)
         if cell is not None:
             prior.unknown[cell[:2]] = row
             if cell[2]:
                 prior.unknown_paths[(cell[2], cell[1])] = row
     return prior
+
+
+# A sweep's CSV holds a row per cell: far under this for any real grid.
+MAX_CSV_BYTES = 256 << 20
+
+
+def _describes(entry: Entry, row: str, cell: tuple[str, int, str] | None) -> bool:
+    """Whether `entry` is the provenance of `row`: the same model (the runner writes a nested
+    model's last part), length and token."""
+    if cell is None or cell[1] != entry.length:
+        return False
+    if cell[0].strip() not in (entry.model, last_part(entry.model)):
+        return False
+    return (line_token(row) or Token.SUCCESS) == entry.token
+
+
+def _move_aside(csv_path: Path, fragment: str) -> None:
+    """Keep a torn last line in `<csv>.torn` (appended, never lost) before the CSV is read."""
+    torn = csv_path.with_name(csv_path.name + ".torn")
+    try:
+        fd = os.open(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, (fragment + "\n").encode("utf-8", errors="surrogateescape"))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise OomrecError(
+            f"{torn}: cannot keep the torn last line of {csv_path} there ({exc.strerror}); "
+            "free disk space or fix its permissions"
+        ) from None
 
 
 def path_key(model_path: str) -> str:

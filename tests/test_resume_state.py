@@ -1,0 +1,144 @@
+"""The resume state read as untrusted: any provenance file (generated types, depths, sizes) and
+special files give a Prior or one OomrecError, never a traceback or a hang; an entry counts only
+for the row it describes; a torn last CSV row is moved aside."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oomrec.core.errors import OomrecError
+from oomrec.core.schema import HEADER_15
+from oomrec.sweep import resume
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+
+Cli = Callable[..., CliResult]
+TAIL = '2026-07-03,hw,0.3.3,release,32,"Hi, you",'
+
+
+def ok_row(model: str, length: int) -> str:
+    return f"{model},./models/{model},{length},32,1.0,2.0,3.0,4.0,{TAIL}{length}"
+
+
+def oom_row(model: str, length: int) -> str:
+    return f"{model},./models/{model},,,,,,,{TAIL}{length},SKIP:oom"
+
+
+def entry(model: str, length: object, token: str, row: str, **more: object) -> dict:
+    return {"model": model, "length": length, "token": token, "row": row, "commit": "c" * 40,
+            "runner": "r", **more}  # fmt: skip
+
+
+def write_state(folder: Path, rows: list[str], cells: object) -> Path:
+    csv_path = folder / "out.csv"
+    csv_path.write_text(HEADER_15 + "\n" + "".join(r + "\n" for r in rows))
+    resume.sidecar_path(csv_path).write_text(
+        json.dumps({"schema_version": 1, "cells": cells}), encoding="utf-8"
+    )
+    return csv_path
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=20,
+)
+_value = st.one_of(_json, st.sampled_from(["a", "512", 512, -1, 2**70, True, None, ["a"]]))
+_item = st.fixed_dictionaries(
+    {},
+    optional=dict.fromkeys(
+        ("model", "length", "token", "row", "commit", "runner", "hardware", "mem_bytes", "x"),
+        _value,
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cells=st.one_of(_json, st.lists(st.one_of(_item, _json), max_size=6)))
+def test_any_provenance_file_gives_a_prior_or_one_error(cells: object) -> None:
+    rows = [ok_row("a", 512), oom_row("a", 2048)]
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            prior = resume.load(write_state(Path(tmp), rows, cells))
+        except OomrecError as exc:
+            assert "\n" not in str(exc)
+            return
+    for (model, length), found in prior.entries.items():
+        assert type(found.length) is int and isinstance(found.row, str)
+        assert (model, length) == (found.model, found.length)
+        assert found.row in rows and found.row.startswith(f"{model},")
+        assert f",{length}" in found.row
+
+
+def test_deep_nesting_huge_and_special_files_are_one_error_each(tmp_path: Path) -> None:
+    csv_path = write_state(tmp_path, [ok_row("a", 512)], [])
+    side = resume.sidecar_path(csv_path)
+    side.write_text('{"schema_version": 1, "cells": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(OomrecError, match="nested too deep"):
+        resume.load(csv_path)
+    side.unlink()
+    os.mkfifo(side)
+    with pytest.raises(OomrecError, match="is a FIFO, not a regular file"):
+        resume.load(csv_path)
+    side.unlink()
+    side.symlink_to("/dev/zero")
+    with pytest.raises(OomrecError, match="not a regular file"):
+        resume.load(csv_path)
+    side.unlink()
+    csv_path.unlink()
+    os.mkfifo(csv_path)
+    with pytest.raises(OomrecError, match="is a FIFO, not a regular file"):
+        resume.load(csv_path)
+
+
+def test_an_entry_counts_only_for_the_row_it_describes(tmp_path: Path) -> None:
+    """One entry copied onto another cell's row (or with its length as a string) never makes
+    a cell that did not run count as done."""
+    row = ok_row("a", 512)
+    cells = [
+        entry("a", 512, "ok", row),
+        entry("b", 2048, "ok", ok_row("a", 512)),
+        entry("c", "512", "ok", ok_row("c", 512)),
+        entry("d", 512, "SKIP:oom", ok_row("d", 512)),
+    ]
+    rows = [row, ok_row("c", 512), ok_row("d", 512)]
+    prior = resume.load(write_state(tmp_path, rows, cells))
+    assert set(prior.entries) == {("a", 512)}
+    now = resume.Provenance("c" * 40, "r")
+    assert resume.prior_cell(prior, "b", 2048, now) is None
+    # c's and d's rows are known rows without provenance: they run again.
+    for model in ("c", "d"):
+        found = resume.prior_cell(prior, model, 512, now)
+        assert found is not None and not found.done, model
+
+
+def test_a_torn_last_row_is_moved_aside_not_kept(tmp_path: Path) -> None:
+    csv_path = tmp_path / "out.csv"
+    csv_path.write_text(f"{HEADER_15}\n{ok_row('a', 512)}\nb,./models/b,,,,,,,2026-07")
+    prior = resume.load(csv_path)
+    assert prior.rows == [ok_row("a", 512)]
+    torn = tmp_path / "out.csv.torn"
+    assert torn.read_text() == "b,./models/b,,,,,,,2026-07\n"
+
+
+def test_resume_dry_run_refuses_a_fifo_output_at_once(cli: Cli, repo: Repo, tmp_path: Path) -> None:
+    (repo.path / "models" / "a").mkdir(parents=True)
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "oomrec", "sweep", "--models", "a", "--lengths", "512",
+         "--runner", "true", "--output", str(fifo), "--resume", "--dry-run"],
+        cwd=repo.path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "not a regular file" in done.stderr.splitlines()[-1]
