@@ -530,3 +530,24 @@ def test_slurm_asked_for_where_there_is_none_is_one_line(
     assert result.exit_code == 2
     assert result.stderr.startswith("oomrec: error: --cluster slurm: no Slurm here")
     assert result.stderr.count("\n") == 1
+
+
+def test_another_machine_under_this_host_id_is_refused_not_adopted(fleet: Fleet, cli: Cli) -> None:
+    """A (gb10) and C (m3ultra) both set OOMREC_HOST=shared: C's push is rejected and C does
+    not merge A's gb10 lines into its own ref to republish them as its own."""
+    fleet.on("A1", host="shared")
+    cli("record", "add", "gemma-4-31b", "8192")
+    assert cli("record", "push").exit_code == 0
+    c = fleet.on("C1", host="shared")
+    cli("record", "add", "gemma-4-31b", "16384")
+    result = cli("record", "push")
+    assert result.exit_code == 2
+    assert "holds record lines of another machine (1 of gb10; this host is m3ultra)" in (
+        result.stderr
+    )
+    assert result.stderr.count("\n") == 1
+    # C's own ref holds only C's line, and the remote only A's.
+    own = git(c, "log", "-p", "refs/notes/oomrec/shared")
+    assert "16384" in own and "8192" not in own
+    shown = git(fleet.origin, "log", "-p", "refs/notes/oomrec/shared")
+    assert "16384" not in shown and "8192" in shown

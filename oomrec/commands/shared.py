@@ -87,8 +87,9 @@ def record_push(
 
     repo = _repo()
     record_file, _ = open_record(record)
-    host = notes.host_id(detect())
-    plan = notes.plan_push(repo, record_file, host, remote)
+    hardware = detect()
+    host = notes.host_id(hardware)
+    plan = notes.plan_push(repo, record_file, host, remote, hardware)
     result = PushResult(
         remote=remote,
         host=host,

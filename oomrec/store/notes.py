@@ -231,6 +231,8 @@ def shared(
 class PushPlan:
     host: str
     remote: str
+    # This host's hardware tag: the remote's lines under its id must be of it to be merged.
+    hardware: str | None = None
     # Full commit SHA -> the record lines to publish for it.
     publish: dict[str, list[str]] = field(default_factory=dict)
     kept_back: list[tuple[str, str]] = field(default_factory=list)
@@ -240,12 +242,14 @@ class PushPlan:
         return sum(len(lines) for lines in self.publish.values())
 
 
-def plan_push(repo: git.Repo, record_file: RecordFile, host: str, remote: str) -> PushPlan:
+def plan_push(
+    repo: git.Repo, record_file: RecordFile, host: str, remote: str, hardware: str | None = None
+) -> PushPlan:
     """Which local records can go to `remote`, and why the others stay local."""
     from oomrec.store import gitrepo as gitutil
 
     check_remote(repo, remote)
-    plan = PushPlan(host, remote)
+    plan = PushPlan(host, remote, hardware)
     loaded = record_file.load()
     candidates: list[tuple[str, OomRecord]] = []
     for line in loaded.lines:
@@ -343,6 +347,7 @@ def push(repo: git.Repo, plan: PushPlan) -> tuple[bool, int]:
                     f"({_stderr(exc)}); try again later"
                 ) from None
             _fetch(repo, plan.remote, f"+{ref}:{tracking}")
+            _refuse_foreign(repo, plan, tracking)
             name, email = _committer(repo)
             repo.git.notes(
                 f"--ref={ref}",
@@ -398,6 +403,33 @@ def _tip(repo: git.Repo, ref: str) -> str:
         return repo.git.rev_parse("--verify", "--quiet", ref)
     except _git_error():
         return ""
+
+
+def _refuse_foreign(repo: git.Repo, plan: PushPlan, tracking: str) -> None:
+    """Before the remote's version of this host's ref is merged into it: OomrecError when it
+    holds lines of another machine (another hardware tag, or no record at all). Two clones on
+    one machine share an id and merge; another machine publishing under this id must not have
+    its lines republished as this host's."""
+    if plan.hardware is None:
+        return
+    foreign: dict[str, int] = {}
+    for text in read_ref(repo, tracking).values():
+        for raw in text.split("\n"):
+            if not raw.strip():
+                continue
+            try:
+                tag = parse_line(raw.strip("\r")).hardware or "no hardware tag"
+            except NotARecord:
+                tag = "not a record"
+            if tag != plan.hardware:
+                foreign[tag] = foreign.get(tag, 0) + 1
+    if foreign:
+        said = ", ".join(f"{n} of {tag}" for tag, n in sorted(foreign.items()))
+        raise OomrecError(
+            f"{plan.remote}'s {local_ref(plan.host)} holds record lines of another machine "
+            f"({said}; this host is {plan.hardware}): another host publishes under the id "
+            f"{plan.host!r}; give each machine its own id (${HOST_ENV}) and push again"
+        )
 
 
 def _remote_tip(repo: git.Repo, remote: str, ref: str) -> str:
