@@ -8,14 +8,13 @@ it for the commit and machine of a sweep's own rows, which the harness layout do
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.pathkind import kind as file_kind
+from oomrec.core.regular import NotRead
+from oomrec.core.regular import read_regular as read_regular_bytes
 from oomrec.core.schema import RECORDED_TOKENS, split_row
 
 # Where the provenance file is: `<csv>` + this.
@@ -136,30 +135,18 @@ def read_regular(path: Path, limit: int, what: str) -> str | None:
     none; OomrecError for anything else than a regular file of at most `limit` bytes. Opened
     without blocking: a FIFO or a device there is refused, never waited on or read forever."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data, _ = read_regular_bytes(path, limit)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise OomrecError(f"{path}: cannot read {what} ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+    except NotRead as why:
+        if why.kind:
             raise OomrecError(
-                f"{path}: is {file_kind(info.st_mode)}, not a regular file; remove it or pass "
-                "another --output"
-            )
-        if info.st_size > limit:
+                f"{path}: is {why.kind}, not a regular file; remove it or pass another --output"
+            ) from None
+        if why.size:
             raise OomrecError(
-                f"{path}: {info.st_size:,} bytes, more than {what} can be ({limit:,}); remove "
-                "it or pass another --output"
-            )
-        chunks = []
-        left = info.st_size
-        while left > 0 and (chunk := os.read(fd, left)):
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError as exc:
-        raise OomrecError(f"{path}: cannot read {what} ({exc.strerror})") from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks).decode("utf-8", errors="surrogateescape")
+                f"{path}: {why.size:,} bytes, more than {what} can be ({limit:,}); remove it "
+                "or pass another --output"
+            ) from None
+        raise OomrecError(f"{path}: cannot read {what} ({why.error})") from None
+    return data.decode("utf-8", errors="surrogateescape")

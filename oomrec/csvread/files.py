@@ -31,6 +31,7 @@ from typing import NamedTuple
 from oomrec.core import schema
 from oomrec.core.errors import OomrecError
 from oomrec.core.pathkind import kind as file_kind
+from oomrec.core.regular import NotRead, read_regular
 from oomrec.core.schema import Token
 
 # Why a file is not read, as the report groups them.
@@ -172,32 +173,21 @@ def scan_file(path: str, keep_body: bool = False) -> ScannedFile:
 
 def _read(path: str, result: ScannedFile) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
+        data, info = read_regular(path, MAX_FILE_BYTES)
+    except FileNotFoundError as exc:
         result.skipped, result.detail = UNREADABLE, exc.strerror or str(exc)
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            result.skipped, result.detail = NOT_A_FILE, file_kind(info.st_mode)
-            return None
-        if info.st_ino:
-            # Some filesystems (FUSE, network mounts) report inode 0 for every file.
-            result.identity = (info.st_dev, info.st_ino)
-        if info.st_size > MAX_FILE_BYTES:
-            result.skipped, result.detail = TOO_LARGE, f"{info.st_size:,} bytes"
-            return None
-        chunks: list[bytes] = []
-        left = info.st_size
-        while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    except OSError as exc:
-        result.skipped, result.detail = UNREADABLE, exc.strerror or str(exc)
+    except NotRead as why:
+        if why.kind:
+            result.skipped, result.detail = NOT_A_FILE, why.kind
+        elif why.size:
+            result.skipped, result.detail = TOO_LARGE, f"{why.size:,} bytes"
+        else:
+            result.skipped, result.detail = UNREADABLE, why.error
         return None
-    finally:
-        os.close(fd)
+    if info.st_ino:
+        # Some filesystems (FUSE, network mounts) report inode 0 for every file.
+        result.identity = (info.st_dev, info.st_ino)
     if not data or data.isspace():
         result.skipped = EMPTY
         return None

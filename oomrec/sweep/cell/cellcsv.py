@@ -10,14 +10,12 @@ a runner's extra rows copied into the aggregate would become records at the next
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.records import last_part
+from oomrec.core.regular import NotRead, read_regular
 from oomrec.core.schema import split_row
 
 # A harness cell CSV is a header and one row, well under 4 KiB.
@@ -69,37 +67,17 @@ class _NotRead(Exception):
 
 def _read_regular(path: Path) -> bytes:
     try:
-        # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
-        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise _NotRead(f"cannot open the cell CSV ({exc.strerror}); not read") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        data, _ = read_regular(path, CELL_CSV_CAP)
+    except NotRead as why:
+        if why.kind:
+            raise _NotRead(f"the cell CSV is {why.kind}, not a regular file; not read") from None
+        if why.size:
             raise _NotRead(
-                f"the cell CSV is {file_kind(info.st_mode)}, not a regular file; not read"
-            )
-        if info.st_size > CELL_CSV_CAP:
-            raise _NotRead(
-                f"the cell CSV is {info.st_size} bytes, over the {CELL_CSV_CAP} bytes a cell "
-                "CSV may have; not read"
-            )
-        # Until the end: a read may return less (a network or pseudo file system), and a file
-        # may have grown since fstat.
-        data = bytearray()
-        while len(data) <= CELL_CSV_CAP:
-            chunk = os.read(fd, CELL_CSV_CAP + 1 - len(data))
-            if not chunk:
-                return bytes(data)
-            data += chunk
-        raise _NotRead(f"the cell CSV grew over {CELL_CSV_CAP} bytes; not read")
-    except OSError as exc:
-        raise _NotRead(f"cannot read the cell CSV ({exc.strerror}); not read") from None
-    finally:
-        os.close(fd)
+                f"the cell CSV is {why.size} bytes, over the {CELL_CSV_CAP} bytes a cell CSV "
+                "may have; not read"
+            ) from None
+        raise _NotRead(f"cannot {why.stage} the cell CSV ({why.error}); not read") from None
+    return data
 
 
 def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[list[str], list[str]]:
