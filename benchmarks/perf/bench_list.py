@@ -6,6 +6,12 @@ under any listing. Cases: outside git (no status column) and inside a git reposi
 column, judged at HEAD), with stdout a pipe.
 
     python benchmarks/perf/bench_list.py [--records 100000] [--runs 5]
+
+Figures (moved here from docs/commands.md; fresh processes, medians of 7, a 2-core VM):
+`record list` of 100,000 records to a pipe took 54 s before rich's table was dropped for pipes
+(it laid out 100,000 rows at 80 columns), then 0.89 s outside git (`--no-git`), 1.08 s inside
+git with the status column (GitPython's import, 0.1 s, is most of the difference), 1.45 s with
+`--json`; the floor, a process that only reads and parses the file, took 0.50 s.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ sweep (`gather_evidence` + the planner) on top of an empty local record; and the
 processes the read starts (GIT_TRACE), for 5 and for 50 hosts: it must not grow with them.
 
     python benchmarks/perf/bench_shared.py [--hosts 50] [--records 2000] [--runs 5]
+
+Figures (moved here from docs/sharing.md; a loaded 2-core VM): reading 50 hosts x 2,000 records
+(100,000 lines) starts 5-6 git processes, the same for 5 hosts. With 20 records per record
+commit it took 0.71 s, planning a sweep on top 0.77 s; every record at its own commit (100,000
+note blobs) 1.5-1.7 s, of which `git cat-file` inflating the blobs 0.79 s.
 """
 
 from __future__ import annotations
