@@ -142,3 +142,31 @@ def test_resume_dry_run_refuses_a_fifo_output_at_once(cli: Cli, repo: Repo, tmp_
     )  # fmt: skip
     assert done.returncode == 2
     assert "not a regular file" in done.stderr.splitlines()[-1]
+
+
+def test_the_journal_holds_each_cell_until_the_sweep_folds_it_in(tmp_path: Path) -> None:
+    """Each cell's entry is one appended journal line (no rewrite of the whole file per cell);
+    a reader sees base and journal alike, a torn last journal line is no entry, and the end of
+    the sweep folds the journal into the file."""
+    csv_path = tmp_path / "out.csv"
+    rows = [ok_row("a", 512), ok_row("a", 2048), oom_row("b", 512)]
+    csv_path.write_text(HEADER_15 + "\n" + "".join(r + "\n" for r in rows))
+    kept = resume.Entry("a", 512, "ok", rows[0], "c" * 40, "r")
+    side = resume.Sidecar(csv_path, [kept])
+    journal = tmp_path / "out.csv.oomrec.json.journal"
+    assert not journal.exists()
+    side.add([resume.Entry("a", 2048, "ok", rows[1], "c" * 40, "r")])
+    side.add([resume.Entry("b", 512, "SKIP:oom", rows[2], "c" * 40, "r")])
+    assert len(journal.read_text().splitlines()) == 2
+    base = json.loads(resume.sidecar_path(csv_path).read_text())
+    assert [c["length"] for c in base["cells"]] == [512]
+    # A sweep killed here, mid-write of a third entry.
+    with journal.open("a") as out:
+        out.write('{"model": "c", "length": 5')
+    prior = resume.load(csv_path)
+    assert set(prior.entries) == {("a", 512), ("a", 2048), ("b", 512)}
+    assert set(resume.measured_on(csv_path)) == {("b", 512)}
+    side.close()
+    assert not journal.exists()
+    cells = json.loads(resume.sidecar_path(csv_path).read_text())["cells"]
+    assert [(c["model"], c["length"]) for c in cells] == [("a", 512), ("a", 2048), ("b", 512)]

@@ -13,6 +13,14 @@ Three sweeps: every cell launched; the same with a 1000-line record that matches
 per-cell record lookup); every cell pre-skipped by the record (no launch: rows only).
 
     python benchmarks/perf/bench_sweep_overhead.py [--models 25] [--lengths 24] [--runs 3]
+
+Figures, 2026-12-02, 2-core dev VM, --models 25 --lengths 20 --runs 1, back to back with the
+tree before the provenance journal (PYTHONPATH=<before>), marginal overhead per cell:
+
+    sweep                     journal     before (whole provenance file rewritten per cell)
+    every cell launched       11.4 ms     21.2 ms
+    + 1000 unrelated records   8.8 ms     23.5 ms
+    every cell pre-skipped     0.41 ms     7.18 ms
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from oomrec.core.schema import RECORDED_TOKENS, split_row
 
 # Where the provenance file is: `<csv>` + this.
 SIDECAR_SUFFIX = ".oomrec.json"
+# Beside it while a sweep runs: `<csv>` + SIDECAR_SUFFIX + this, one JSON entry per line.
+JOURNAL_SUFFIX = ".journal"
 # The provenance file's own format (not a --json shape).
 SCHEMA_VERSION = 1
 
@@ -38,6 +40,11 @@ class Entry:
 
 def sidecar_path(csv_path: Path) -> Path:
     return csv_path.with_name(csv_path.name + SIDECAR_SUFFIX)
+
+
+def journal_path(csv_path: Path) -> Path:
+    """Where a running sweep appends each cell's entries (sweep.resume.Sidecar)."""
+    return csv_path.with_name(csv_path.name + SIDECAR_SUFFIX + JOURNAL_SUFFIX)
 
 
 class Measured(NamedTuple):
@@ -90,6 +97,9 @@ def read_entry_list(path: Path) -> list[Entry]:
     hang the sweep), at most MAX_BYTES, no deeper than JSON of this format nests; an entry of
     the wrong shape or types is left out (its row then has no provenance, and its cell runs
     again under --resume)."""
+    journal = read_regular(
+        path.with_name(path.name + JOURNAL_SUFFIX), MAX_BYTES, "the sweep's provenance journal"
+    )
     text = read_regular(path, MAX_BYTES, "the sweep's provenance")
     if text is None:
         return []
@@ -104,7 +114,18 @@ def read_entry_list(path: Path) -> list[Entry]:
     cells = data.get("cells", []) if isinstance(data, dict) else None
     if not isinstance(cells, list) or data.get("schema_version") != SCHEMA_VERSION:
         raise OomrecError(f"{path}: not a provenance file of this oomrec; delete it to resume")
-    return [entry for entry in map(_entry, cells) if entry is not None]
+    entries = [entry for entry in map(_entry, cells) if entry is not None]
+    # The running (or killed) sweep's journal: one entry per line; a torn last line (no line
+    # ending: the sweep killed mid-write) and a line of the wrong shape are no entry.
+    for line in (journal or "").split("\n")[:-1]:
+        try:
+            item = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        entry = _entry(item)
+        if entry is not None:
+            entries.append(entry)
+    return entries
 
 
 # A provenance file holds a line per cell of the sweep: far under this for any real grid.

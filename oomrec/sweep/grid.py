@@ -514,6 +514,8 @@ class Sweep:
             self.result.interrupted = True
         finally:
             self.csv.close()
+            if self.sidecar is not None:
+                self.sidecar.close()
         return self.result
 
     def provenance(self) -> resume.Provenance:

@@ -25,6 +25,7 @@ from oomrec.core.provenance import (
     SIDECAR_SUFFIX,
     Entry,
     Measured,
+    journal_path,
     measured_on,
     read_entry_list,
     read_regular,
@@ -208,17 +209,36 @@ def prior_cell(
 
 
 class Sidecar:
-    """The provenance file, rewritten atomically after every cell (a crash keeps the last)."""
+    """The provenance file. The entries so far are written once, atomically, as the sweep
+    starts and as it ends (compacted); meanwhile each cell's entries are appended to a journal
+    beside it (`<csv>.oomrec.json.journal`): one fsynced write per cell, whatever the size of
+    the sweep (rewriting the whole file after every cell made a sweep O(n^2)). A sweep killed
+    mid-run leaves both, and every reader reads both (core.provenance)."""
 
     def __init__(self, csv_path: Path, kept: Iterable[Entry]) -> None:
         self.path = sidecar_path(csv_path)
+        self.journal = journal_path(csv_path)
         self.entries: list[Entry] = list(kept)
+        self._compact()
 
     def add(self, entries: Iterable[Entry]) -> None:
-        self.entries.extend(entries)
-        self._save()
+        new = list(entries)
+        self.entries.extend(new)
+        data = "".join(json.dumps(asdict(e), ensure_ascii=True) + "\n" for e in new).encode()
+        fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            if os.write(fd, data) != len(data):
+                raise OSError(f"short write to {self.journal}")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
-    def _save(self) -> None:
+    def close(self) -> None:
+        """Fold the journal into the provenance file (the sweep's end)."""
+        if os.path.lexists(self.journal):
+            self._compact()
+
+    def _compact(self) -> None:
         data = {"schema_version": SCHEMA_VERSION, "cells": [asdict(e) for e in self.entries]}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
@@ -232,6 +252,9 @@ class Sidecar:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+        # Its entries are in the file now (a kill before this line only repeats them).
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.journal)
 
 
 def rewrite_csv(csv_path: Path, header: str, rows: Iterable[str]) -> None:
