@@ -170,3 +170,23 @@ def test_the_journal_holds_each_cell_until_the_sweep_folds_it_in(tmp_path: Path)
     assert not journal.exists()
     cells = json.loads(resume.sidecar_path(csv_path).read_text())["cells"]
     assert [(c["model"], c["length"]) for c in cells] == [("a", 512), ("a", 2048), ("b", 512)]
+
+
+def test_a_lock_taken_before_its_holder_wrote_its_name_is_still_one_line(tmp_path: Path) -> None:
+    """The other sweep holds the lock but has not written its pid yet (an empty lock file)."""
+    import fcntl
+
+    from oomrec.sweep import outlock
+
+    csv_path = tmp_path / "out.csv"
+    held = os.open(outlock.lock_path(csv_path), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(OomrecError, match=r"another sweep is writing it \(its holder is not"):
+            outlock.acquire(csv_path)
+    finally:
+        os.close(held)
+    taken = outlock.acquire(csv_path)
+    assert taken is not None
+    assert outlock.lock_path(csv_path).read_text().startswith(f"pid {os.getpid()} on ")
+    taken.release()

@@ -97,6 +97,7 @@ def _holder(fd: int) -> str:
         text = os.pread(fd, _MAX_HOLDER, 0).decode("utf-8", errors="replace").strip()
     except OSError:
         text = ""
-    # One line of printable text, whatever the file holds.
-    text = "".join(c if c.isprintable() else "?" for c in text.splitlines()[0] if text)
-    return text or "its holder is not named"
+    # One line of printable text, whatever the file holds (nothing yet: the holder has its
+    # lock and has not written its name).
+    first = text.splitlines()[0] if text else ""
+    return "".join(c if c.isprintable() else "?" for c in first) or "its holder is not named"
