@@ -65,22 +65,15 @@ def measured_on(csv_path: Path) -> dict[tuple[str, int], Measured]:
         return {}
     out = {}
     for entry in entries.values():
-        # Read as untrusted: an entry of the wrong shape is no provenance (the import then
-        # asks git for that row, as for any CSV).
-        if not (
-            isinstance(entry.row, str)
-            and isinstance(entry.token, str)
-            and isinstance(entry.commit, str)
-            and type(entry.length) is int
-            and entry.token in RECORDED_TOKENS
-        ):
+        # Only OOM rows' provenance is asked for (entries of the wrong types are already out).
+        if entry.token not in RECORDED_TOKENS:
             continue
         fields = split_row(entry.row)
         if not fields:
             continue
-        mem = entry.mem_bytes if type(entry.mem_bytes) is int and entry.mem_bytes > 0 else None
-        hardware = entry.hardware if isinstance(entry.hardware, str) and entry.hardware else None
-        out[(fields[0].strip(), entry.length)] = Measured(entry.commit, hardware, mem)
+        out[(fields[0].strip(), entry.length)] = Measured(
+            entry.commit, entry.hardware or None, entry.mem_bytes
+        )
     return out
 
 

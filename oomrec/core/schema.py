@@ -17,6 +17,9 @@ HEADER_14 = (
 )
 HEADER_15 = HEADER_14 + ",prompt_target_len"
 HEADER = HEADER_15
+# The columns that hold a row's commit, the first with a value wins ([tool.oomrec]
+# commit_columns overrides them).
+DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
 # The version of every `--json` shape (the verbs' and the report's); raised when a key changes
 # meaning or goes away.
 JSON_SCHEMA_VERSION = 1

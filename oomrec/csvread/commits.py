@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date as Date
@@ -19,16 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.provenance import SIDECAR_SUFFIX
 
 if TYPE_CHECKING:
-    from oomrec.core.provenance import Measured
     from oomrec.store.gitrepo import AddedBy
-
-# Where a sweep keeps a CSV's provenance: `<csv>` + this.
-PROVENANCE_SUFFIX = SIDECAR_SUFFIX
-# A sweep's provenance file holds a line per cell: far under this for any real grid.
-MAX_PROVENANCE_BYTES = 64 << 20
 
 
 class Wanted(NamedTuple):
@@ -98,22 +90,6 @@ def git_commits(rows: Iterable[Wanted], root: Path, in_git: bool) -> GitCommits:
             out.blame_failed.append((source, str(exc)))
             out.by_line[source] = {}
     return out
-
-
-def measured_on(path: str) -> dict[tuple[str, int], Measured]:
-    """The provenance oomrec's sweep keeps beside its CSV (`<csv>.oomrec.json`), if any: per
-    (model, length), the commit, hardware and memory its cell ran with."""
-    from oomrec.core.provenance import measured_on as read
-    from oomrec.core.provenance import sidecar_path
-
-    try:
-        info = os.stat(sidecar_path(Path(path)))
-    except OSError:
-        return {}
-    # Only a regular file of a sane size: a FIFO there would hang the reader, /dev/zero fill it.
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PROVENANCE_BYTES:
-        return {}
-    return read(Path(path))
 
 
 def row_date(date: str | None, commit: AddedBy | None, path: str) -> str:

@@ -60,8 +60,6 @@ _TRAILER = frozenset(b' \t"\r')
 _BLANKS = frozenset(b" \t\r\n")
 _LONE_CR = re.compile(rb"\r(?!\n)")
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
-# A regular file is read in chunks of at most this size, up to the size fstat gave.
-_CHUNK = 1 << 24
 # Benchmark CSVs are kilobytes to megabytes; a larger file (a sparse `truncate -s 100G`) would
 # only fill memory.
 MAX_FILE_BYTES = 1 << 30

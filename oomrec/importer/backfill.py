@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from oomrec.core import rowfacts
 from oomrec.core.errors import OomrecError
 from oomrec.core.machine import file_host, row_machine
+from oomrec.core.provenance import measured_on
 from oomrec.core.records import (
     UNKNOWN_COMMIT,
     Applicability,
@@ -31,26 +32,18 @@ from oomrec.core.records import (
     source_path,
 )
 from oomrec.core.rowfacts import clip
-from oomrec.core.schema import ROW_FIELDS, ROW_QUOTING, Token, is_faked
+from oomrec.core.schema import DEFAULT_COMMIT_COLUMNS, ROW_FIELDS, ROW_QUOTING, Token, is_faked
 from oomrec.csvread import files as csvscan
 from oomrec.csvread import rows as rowread
-from oomrec.csvread.commits import GitCommits, Wanted, git_commits, measured_on, row_date
+from oomrec.csvread.commits import GitCommits, Wanted, git_commits, row_date
 from oomrec.csvread.files import find_csv_files
 from oomrec.store.locations import Settings
 
 if TYPE_CHECKING:
     from oomrec.store.gitrepo import AddedBy
 
-DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
 DEFAULT_FOLDER = "benchmarks"
-LENGTH_COLUMNS = ("prompt_target_len", "prompt_tokens")
 # Why a SKIP:oom row is not imported: rowfacts' reasons and schema.ROW_*.
-ROW_MODEL, ROW_LENGTH, ROW_LENGTH_RANGE, ROW_FAKE = (
-    rowfacts.ROW_MODEL,
-    rowfacts.ROW_LENGTH,
-    rowfacts.ROW_LENGTH_RANGE,
-    rowfacts.ROW_FAKE,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +207,7 @@ def import_csvs(
             SkippedRow(shown, b.lineno, b.reason, b.problem) for b in result.bad_rows
         )
         host = file_host(result.path)
-        measured = measured_on(result.path)
+        measured = measured_on(Path(result.path))
         for row in result.oom_rows:
             draft = _draft(row, host, source, result)
             if isinstance(draft, SkippedRow):

@@ -23,17 +23,16 @@ from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import GIB
 from oomrec.core.machine import file_host
 from oomrec.core.machine import row_machine as machine_of
+from oomrec.core.provenance import SIDECAR_SUFFIX, measured_on
 from oomrec.core.records import MEM_JITTER, UNKNOWN_COMMIT, OomRecord, source_field, source_path
 from oomrec.core.rowfacts import Outcome, outcome_of
-from oomrec.core.schema import FAKE_OOM_PROMPT, Token, is_faked
+from oomrec.core.schema import DEFAULT_COMMIT_COLUMNS, FAKE_OOM_PROMPT, Token, is_faked
 from oomrec.csvread import files as csvscan
 from oomrec.csvread import rows as rowread
-from oomrec.csvread.commits import PROVENANCE_SUFFIX, Wanted, git_commits, measured_on, row_date
+from oomrec.csvread.commits import Wanted, git_commits, row_date
 
 if TYPE_CHECKING:
     import polars as pl
-
-DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
 
 
 class Machine(NamedTuple):
@@ -256,7 +255,7 @@ def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.Dat
         prompts = frame.filter(token == Token.TRUE_OOM).get_column("prompt").unique()
         faked = [p for p in prompts.to_list() if is_faked(p)]
     # MLXCEL_BENCH_FAKE_OOM / sweep --fake-oom: a cell never launched, no evidence.
-    fake = token.eq_missing(Token.TRUE_OOM.value) & pl.col("prompt").is_in(faked)
+    fake = oom & pl.col("prompt").is_in(faked)
     query = (
         frame.lazy()
         .filter(pl.col(rowread.PROBLEM).is_null())
@@ -369,9 +368,9 @@ def _with_provenance(
                 listed[folder] = set(os.listdir(folder))
             except OSError:
                 listed[folder] = set()
-        if name + PROVENANCE_SUFFIX not in listed[folder]:
+        if name + SIDECAR_SUFFIX not in listed[folder]:
             continue
-        for (model, length), where in measured_on(read[i].path).items():
+        for (model, length), where in measured_on(Path(read[i].path)).items():
             if model not in models:
                 continue
             mach = None
