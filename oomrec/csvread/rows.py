@@ -160,11 +160,12 @@ def read(
         frames = [_read_group(group, commit_columns, wanted) for group in groups.values()]
     if not frames:
         return _empty(wanted)
-    if len(frames) == 1 or not ordered:
-        return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
+    if len(frames) == 1:
+        return frames[0]
+    frame = pl.concat(frames, how="vertical")
     # Each group's frame is in line order within each file, and a file is in one group: a
     # stable sort by file alone puts every row in file and line order.
-    return pl.concat(frames, how="vertical").sort(FILE, maintain_order=True)
+    return frame.sort(FILE, maintain_order=True) if ordered else frame
 
 
 def _schema(wanted: Collection[str]) -> dict[str, pl.DataType]:
