@@ -60,13 +60,25 @@ ROLE_COLUMNS: dict[str, tuple[str, ...]] = {
 # (None: a row of its header; else why not, as schema.ROW_*) and the token the last field holds
 # wherever it stands (of a row with a problem, too).
 FILE, LINE, TOKEN, PROBLEM, LAST_TOKEN = "file", "line", "token", "problem", "last_token"
+# Roles whose cells are often distinct on every row (a commit, a peak): text columns of the
+# frame. The other text columns are categoricals: their cells repeat (see _fast).
+_FREE_TEXT = ("commit", "peak_bytes", "peak_gib")
+
+
+def _role_type(role: str) -> pl.DataType:
+    import polars as pl
+
+    return pl.String() if role in _FREE_TEXT else pl.Categorical()
+
 
 _END = "\x01"
-_END_B = b"\x01"
-_MARKED_EOL = b",\x01\n"
 _BLANK_CLASS = re.escape(BLANKS)
+# schema.trailing_token's and schema.swallowed_oom's rules as polars regexes.
 _TOKEN_RE = rf"^(?:SKIP|FAIL):[^{_BLANK_CLASS}]*$"
 _SWALLOWED_RE = rf',[{_BLANK_CLASS}]*SKIP:oom[{_BLANK_CLASS}]*[ \t"]*$'
+
+_END_B = b"\x01"
+_MARKED_EOL = b",\x01\n"
 # The csv module's default limit on one field's length, lifted per line for a longer line.
 _FIELD_LIMIT = csv.field_size_limit()
 
@@ -175,10 +187,10 @@ def _schema(wanted: Collection[str]) -> dict[str, pl.DataType]:
     return {
         FILE: pl.UInt32(),
         LINE: pl.UInt64(),
-        TOKEN: pl.String(),
-        PROBLEM: pl.String(),
-        **({LAST_TOKEN: pl.String()} if LAST_TOKEN in wanted else {}),
-        **{role: pl.String() for role in ROLES if role in wanted},
+        TOKEN: pl.Categorical(),
+        PROBLEM: pl.Categorical(),
+        **({LAST_TOKEN: pl.Categorical()} if LAST_TOKEN in wanted else {}),
+        **{role: _role_type(role) for role in ROLES if role in wanted},
     }
 
 
@@ -211,7 +223,12 @@ def _fast(
     group: list[Lines], roles: dict[str, list[int]], wanted: Collection[str]
 ) -> pl.DataFrame | None:
     """The rows of these files in one polars call, or None when polars cannot be trusted with
-    them (the caller then reads them otherwise)."""
+    them (the caller then reads them otherwise).
+
+    Cells a corpus repeats (models, dates, lengths, tokens) are read as categoricals, so a text
+    rule runs once per distinct value; free text (commits, peaks, a last column that is no
+    role) stays text, ruled row by row in polars: a categorical of values distinct on every
+    row costs more to build than it saves."""
     import polars as pl
 
     if any(part.marked is None for part in group):
@@ -221,6 +238,9 @@ def _fast(
     needed = {0, width - 1, width, width + 1, width + 2}
     for at in roles.values():
         needed.update(at)
+    free = {i for role in _FREE_TEXT for i in roles[role]}
+    repeated = {i for role, at in roles.items() if role not in _FREE_TEXT for i in at} - free
+    repeated |= {width, width + 1, width + 2}
     # The first line sets how many fields polars reads: width + 3 empty ones. A line with more
     # is cut, and its marker then nowhere to be seen.
     data = b"".join([b"," * (width + 2) + b"\n", *(part.marked or b"" for part in group)])
@@ -230,6 +250,7 @@ def _fast(
             has_header=False,
             new_columns=names,
             columns=sorted(needed),
+            schema_overrides={names[i]: pl.Categorical for i in repeated},
             infer_schema=False,
             empty_string_is_null=False,
             truncate_ragged_lines=True,
@@ -237,6 +258,7 @@ def _fast(
         ).slice(1)
     except Exception:
         return None
+    del data
     counts = [part.count for part in group]
     if cells.height != sum(counts):
         # A quoted field ran across lines: rows and lines no longer match one to one.
@@ -245,39 +267,56 @@ def _fast(
     def col(i: int) -> pl.Expr:
         return pl.col(names[i])
 
-    def strip(e: pl.Expr) -> pl.Expr:
-        return e.str.strip_chars(BLANKS)
+    def rules(i: int) -> _Rules:
+        return _Rules(cells, names[i])
 
     at_w, at_w1, at_w2 = (col(i) == _END for i in (width, width + 1, width + 2))
+    used = {i for at in roles.values() for i in at} | {width} | ({0} if width == 1 else set())
+    stripped = {i: rules(i).stripped() for i in used}
     known = at_w | at_w1 | at_w2
     if width == 1:
         # A blank line reads as one empty field, a row of a one-column header: told apart by
         # the csv module (a quoted "" is a row, an empty line none).
-        known = known & (strip(col(0)) != "")
-    last = pl.when(at_w).then(col(width - 1)).when(at_w1).then(col(width)).otherwise(col(width + 1))
-    last_text = strip(last)
-    token = pl.when(last_text.str.contains(_TOKEN_RE)).then(last_text)
-    placed = at_w1 | (at_w2 & (strip(col(width)) == ""))
+        known = known & (stripped[0] != "")
+    # The last field: the named columns' last, or one or two after it.
+    lasts = [rules(i) for i in (width - 1, width, width + 1)]
+    token = (
+        pl.when(at_w)
+        .then(lasts[0].token())
+        .when(at_w1)
+        .then(lasts[1].token())
+        .otherwise(lasts[2].token())
+    )
+    swallowed = (
+        pl.when(at_w)
+        .then(lasts[0].swallowed())
+        .when(at_w1)
+        .then(lasts[1].swallowed())
+        .otherwise(lasts[2].swallowed())
+    )
+    placed = at_w1 | (at_w2 & (stripped[width] == ""))
+    none = pl.lit(None, pl.Categorical)
     problem = (
         pl.when(token.is_not_null())
-        .then(pl.when(placed).then(pl.lit(None, pl.String)).otherwise(pl.lit(ROW_FIELDS)))
-        .when(last.str.contains(_SWALLOWED_RE))
-        .then(pl.lit(ROW_QUOTING))
+        .then(pl.when(placed).then(none).otherwise(pl.lit(ROW_FIELDS, pl.Categorical)))
+        .when(swallowed)
+        .then(pl.lit(ROW_QUOTING, pl.Categorical))
         .when(at_w)
-        .then(pl.lit(None, pl.String))
-        .otherwise(pl.lit(ROW_FIELDS))
+        .then(none)
+        .otherwise(pl.lit(ROW_FIELDS, pl.Categorical))
     )
     values = []
     for role in (r for r in ROLES if r in wanted):
         at = roles[role]
         if not at:
-            values.append(pl.lit("").alias(role))
+            values.append(pl.lit("", _role_type(role)).alias(role))
             continue
+        dtype = _role_type(role)
         if len(at) == 1:
-            values.append(strip(col(at[0])).alias(role))
+            values.append(stripped[at[0]].cast(dtype).alias(role))
             continue
-        firsts = [pl.when(strip(col(i)) != "").then(strip(col(i))) for i in at]
-        values.append(pl.coalesce(*firsts, pl.lit("")).alias(role))
+        firsts = [pl.when(stripped[i] != "").then(stripped[i]) for i in at]
+        values.append(pl.coalesce(*firsts, pl.lit("")).cast(dtype).alias(role))
     frame = pl.concat([_positions(group, counts), cells], how="horizontal").with_columns(
         known.fill_null(False).alias("_known")
     )
@@ -288,12 +327,12 @@ def _fast(
     fast_rows = query.select(
         FILE,
         LINE,
-        pl.when(placed.fill_null(False)).then(token).alias(TOKEN),
+        pl.when(placed.fill_null(False)).then(token).otherwise(none).alias(TOKEN),
         problem.alias(PROBLEM),
         *([token.alias(LAST_TOKEN)] if LAST_TOKEN in wanted else []),
         *values,
     ).collect()
-    del frame, cells
+    del frame
     if odd.height == 0:
         return fast_rows
     # The few lines the fast rule does not cover, by the csv module: found by file and line.
@@ -303,6 +342,66 @@ def _fast(
         wanted_lines.setdefault(file, set()).add(line)
     slow = [_slow(by_file[file], roles, wanted, only=lines) for file, lines in wanted_lines.items()]
     return pl.concat([fast_rows, *slow], how="vertical").sort([FILE, LINE])
+
+
+def _mapped(column: pl.Expr, values: pl.Series, to: pl.Series) -> pl.Expr:
+    """`to` where `column` holds one of `values`, else null."""
+    import polars as pl
+
+    if values.is_empty():
+        return pl.lit(None, pl.Categorical)
+    return column.replace_strict(values, to, default=None, return_dtype=pl.Categorical)
+
+
+class _Rules:
+    """The text rules of one column of cells: per distinct value for a categorical (only the
+    values a rule changes are mapped onto the rows), row by row for text."""
+
+    def __init__(self, frame: pl.DataFrame, column: str) -> None:
+        import polars as pl
+
+        self.column = pl.col(column)
+        self.text = frame.schema[column] == pl.String
+        self.distinct: pl.Series | None = None
+        if not self.text:
+            values = frame.select(self.column.drop_nulls().unique().cast(pl.String))
+            self.distinct = values.to_series()
+
+    def stripped(self) -> pl.Expr:
+        """The cell stripped of blanks, "" where empty (polars reads an empty field into a
+        categorical as null)."""
+        import polars as pl
+
+        if self.distinct is None:
+            return self.column.fill_null("").str.strip_chars(BLANKS)
+        text = self.distinct.str.strip_chars(BLANKS)
+        changed = text != self.distinct
+        kept = self.column.fill_null(pl.lit("", pl.Categorical))
+        if not changed.any():
+            return kept
+        return (
+            pl.when(self.column.is_in(self.distinct.filter(changed).implode()))
+            .then(_mapped(self.column, self.distinct.filter(changed), text.filter(changed)))
+            .otherwise(kept)
+        )
+
+    def token(self) -> pl.Expr:
+        """The cell as a token (schema.trailing_token), else null."""
+        import polars as pl
+
+        if self.distinct is None:
+            text = self.column.str.strip_chars(BLANKS)
+            return pl.when(text.str.contains(_TOKEN_RE)).then(text).cast(pl.Categorical)
+        text = self.distinct.str.strip_chars(BLANKS)
+        is_token = text.str.contains(_TOKEN_RE)
+        return _mapped(self.column, self.distinct.filter(is_token), text.filter(is_token))
+
+    def swallowed(self) -> pl.Expr:
+        """Whether the cell ends in a swallowed `,SKIP:oom` (schema.swallowed_oom)."""
+        if self.distinct is None:
+            return self.column.str.contains(_SWALLOWED_RE).fill_null(False)
+        held = self.distinct.filter(self.distinct.str.contains(_SWALLOWED_RE))
+        return self.column.is_in(held.implode())
 
 
 def _positions(group: list[Lines], counts: list[int]) -> pl.DataFrame:

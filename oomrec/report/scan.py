@@ -301,23 +301,28 @@ def _machine_ids(frame: pl.DataFrame, hosts: list[str | None]) -> tuple[pl.Expr,
     host, hardware) by core.machine."""
     import polars as pl
 
-    combos = frame.select(rowread.FILE, "hardware").unique(maintain_order=True)
+    host_names = sorted({h or "" for h in hosts})
+    host_index = {h: i for i, h in enumerate(host_names)}
+    host_of = pl.lit(pl.Series([host_index[h or ""] for h in hosts], dtype=pl.UInt32)).gather(
+        pl.col(rowread.FILE)
+    )
+    hardware = frame.get_column("hardware").unique().to_list()
+    hardware_of = pl.col("hardware").replace_strict(
+        hardware, list(range(len(hardware))), return_dtype=pl.UInt32
+    )
+    # One integer per (host, hardware): the pairs present are few, each decided once.
+    key = host_of.cast(pl.UInt64) * len(hardware) + hardware_of
+    pairs = frame.select(key.unique()).to_series().to_list()
     machines: list[Machine] = []
     index: dict[Machine, int] = {}
-    keys: dict[str, int] = {}
-    for file, hardware in combos.iter_rows():
-        host = hosts[file] or ""
-        key = f"{host}\x1f{hardware}"
-        if key not in keys:
-            machine = row_machine(hardware, hosts[file])
-            keys[key] = index.setdefault(machine, len(machines))
-            if keys[key] == len(machines):
-                machines.append(machine)
-    host_of = pl.col(rowread.FILE).replace_strict(
-        list(range(len(hosts))), [h or "" for h in hosts], return_dtype=pl.String
-    )
-    key = pl.concat_str([host_of, pl.lit("\x1f"), pl.col("hardware")])
-    return key.replace_strict(list(keys), list(keys.values()), return_dtype=pl.UInt32), machines
+    codes = []
+    for pair in pairs:
+        host, value = host_names[pair // len(hardware)], hardware[pair % len(hardware)]
+        machine = row_machine(value, host or None)
+        codes.append(index.setdefault(machine, len(machines)))
+        if codes[-1] == len(machines):
+            machines.append(machine)
+    return key.replace_strict(pairs, codes, return_dtype=pl.UInt32), machines
 
 
 def _commits(frame: pl.DataFrame) -> pl.Expr:
@@ -407,6 +412,10 @@ def _with_provenance(
     )
 
 
+# Row orders are below this (a row index is 32 bits): (rank, order) packs into one integer.
+_SPAN = 1 << 32
+
+
 def _fold(
     rows: pl.DataFrame,
     read: list[csvscan.ScannedFile],
@@ -417,21 +426,26 @@ def _fold(
     """The rows into cells (first and latest per outcome), the fits and the targets."""
     import polars as pl
 
-    date = pl.col(_DATE)
-    order = pl.col(_ORDER)
     # The first row (smallest order) of the greatest date and of the smallest; undated rows
-    # compare as none, and a cell of undated rows only takes its first row.
+    # compare as none, and a cell of undated rows only takes its first row. Each is the smallest
+    # of one integer per row, (undated, date or its inverse, order), so the fold is a plain min.
+    undated = pl.col(_DATE).is_null()
+    order = pl.col(_ORDER).cast(pl.UInt64)
+    day = pl.col(_DATE).cast(pl.UInt64)
+    top = pl.lit(_SPAN << 30, pl.UInt64)
+    latest_key = (
+        pl.when(undated).then(top + order).otherwise((len(codes.days) - day) * _SPAN + order)
+    )
+    first_key = pl.when(undated).then(top + order).otherwise(day * _SPAN + order)
     cells = rows.group_by([_MODEL, _MACH, _LEN, _OUT], maintain_order=True).agg(
-        pl.coalesce(order.filter(date == date.max()).min(), order.min()).alias("latest"),
-        pl.coalesce(order.filter(date == date.min()).min(), order.min()).alias("earliest"),
+        (latest_key.min() % _SPAN).alias("latest"),
+        (first_key.min() % _SPAN).alias("earliest"),
     )
     sources = [source_field(source_path(f.path, root, resolved=True)) for f in read]
     days = codes.days
     # The rows a Seen is made of, fetched at once.
     at = pl.concat([cells.get_column("latest"), cells.get_column("earliest")]).unique()
-    picked = rows.select(_ORDER, rowread.FILE, rowread.LINE, _DATE, _COMMIT).filter(
-        pl.col(_ORDER).is_in(at.implode())
-    )
+    picked = rows.select(pl.col(_ORDER, rowread.FILE, rowread.LINE, _DATE, _COMMIT).gather(at))
     seen_at = {
         i: Seen(
             f"{sources[file]}:{line}",
@@ -451,12 +465,20 @@ def _fold(
         cell.first[kind] = seen_at[earliest]
     # No row ran: no fits (a code no row has).
     ran_code = outcomes.index(Outcome.RAN) if Outcome.RAN in outcomes else len(outcomes)
-    ran = rows.filter((pl.col(_OUT) == ran_code) & date.is_not_null())
-    # The first row of the longest length that ran, per point.
-    longest = pl.col(_LEN).max()
-    fits = ran.group_by([_MODEL, _MACH, _DATE], maintain_order=True).agg(
-        longest.alias("n"), pl.col(_COMMIT).filter(pl.col(_LEN) == longest).first().alias("c")
+    ran = rows.filter((pl.col(_OUT) == ran_code) & pl.col(_DATE).is_not_null())
+    # The first row of the longest length that ran, per point: the smallest (rank of the length
+    # from the longest, order).
+    lengths = sorted(ran.get_column(_LEN).unique().to_list(), reverse=True)
+    rank = pl.col(_LEN).replace_strict(lengths, list(range(len(lengths))), return_dtype=pl.UInt64)
+    best = ran.group_by([_MODEL, _MACH, _DATE], maintain_order=True).agg(
+        ((rank * _SPAN + order).min() % _SPAN).alias("at")
     )
+    at_rows = ran.select(_ORDER, _LEN, _COMMIT).join(
+        best.select(pl.col("at").cast(pl.UInt32).alias(_ORDER), _MODEL, _MACH, _DATE),
+        on=_ORDER,
+        how="inner",
+    )
+    fits = at_rows.select(_MODEL, _MACH, _DATE, pl.col(_LEN).alias("n"), pl.col(_COMMIT).alias("c"))
     out.fits = {
         (models[model], machines[mach], days[day]): (n, commit or UNKNOWN_COMMIT)
         for model, mach, day, n, commit in fits.iter_rows()
