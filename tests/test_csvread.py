@@ -116,3 +116,10 @@ def test_line_numbers_files_and_roles_survive_a_mixed_corpus() -> None:
         (2, 3, "d", "", "", None, schema.ROW_FIELDS),
     ]
     assert got.schema[rowread.LINE] == pl.UInt64
+
+
+def test_blanks_are_exactly_what_str_strip_strips() -> None:
+    """schema.BLANKS is spelled out (computing it slowed every start-up): it must stay the set
+    of characters str.isspace() holds for, or the polars engine would strip another set."""
+    computed = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+    assert schema.BLANKS == computed

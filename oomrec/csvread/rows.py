@@ -267,11 +267,20 @@ def _fast(
     def col(i: int) -> pl.Expr:
         return pl.col(names[i])
 
+    # The distinct values of each categorical a rule reads, in one pass over the frame.
+    used = _used(roles, width)
+    ruled = sorted(i for i in used | {width - 1, width, width + 1} if i in repeated)
+    lists = cells.select(
+        pl.col(names[i]).drop_nulls().unique().cast(pl.String).implode() for i in ruled
+    ).row(0)
+    distinct = {
+        i: pl.Series(values, dtype=pl.String) for i, values in zip(ruled, lists, strict=True)
+    }
+
     def rules(i: int) -> _Rules:
-        return _Rules(cells, names[i])
+        return _Rules(pl.col(names[i]), distinct.get(i))
 
     at_w, at_w1, at_w2 = (col(i) == _END for i in (width, width + 1, width + 2))
-    used = {i for at in roles.values() for i in at} | {width} | ({0} if width == 1 else set())
     stripped = {i: rules(i).stripped() for i in used}
     known = at_w | at_w1 | at_w2
     if width == 1:
@@ -353,19 +362,20 @@ def _mapped(column: pl.Expr, values: pl.Series, to: pl.Series) -> pl.Expr:
     return column.replace_strict(values, to, default=None, return_dtype=pl.Categorical)
 
 
+def _used(roles: dict[str, list[int]], width: int) -> set[int]:
+    """The columns whose stripped text the row needs: the roles', the one after the named
+    columns (empty or not: where the token stands), the only one of a one-column header."""
+    return {i for at in roles.values() for i in at} | {width} | ({0} if width == 1 else set())
+
+
 class _Rules:
     """The text rules of one column of cells: per distinct value for a categorical (only the
     values a rule changes are mapped onto the rows), row by row for text."""
 
-    def __init__(self, frame: pl.DataFrame, column: str) -> None:
-        import polars as pl
-
-        self.column = pl.col(column)
-        self.text = frame.schema[column] == pl.String
-        self.distinct: pl.Series | None = None
-        if not self.text:
-            values = frame.select(self.column.drop_nulls().unique().cast(pl.String))
-            self.distinct = values.to_series()
+    def __init__(self, column: pl.Expr, distinct: pl.Series | None) -> None:
+        """`distinct`: the distinct values of a categorical column; None for a text column."""
+        self.column = column
+        self.distinct = distinct
 
     def stripped(self) -> pl.Expr:
         """The cell stripped of blanks, "" where empty (polars reads an empty field into a
