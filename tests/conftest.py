@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests import profiles  # noqa: F401  (loads the hypothesis profile)
 from tests.gitrepo import IDENTITY, History, Repo, build_history
 from tests.scripted_runner import Runner
 

@@ -33,6 +33,7 @@ from tests.harness_rows import (
     ok_row,
     row,
 )
+from tests.profiles import examples
 
 
 def run_import(
@@ -119,7 +120,7 @@ _CELLS = st.sampled_from(
 _LINES = st.lists(st.lists(_CELLS, max_size=5).map(",".join), max_size=12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     lines=_LINES,
     crlf=st.booleans(),
@@ -605,7 +606,7 @@ def _harness_file(draw: st.DrawFn) -> bytes:
     return bom + eol.join(lines) + eol
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(files=st.lists(_harness_file(), min_size=1, max_size=3))
 def test_polars_and_the_csv_module_make_the_same_import(files: list[bytes]) -> None:
     """Whichever parser reads the candidate rows, the records and bad rows are the same."""

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from oomrec.core.schema import HEADER_14, HEADER_15, split_row
 from oomrec.sweep.cell.cellcsv import CellCsv, read_cell_csv, remove
+from tests.profiles import examples
 
 TAIL = '2026-07-03,hw,0.3.3,release,32,"Hello, how are you today?"'
 
@@ -107,7 +108,7 @@ def test_a_file_that_cannot_be_read_is_said_not_raised(tmp_path: Path) -> None:
         assert problem.startswith("cannot "), problem
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(content=st.binary(max_size=400) | st.text(alphabet=',"\r\n m512ab', max_size=200))
 def test_any_content_reads_without_raising_and_keeps_only_the_models_rows(
     tmp_path_factory: pytest.TempPathFactory, content: bytes | str

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from oomrec.core import schema
 from oomrec.csvread import rows as rowread
+from tests.profiles import examples
 
 HEADERS = (
     ("model", "prompt_target_len", "prompt"),
@@ -58,7 +59,7 @@ def _read(parts: list[rowread.Lines], engine: str) -> list[tuple[object, ...]]:
     return rowread.read(parts, ("commit",), engine).rows()
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=_files())
 @example(parts=[rowread.Lines(0, ("model",), b'""\n\n \na\n', 2)])
 @example(parts=[rowread.Lines(0, HEADERS[0], b'a,1,"x, SKIP:oom"\na,"1,SKIP:oom\n', 2)])
@@ -66,7 +67,7 @@ def test_polars_reads_every_well_formed_line_as_the_csv_module(parts: list[rowre
     assert _read(parts, rowread.POLARS) == _read(parts, rowread.CSV)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=_files(well_formed=False))
 @example(parts=[rowread.Lines(0, HEADERS[1], b',""9",",,,,\n', 2)])
 @example(parts=[rowread.Lines(0, HEADERS[0], b'a,1,"say "hi" now",SKIP:oom\nb,"2\nc,3\n', 2)])
@@ -80,7 +81,7 @@ def test_any_line_is_read_once_at_its_own_line_number(parts: list[rowread.Lines]
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(fields=st.lists(_cell, max_size=6), width=st.integers(1, 5))
 def test_the_reference_is_the_one_rule(fields: list[str], width: int) -> None:
     """What the csv engine says of a line is judge_fields of the csv module's fields."""
@@ -122,4 +123,4 @@ def test_blanks_are_exactly_what_str_strip_strips() -> None:
     """schema.BLANKS is spelled out (computing it slowed every start-up): it must stay the set
     of characters str.isspace() holds for, or the polars engine would strip another set."""
     computed = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
-    assert schema.BLANKS == computed
+    assert computed == schema.BLANKS

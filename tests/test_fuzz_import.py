@@ -17,6 +17,7 @@ from oomrec.core.records import RecordFile, evidence_key
 from oomrec.csvread import rows as rowread
 from oomrec.importer.backfill import ImportReport, import_csvs
 from tests.harness_rows import GB10, H15, H17, PEAK_LAYOUT
+from tests.profiles import examples
 
 LAYOUTS = [
     H15,
@@ -143,7 +144,7 @@ def run(folder: Path, existing: list | None = None, engine: str = rowread.CSV) -
     )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(files=FILES)
 def test_no_input_raises_both_parsers_agree_and_a_rerun_adds_nothing(
     files: list[tuple[str, bytes]],
@@ -170,7 +171,7 @@ def test_no_input_raises_both_parsers_agree_and_a_rerun_adds_nothing(
         assert again.already_present == with_csv.already_present + len(written)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(files=FILES, json_output=st.booleans())
 def test_the_cli_prints_any_import_without_a_traceback(
     files: list[tuple[str, bytes]], json_output: bool

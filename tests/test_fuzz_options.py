@@ -13,6 +13,7 @@ from oomrec.core import hardware
 from oomrec.core.errors import OomrecError
 from oomrec.core.records import NotARecord, check_length, parse_line
 from oomrec.sweep import options as sweep_config
+from tests.profiles import examples
 
 # Text that reaches the parsers' corners: digits, separators, huge numbers, odd characters.
 TEXT = st.one_of(
@@ -32,7 +33,7 @@ PARSERS: list[tuple[str, Callable[[str], object]]] = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text=TEXT)
 def test_option_parsers_read_or_refuse_in_one_line(text: str) -> None:
     for _, parse in PARSERS:
@@ -49,7 +50,7 @@ def test_option_parsers_read_or_refuse_in_one_line(text: str) -> None:
     assert tag is None or hardware.normalize(tag) == tag
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(fields=st.lists(TEXT, min_size=1, max_size=9))
 def test_a_record_line_is_read_or_kept_with_a_reason(fields: list[str]) -> None:
     line = ",".join(f.replace("\n", " ").replace("\r", " ") for f in fields)

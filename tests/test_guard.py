@@ -26,6 +26,7 @@ from oomrec.sweep.cell.runner import _ExitWatcher, _GuardWatch, run_cell
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import gone
+from tests.profiles import examples
 
 Cli = Callable[..., CliResult]
 MIB = 1024 * 1024
@@ -325,7 +326,7 @@ def test_a_runner_still_running_when_the_guard_decides_gets_sigterm() -> None:
     assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(mib=st.integers(min_value=1, max_value=160), processes=st.integers(min_value=1, max_value=2))
 def test_a_cell_under_its_limits_is_never_stopped(mib: int, processes: int) -> None:
     # Each process touches `mib` MiB and holds it past several checks; 2 x 160 MiB plus two

@@ -16,6 +16,7 @@ from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import GIB, detect, detect_memory, memory_from_text, normalize
 from oomrec.core.records import parse_line
 from tests.conftest import SHARED_CORPUS
+from tests.profiles import examples
 
 
 @pytest.mark.parametrize(
@@ -118,7 +119,7 @@ _hardware_text = st.one_of(
 )
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(_hardware_text)
 def test_tags_are_a_fixed_point(text: str) -> None:
     tag = normalize(text)
@@ -160,7 +161,7 @@ _adversarial = st.builds(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(_adversarial)
 def test_long_adversarial_hardware_text_takes_no_time(text: str) -> None:
     # A guard against exponential or quadratic blowup, not a performance claim: `nvidia rtx`

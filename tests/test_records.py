@@ -25,6 +25,7 @@ from oomrec.core.records import (
     parse_line,
     read_line,
 )
+from tests.profiles import examples
 
 SHA = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
 
@@ -375,7 +376,7 @@ _record_bytes = st.lists(
 ).map(b"".join)  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(_record_bytes)
 def test_any_bytes_load_without_a_traceback_and_rewrite_unchanged(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,6 +26,7 @@ from oomrec.importer.backfill import import_csvs
 from oomrec.report.frontier import build, csv_evidence
 from oomrec.report.scan import CellRows, Scan, Seen, record_machine, row_machine, scan_csvs
 from tests.conftest import SHARED_CORPUS
+from tests.profiles import examples
 
 HEADER_17 = HEADER_15.replace("mlx_version", "mlxcel_version") + ",mlxcel_commit,mlx_commit"
 HEADERS = [
@@ -217,7 +218,7 @@ def _write(folder: Path, files: list[tuple[str, bytes]]) -> None:
         (folder / f"{i:02d}{name}").write_bytes(data)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     files=FILES,
     commit_columns=st.sampled_from([("mlxcel_commit", "commit"), ("date",), ()]),
@@ -241,7 +242,7 @@ def test_the_scan_folds_what_the_rule_says_row_by_row(
     assert report_json(fast) == report_json(expected)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(files=st.one_of(FILES, alike_files().map(lambda fs: [("cuda_gb10_.csv", f) for f in fs])))
 @example(files=[("cuda_gb10_.csv", f) for f in EARLIEST_FROM_A_LATER_RUN])
 @example(files=[("cuda_gb10_.csv", f) for f in UNDATED_FIRST_OF_A_LATER_RUN])

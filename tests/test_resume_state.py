@@ -21,6 +21,7 @@ from oomrec.core.schema import HEADER_15
 from oomrec.sweep import resume
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
+from tests.profiles import examples
 
 Cli = Callable[..., CliResult]
 TAIL = '2026-07-03,hw,0.3.3,release,32,"Hi, you",'
@@ -63,7 +64,7 @@ _item = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cells=st.one_of(_json, st.lists(st.one_of(_item, _json), max_size=6)))
 def test_any_provenance_file_gives_a_prior_or_one_error(cells: object) -> None:
     rows = [ok_row("a", 512), oom_row("a", 2048)]

@@ -233,9 +233,11 @@ def _needs(program: str) -> None:
         [PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
         # timeout(1) killing with SIGKILL reports 137: a timeout, not an OOM.
         ["timeout", "-s", "KILL", "0.2", "sleep", "10"],
-        # -k: TERM first, ignored, then KILL.
-        ["timeout", "-k", "0.2", "0.2", PY, "-c", "import signal, time; "
-         "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(10)"],
+        # -k: TERM first, ignored, then KILL. The TERM comes once the runner ignores it (it
+        # asks its parent, timeout, to time out), not from a timer racing its start-up.
+        ["timeout", "-k", "0.2", "600", PY, "-c", "import os, signal, time; "
+         "signal.signal(signal.SIGTERM, signal.SIG_IGN); os.kill(os.getppid(), signal.SIGTERM); "
+         "time.sleep(60)"],
         # A shell's way of saying its child was SIGKILLed.
         ["sh", "-c", "exit 137"],
     ],

@@ -18,6 +18,7 @@ from oomrec.staleness import fixlog as fixes
 from oomrec.sweep import options as sweep_config
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
+from tests.profiles import examples
 
 Cli = Callable[..., CliResult]
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +94,7 @@ def test_a_boolean_that_is_not_one_is_an_error(
     )
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.text(max_size=8))
 def test_parse_bool_is_total(text: str) -> None:
     try:

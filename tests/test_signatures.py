@@ -18,6 +18,7 @@ from oomrec.sweep.cell.signatures import (
     SignatureScanner,
     match_signature,
 )
+from tests.profiles import examples
 
 # The bash harness's is_oom_failure() regex (bench_decode.sh, version B), matched with grep -qiE.
 HARNESS_REGEX = (
@@ -192,7 +193,7 @@ _NOT_MEMORY_WORDS = re.compile(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     before=st.text(max_size=40),
     hit=st.from_regex(re.compile(HARNESS_REGEX, re.IGNORECASE), fullmatch=True),
@@ -235,7 +236,7 @@ def test_a_message_split_anywhere_across_chunks_is_judged_as_a_whole(
         assert (hit and hit.signature.ecosystem) == (expected or None), cut
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     cuts=st.lists(st.integers(min_value=0, max_value=3000), max_size=12),
     at=st.integers(min_value=0, max_value=2500),
@@ -302,7 +303,7 @@ _FRAGMENTS = [
 ]  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     parts=st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=30), max_size=12),
     cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=10),
