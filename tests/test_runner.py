@@ -345,3 +345,59 @@ def test_a_sigsegv_at_the_address_space_limit_is_an_oom_and_elsewhere_a_crash() 
         crash.returncode, crash.signature, crash.kills, address_space=crash.address_space
     )
     assert verdict.token == "FAIL:bench"
+
+
+def _scoped(monkeypatch: pytest.MonkeyPatch, scope: str) -> None:
+    from oomrec.sweep.cell import cellscope
+
+    monkeypatch.setenv("OOMREC_CELL_SCOPE", scope)
+    if scope == "cgroup" and cellscope.unavailable() is not None:
+        pytest.skip(f"no cell cgroups here: {cellscope.unavailable()}")
+
+
+@pytest.mark.parametrize("scope", ["cgroup", "tree"])
+@pytest.mark.parametrize(
+    ("program", "error"),
+    [
+        ("/no/such/runner", "No such file or directory"),
+        ("no-such-runner-on-path", "No such file or directory"),
+        ("./plain.txt", "Permission denied"),
+        ("./folder", "Permission denied"),
+        ("./no-shebang", "Exec format error"),
+    ],
+    ids=["missing", "not-on-path", "not-executable", "folder", "no-shebang"],
+)
+def test_a_runner_that_cannot_start_is_told_apart_in_every_scope(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str, program: str, error: str
+) -> None:
+    """In a cell cgroup a shell joins it and execs the runner: exec's errors must still be
+    exec errors (FAIL:bench "cannot run"), not a shell's exit 126/127, and a file exec refuses
+    must not be run as a shell script."""
+    _scoped(monkeypatch, scope)
+    (tmp_path / "plain.txt").write_text("#!/bin/sh\necho ran\n")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "no-shebang").write_text("echo ran > ran.txt\n")
+    (tmp_path / "no-shebang").chmod(0o755)
+    run = run_cell([program], 30, cwd=tmp_path)
+    assert (run.exec_error, run.returncode) == (error, 127)
+    assert not (tmp_path / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("scope", ["cgroup", "tree"])
+def test_the_runner_gets_its_argv_literally_and_no_stdin_in_every_scope(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str
+) -> None:
+    _scoped(monkeypatch, scope)
+    script = tmp_path / "runner.sh"
+    script.write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$0" "$@"; readlink /proc/self/fd/0; cat /proc/self/cgroup\n'
+    )
+    script.chmod(0o755)
+    hostile = ["a b", "$(touch pwned)", "'; exit 3", "--", ""]
+    run = run_cell(["./runner.sh", *hostile], 30, cwd=tmp_path)
+    assert run.returncode == 0, run.output_tail
+    lines = run.output_tail.splitlines()
+    assert lines[: len(hostile) + 2] == ["./runner.sh", *hostile, "/dev/null"]
+    assert not (tmp_path / "pwned").exists()
+    in_cell = any("oomrec-" in line for line in lines[len(hostile) + 2 :])
+    assert in_cell == (scope == "cgroup")

@@ -64,6 +64,11 @@ class CellCgroup:
             os.close(self._procs)
             raise
 
+    @property
+    def procs_fd(self) -> int:
+        """The cgroup's procs file, open for writing: a process that writes `0` to it joins."""
+        return self._procs
+
     def join(self) -> None:
         """Move the calling process in: run between fork and exec (Popen's preexec_fn), so it
         does only a write to a descriptor opened before the fork."""
