@@ -43,16 +43,19 @@ def gone(pid: int) -> bool:
     return True
 
 
-def dry_run_verdicts(cli: Callable[..., Any], where: Path) -> tuple[dict[str, Any], list[str]]:
-    """A dry-run sweep of gemma-4-31b at 4096 and 8192 tokens in `where` (the cwd): its JSON
-    plan, and each cell's verdict in order."""
-    (where / "models" / "gemma-4-31b").mkdir(parents=True, exist_ok=True)
+def dry_run_verdicts(
+    cli: Callable[..., Any], where: Path, models: str = "gemma-4-31b", lengths: str = "4096 8192"
+) -> tuple[dict[str, Any], list[str]]:
+    """A dry-run sweep of `models` at `lengths` (default gemma-4-31b at 4096 and 8192 tokens)
+    in `where` (the cwd): its JSON plan, and each cell's verdict in order."""
+    for model in models.split():
+        (where / "models" / model).mkdir(parents=True, exist_ok=True)
     result = cli(
         "sweep",
         "--models",
-        "gemma-4-31b",
+        models,
         "--lengths",
-        "4096 8192",
+        lengths,
         "--runner",
         f"{sys.executable} -c pass",
         "--dry-run",

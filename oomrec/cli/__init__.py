@@ -26,6 +26,7 @@ MODULES = (
     "record_import",
     "record_list",
     "record_prune",
+    "record_retract",
     "record_stale",
     "remote",
     "report",

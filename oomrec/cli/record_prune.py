@@ -126,6 +126,9 @@ def restore_command(
         typer.Option("--fix", metavar="FIX", help="The records archived for this fix (or a copy)."),
     ] = None,
     everything: Annotated[bool, typer.Option("--all", help="Every archived record.")] = False,
+    retracted: Annotated[
+        bool, typer.Option("--retracted", help="The records taken back by `record retract`.")
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would move back; change nothing.")
     ] = False,
@@ -141,11 +144,14 @@ def restore_command(
     """Move archived records back into the record.
 
     By default the archived records that apply again at HEAD (their fix was reverted, or this
-    branch does not have it); --fix FIX those archived for FIX; --all every one.
+    branch does not have it); --fix FIX those archived for FIX; --retracted those taken back
+    by `record retract` (published by `record push` too); --all every one.
 
     Example: oomrec record restore --fix 1a2b3c4
     """
-    result = record_restore(record=record, fix=fix, everything=everything, dry_run=dry_run)
+    result = record_restore(
+        record=record, fix=fix, everything=everything, retracted=retracted, dry_run=dry_run
+    )
     print_messages(result)
     if as_json:
         print_json(result.to_json())

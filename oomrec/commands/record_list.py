@@ -35,6 +35,8 @@ class ListResult(Result):
     statuses: list[str] | None
     # The archived records' `archived_at`, with `archived`.
     archived_at: list[str] | None = None
+    # With `archived`: why each was retracted (`record retract`); None: archived for a fix.
+    reasons: list[str | None] | None = None
 
     @property
     def shared(self) -> bool:
@@ -48,6 +50,9 @@ class ListResult(Result):
         if self.archived_at is not None:
             for row, stamp in zip(rows, self.archived_at, strict=True):
                 row["archived_at"] = stamp
+        if self.reasons is not None:
+            for row, reason in zip(rows, self.reasons, strict=True):
+                row["retracted"] = reason
         if self.statuses is not None:
             for row, status in zip(rows, self.statuses, strict=True):
                 row["status"] = status
@@ -71,16 +76,19 @@ def record_list(
     parked, warnings = record_warnings(loaded, record_file)
     origin: dict[int, str] = {}
     stamps: dict[int, str] = {}
+    reasons: dict[int, str | None] = {}
     if archived:
-        pool = [line.record for line in parked if line.record is not None]
-        stamps = {id(line.record): line.archived_at for line in parked}
+        shown = archive.in_play(parked) + archive.retracted_now(parked)
+        pool = [line.record for line in shown if line.record is not None]
+        stamps = {id(line.record): line.archived_at for line in shown}
+        reasons = {id(line.record): line.reason for line in shown}
     else:
         pool = loaded.records
     if not archived and git and settings.repo_root is not None:
         from oomrec.core.hardware import detect
         from oomrec.store import notes
 
-        for note in notes.shared(loaded.records, detect(), warnings):
+        for note in notes.shared(loaded.records, detect(), warnings, archive.events(parked)):
             if note.record is not None:
                 pool.append(note.record)
                 origin[id(note.record)] = f"notes:{note.host}"
@@ -92,9 +100,25 @@ def record_list(
         archived=archived,
         records=chosen,
         origins=[origin.get(id(rec), default) for rec in chosen],
-        statuses=_statuses(chosen, settings) if git and chosen else None,
+        statuses=_retracted_status(
+            _statuses(chosen, settings) if git and chosen else None, chosen, reasons
+        ),
         archived_at=[stamps[id(rec)] for rec in chosen] if archived else None,
+        reasons=[reasons[id(rec)] for rec in chosen] if archived else None,
     )
+
+
+def _retracted_status(
+    statuses: list[str] | None, chosen: list[OomRecord], reasons: dict[int, str | None]
+) -> list[str] | None:
+    """A retracted record's status is its retraction, whatever git says of it."""
+    if not any(reasons.get(id(rec)) for rec in chosen):
+        return statuses
+    base = statuses or [""] * len(chosen)
+    return [
+        f"retracted: {reasons[id(rec)]}" if reasons.get(id(rec)) else status
+        for rec, status in zip(chosen, base, strict=True)
+    ]
 
 
 def records_matching(

@@ -108,7 +108,7 @@ class RestoreResult(Result):
     stay: int
 
     def json_body(self) -> dict[str, Any]:
-        moved = {row.line.text for row in self.back} if self.dry_run else set(self.restored)
+        moved = {row.line.original for row in self.back} if self.dry_run else set(self.restored)
         return {
             "record": self.record,
             "dry_run": self.dry_run,
@@ -119,9 +119,10 @@ class RestoreResult(Result):
                     **judged_entry(row.line.lineno, row.line.record, row.judgement),
                     "archived_at": row.line.archived_at,
                     "archived_for": None if row.line.fix == "-" else row.line.fix,
+                    "retracted": row.line.reason,
                 }
                 for row in self.back
-                if row.line.record is not None and row.line.text in moved
+                if row.line.record is not None and row.line.original in moved
             ],
             "stay_archived": self.stay,
         }
@@ -132,15 +133,17 @@ def record_restore(
     record: Path | None = None,
     fix: str | None = None,
     everything: bool = False,
+    retracted: bool = False,
     dry_run: bool = False,
 ) -> RestoreResult:
     """Move archived records back into the record: by default those that apply again at HEAD;
-    with `fix`, those archived for that fix or a copy of it; with `everything`, all."""
+    with `fix`, those archived for that fix or a copy of it; with `retracted`, those taken
+    back by `record retract`; with `everything`, all."""
     from oomrec.staleness import prune
 
     record_file, settings = open_record(record)
-    back, stay = prune.restore_plan(record_file, trailer_key(settings), fix, everything)
-    restored = [] if dry_run else [line.text for line in prune.restore(record_file, back)]
+    back, stay = prune.restore_plan(record_file, trailer_key(settings), fix, everything, retracted)
+    restored = [] if dry_run else prune.restore(record_file, back)
     return RestoreResult(
         record=record_file.shown_as,
         dry_run=dry_run,

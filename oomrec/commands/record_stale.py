@@ -13,6 +13,7 @@ from oomrec.core.errors import OomrecError
 from oomrec.core.records import OomRecord
 from oomrec.staleness.fixlog import trailer_key
 from oomrec.staleness.verdict import Judgement, Status
+from oomrec.store import archive
 from oomrec.store.locations import open_record
 
 if TYPE_CHECKING:
@@ -82,11 +83,18 @@ def record_stale(*, record: Path | None = None, range_: str | None = None) -> St
     if gitutil.open_repo() is None:
         raise OomrecError("record stale reads git history: run it inside the repository")
     loaded = record_file.load()
-    parked, warnings = record_warnings(loaded, record_file)
+    everything, warnings = record_warnings(loaded, record_file)
+    # Retraction events are no records to judge; they decide which shared records apply.
+    parked = [line for line in archive.in_play(everything) if line.record is not None]
     live = [line for line in loaded.lines if line.record is not None]
     records: list[OomRecord] = [line.record for line in live if line.record is not None]
     records += [line.record for line in parked if line.record is not None]
-    shared = [line for line in notes.shared(records, detect(), warnings) if line.record is not None]
+    events = archive.events(everything)
+    shared = [
+        line
+        for line in notes.shared(records, detect(), warnings, events)
+        if line.record is not None
+    ]
     records += [line.record for line in shared if line.record is not None]
     history = open_history(key, [r.commit for r in records])
     judgements = history.judge(records) if history is not None else []

@@ -193,7 +193,7 @@ def _compare_at(path: Path, key: str, old: str | None, new: str) -> list[str]:
     record_file = RecordFile(path)
     loaded = record_file.load()
     records = loaded.records + [
-        x.record for x in archive.load(record_file, loaded) if x.record is not None
+        x.record for x in archive.in_play(archive.load(record_file, loaded)) if x.record is not None
     ]
     at = (new,) if old is None else (old, new)
     history = History(repo, key, [r.commit for r in records], at=at)

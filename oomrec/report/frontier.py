@@ -514,7 +514,7 @@ def record_lines(
     ]
     kept += [
         (a.record, f"{store.shown_as}:{a.lineno}", "archive")
-        for a in (archive.load(record_file, loaded) if parked is None else parked)
+        for a in archive.in_play(archive.load(record_file, loaded) if parked is None else parked)
         if a.record is not None
     ]
     return record_evidence(kept)

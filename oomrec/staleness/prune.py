@@ -134,12 +134,18 @@ class RestoreRow:
 
 
 def restore_plan(
-    record_file: RecordFile, key: str, fix: str | None = None, everything: bool = False
+    record_file: RecordFile,
+    key: str,
+    fix: str | None = None,
+    everything: bool = False,
+    retracted: bool = False,
 ) -> tuple[list[RestoreRow], list[RestoreRow]]:
     """The archived records to move back (and those to leave): by default those that apply
-    again at HEAD; with `fix`, those archived for that fix or a copy of it; with `everything`,
-    all."""
-    lines = archive.load(record_file)
+    again at HEAD (never a retracted one: it applies, it was a mistake); with `fix`, those
+    archived for that fix or a copy of it; with `retracted`, the retracted ones; with
+    `everything`, all."""
+    loaded = archive.load(record_file)
+    lines = archive.in_play(loaded) + archive.retracted_now(loaded)
     records = [line.record for line in lines if line.record is not None]
     history = open_history(key, [r.commit for r in records])
     judgements = (
@@ -155,13 +161,19 @@ def restore_plan(
     stay: list[RestoreRow] = []
     for line, judgement in zip(lines, judgements, strict=True):
         row = RestoreRow(line, judgement)
-        if everything or (line.fix in copies if fix is not None else judgement.applies):
-            back.append(row)
+        if retracted:
+            chosen = line.retracted
+        elif fix is not None:
+            chosen = line.fix in copies
         else:
-            stay.append(row)
+            chosen = judgement.applies and not line.retracted
+        (back if everything or chosen else stay).append(row)
     return back, stay
 
 
-def restore(record_file: RecordFile, rows: Sequence[RestoreRow]) -> list[archive.ArchivedLine]:
-    texts = {row.line.text for row in rows}
-    return archive.move_back(record_file, lambda lines: [x for x in lines if x.text in texts])
+def restore(record_file: RecordFile, rows: Sequence[RestoreRow]) -> list[str]:
+    """Move the rows' records back; returns the record lines restored."""
+    undone = archive.restore_retracted(record_file, [r.line for r in rows if r.line.retracted])
+    texts = {row.line.text for row in rows if not row.line.retracted}
+    moved = archive.move_back(record_file, lambda lines: [x for x in lines if x.text in texts])
+    return undone + [line.original for line in moved]

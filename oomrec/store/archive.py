@@ -5,6 +5,12 @@ Evidence is never deleted. `<record>.archive` holds one line per archived record
 what was there. The archive is read with the record and judged the same way: an archived
 record that applies again (the fix was reverted, another branch is checked out) pre-skips.
 
+A record taken back by hand (`record retract`: it was a mistake, not fixed) is archived as
+`<UTC time> retracted:<reason, percent-encoded> <the record line>` (`retracted-shared:` for
+another host's shared record), and `record restore --retracted` appends `<UTC time> restored
+<the record line>`: events, never judged, whose latest says whether the evidence is
+retracted (store.retractions); `record push` publishes them.
+
 Both files are written under the record's lock. A move appends to the destination first and
 then rewrites the source atomically, so a crash between the two leaves a line in both (read
 once), never in neither.
@@ -13,14 +19,30 @@ once), never in neither.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from oomrec.core.records import Loaded, NotARecord, OomRecord, RecordFile, RecordLine, parse_line
+from oomrec.core.records import (
+    Loaded,
+    NotARecord,
+    OomRecord,
+    RecordFile,
+    RecordLine,
+    evidence_key,
+    parse_line,
+)
+from oomrec.store.retractions import Event, retracted
 
 SUFFIX = ".archive"
-_LINE = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z) ([0-9a-f]{40}|[0-9a-f]{64}|-) (.*)")
+RETRACTED = "retracted:"
+RETRACTED_SHARED = "retracted-shared:"
+RESTORED = "restored"
+_LINE = re.compile(
+    r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z) "
+    r"([0-9a-f]{40}|[0-9a-f]{64}|-|retracted:\S*|retracted-shared:\S*|restored) (.*)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +54,50 @@ class ArchivedLine:
     record: OomRecord | None
     archived_at: str
     fix: str
+    # Why it was retracted (`record retract`); None: archived for a fix (or with none).
+    reason: str | None = None
+    # A retraction of another host's shared record (not in this host's record).
+    shared: bool = False
+    # The event undoing a retraction (`record restore --retracted`).
+    restored: bool = False
+
+    @property
+    def retracted(self) -> bool:
+        return self.reason is not None
+
+    @property
+    def event(self) -> Event | None:
+        """The retraction event this line is (None: an archived record)."""
+        if self.record is None or not (self.retracted or self.restored):
+            return None
+        return Event(self.archived_at, self.record, self.original, self.reason)
+
+
+def in_play(lines: Iterable[ArchivedLine]) -> list[ArchivedLine]:
+    """The archived records still judged (and pre-skipping where they apply again): all but
+    the retraction events."""
+    return [line for line in lines if line.event is None]
+
+
+def events(lines: Iterable[ArchivedLine]) -> list[Event]:
+    return [event for line in lines if (event := line.event) is not None]
+
+
+def retracted_now(lines: Sequence[ArchivedLine]) -> list[ArchivedLine]:
+    """The retracted lines whose evidence is still retracted (no later restore), each once."""
+    gone = retracted(events(lines))
+    out: dict[str, ArchivedLine] = {}
+    for line in lines:
+        if line.retracted and line.record is not None:
+            event = gone.get(evidence_key(line.record))
+            if event is not None and event.stamp == line.archived_at:
+                out.setdefault(line.original, line)
+    return list(out.values())
+
+
+def retraction(reason: str, shared: bool = False) -> str:
+    """The archive line's second field for a record retracted for `reason`."""
+    return (RETRACTED_SHARED if shared else RETRACTED) + urllib.parse.quote(reason, safe="")
 
 
 def archive_file(record_file: RecordFile) -> RecordFile:
@@ -63,7 +129,15 @@ def parse(text: str, shown_as: str = "") -> tuple[list[ArchivedLine], list[str]]
             record: OomRecord | None = parse_line(original)
         except NotARecord:
             record = None
-        lines.append(ArchivedLine(lineno, raw, original, record, stamp, fix))
+        reason, shared, restored = None, False, fix == RESTORED
+        for tag in (RETRACTED, RETRACTED_SHARED):
+            if fix.startswith(tag):
+                reason, shared = urllib.parse.unquote(fix[len(tag) :]), tag == RETRACTED_SHARED
+        if reason is not None or restored:
+            fix = "-"
+        lines.append(
+            ArchivedLine(lineno, raw, original, record, stamp, fix, reason, shared, restored)
+        )
     return lines, warnings
 
 
@@ -76,13 +150,16 @@ def load(record_file: RecordFile, live: Loaded | None = None) -> list[ArchivedLi
 def read(
     record_file: RecordFile, live: Loaded | None = None
 ) -> tuple[list[ArchivedLine], list[str]]:
-    """`load`, and the warnings about the archive's lines that are not archive lines."""
+    """`load`, and the warnings about the archive's lines that are not archive lines. Every
+    retraction event is kept (in file order, which is time order)."""
     archive = archive_file(record_file)
     lines, warnings = parse(archive.read_text(), archive.shown_as)
     seen = {line.text for line in (live or record_file.load()).lines}
     out = []
     for line in lines:
-        if line.record is not None and line.original not in seen:
+        if line.event is not None:
+            out.append(line)
+        elif line.record is not None and line.original not in seen:
             seen.add(line.original)
             out.append(line)
     return out, warnings
@@ -92,7 +169,8 @@ def move_out(
     record_file: RecordFile, choose: Callable[[Loaded], dict[str, str]]
 ) -> list[RecordLine]:
     """Move record lines into the archive, under the lock. `choose` gets the record as read
-    inside the lock and returns {line text: fix SHA} for the lines to move. Returns them."""
+    inside the lock and returns {line text: fix SHA or `retraction(reason)`} for the lines to
+    move. Returns them."""
     archive = archive_file(record_file)
     moved: list[RecordLine] = []
     with record_file.locked():
@@ -108,6 +186,47 @@ def move_out(
         gone = {line.text for line in moved}
         record_file.rewrite(lambda current: [x for x in current.lines if x.text not in gone])
     return moved
+
+
+def add_retracted(record_file: RecordFile, texts: Sequence[str], reason: str) -> list[str]:
+    """Archive record lines that are in no local file (another host's shared records) as
+    retracted, under the lock. Returns the lines added."""
+    archive = archive_file(record_file)
+    new = list(dict.fromkeys(texts))
+    if new:
+        # A host that only reads shared records may have no record, nor its folder, yet.
+        record_file.check_writable()
+        with record_file.locked():
+            when = datetime.now(UTC)
+            tag = retraction(reason, shared=True)
+            archive.append_text("".join(archive_line(t, tag, when) + "\n" for t in new))
+    return new
+
+
+def restore_retracted(record_file: RecordFile, chosen: Sequence[ArchivedLine]) -> list[str]:
+    """Undo retractions, under the lock: a `restored` event for each, and a record of this
+    host's back in the record (another host's applies again from its notes). Returns the
+    record lines restored."""
+    archive = archive_file(record_file)
+    texts = list(dict.fromkeys(line.original for line in chosen))
+    if not texts:
+        return []
+    local = {line.original for line in chosen if not line.shared}
+    with record_file.locked():
+        archive.append_text("".join(archive_line(t, RESTORED) + "\n" for t in texts))
+
+        def add(current: Loaded) -> list[RecordLine]:
+            present = {x.text for x in current.lines}
+            new = [t for t in texts if t in local and t not in present]
+            tail = len(current.lines)
+            return [
+                *current.lines,
+                *(RecordLine(tail + i + 1, text, None) for i, text in enumerate(new)),
+            ]
+
+        if local:
+            record_file.rewrite(add)
+    return texts
 
 
 def move_back(

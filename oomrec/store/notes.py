@@ -37,6 +37,14 @@ from oomrec.core.records import (
     read_commit,
     short_commit,
 )
+from oomrec.store.retractions import (
+    NOTE_RESTORED,
+    NOTE_RETRACTED,
+    Event,
+    applies,
+    parse_note_line,
+    retracted,
+)
 
 if TYPE_CHECKING:
     import git
@@ -187,12 +195,16 @@ def read_all(
 
 
 def shared(
-    known: Iterable[OomRecord], hardware: str, warnings: list[str] | None = None
+    known: Iterable[OomRecord],
+    hardware: str,
+    warnings: list[str] | None = None,
+    local_events: Iterable[Event] = (),
 ) -> list[NoteLine]:
     """The record lines other hosts published (and this one fetched), less the evidence
     `known` already holds (the local record and archive: the same evidence key, however the
-    line is written) and each evidence once; [] outside git. Reads no git when no notes ref
-    exists beyond a loose `for-each-ref`.
+    line is written), less the evidence retracted (its latest retraction event, among the
+    notes' and `local_events`, this host's archive's, is a retraction), and each evidence once;
+    [] outside git. Reads no git when no notes ref exists beyond a loose `for-each-ref`.
 
     A line applies here only if `record push` would have published it (`why_local`): a line
     no publisher writes (no hardware tag, no memory, faked, an unknown or dirty commit, or no
@@ -206,7 +218,14 @@ def shared(
     own = host_id(hardware)
     lines = []
     refused: dict[str, dict[str, int]] = {}
-    for line in read_all(repo, skip_host=own, warnings=warnings):
+    everything = read_all(repo, skip_host=own, warnings=warnings)
+    events = [e for line in everything if (e := parse_note_line(line.text)) is not None]
+    gone = retracted([*events, *local_events])
+    for line in everything:
+        if line.text.startswith((NOTE_RETRACTED, NOTE_RESTORED)):
+            continue
+        if line.record is not None and not applies(line.record, gone):
+            continue
         why = why_local(line.record) if line.record is not None else "not a record line"
         if why:
             by_why = refused.setdefault(line.ref, {})
@@ -246,6 +265,7 @@ def plan_push(
     repo: git.Repo, record_file: RecordFile, host: str, remote: str, hardware: str | None = None
 ) -> PushPlan:
     """Which local records can go to `remote`, and why the others stay local."""
+    from oomrec.store import archive
     from oomrec.store import gitrepo as gitutil
 
     check_remote(repo, remote)
@@ -261,6 +281,12 @@ def plan_push(
             plan.kept_back.append((line.text, why))
         else:
             candidates.append((line.text, rec))
+    # Retractions (and their undoing) of records another host can judge travel with them, so
+    # other hosts stop applying a record taken back here. One another host cannot judge was
+    # never published: its retraction stays local too, silently.
+    for event in archive.events(archive.load(record_file, loaded)):
+        if not why_local(event.record):
+            candidates.append((event.note_line(), event.record))
     resolved = gitutil.resolve_many(repo, {rec.commit.lower() for _, rec in candidates})
     shas = {r.sha for r in resolved.values() if r.sha}
     off_remote = gitutil.not_on_remote(repo, shas, remote)
@@ -415,7 +441,8 @@ def _refuse_foreign(repo: git.Repo, plan: PushPlan, tracking: str) -> None:
     foreign: dict[str, int] = {}
     for text in read_ref(repo, tracking).values():
         for raw in text.split("\n"):
-            if not raw.strip():
+            if not raw.strip() or parse_note_line(raw.strip("\r")) is not None:
+                # A retraction event is the publisher's, whoever measured its record.
                 continue
             try:
                 tag = parse_line(raw.strip("\r")).hardware or "no hardware tag"

@@ -303,9 +303,10 @@ def _gather(
         if line.record is not None
     ]
     shown = archive.archive_file(record_file).shown_as
+    archived = archive.load(record_file, loaded) if parked is None else parked
     items += [
         (shown, line.lineno, line.original, line.record)
-        for line in (archive.load(record_file, loaded) if parked is None else parked)
+        for line in archive.in_play(archived)
         if line.record is not None
     ]
     if judge:
@@ -314,7 +315,7 @@ def _gather(
         known = [item[3] for item in items]
         items += [
             (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record)
-            for line in notes.shared(known, hardware, warnings)
+            for line in notes.shared(known, hardware, warnings, archive.events(archived))
             if line.record is not None
         ]
     records = [item[3] for item in items]
