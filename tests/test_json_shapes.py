@@ -130,7 +130,7 @@ def test_prune_and_restore_dry_runs_and_real_runs_have_one_shape(
     assert list(dry) == list(real) == RESTORE_KEYS
     assert [dry[k] for k in ("dry_run", "would_restore", "restored")] == [True, 1, 0]
     assert [real[k] for k in ("dry_run", "would_restore", "restored")] == [False, 1, 1]
-    assert list(real["records"][0]) == [*ENTRY_KEYS, "archived_at", "archived_for"]
+    assert list(real["records"][0]) == [*ENTRY_KEYS, "archived_at", "archived_for", "retracted"]
     assert real["records"][0]["archived_for"] == history.fix
     both = cli("record", "prune", "--json", "--print-removed")
     assert (both.exit_code, both.stdout) == (2, "")
