@@ -205,7 +205,7 @@ def oracle(folder: Path, commit_columns: tuple[str, ...]) -> Scan:
         if outcome is Outcome.RAN and day is not None:
             best = out.fits.get((model, machine, day))
             if best is None or best[0] < length.value:
-                out.fits[(model, machine, day)] = (length.value, commit)
+                out.fits[(model, machine, day)] = (length.value, commit, seen.where)
     return out
 
 

@@ -10,7 +10,7 @@ true, so a contradiction only ever marks an OOM: oomrec never drops one on that 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from operator import itemgetter
 from pathlib import Path
@@ -241,11 +241,15 @@ class Report:
     grid: dict[CellKey, tuple[Outcome, bool]]
     ooms: list[Judged]
     contradictions: list[Contradiction]
-    timeline: dict[tuple[str, Machine], list[tuple[str, str, int]]]
+    # Per (model, class), the largest length that ran on each date: (date, commit, length,
+    # where the row is).
+    timeline: dict[tuple[str, Machine], list[tuple[str, str, int, str]]]
     fixes: list[FixMarker]
     files_read: int
     files_skipped: dict[str, int]
     rows: int
+    # Per grid cell, the row or record its outcome is shown from (for the page's hover titles).
+    seen: dict[CellKey, Seen] = field(default_factory=dict)
 
     def machine(self, tag: str) -> Machine | None:
         """The class a `--machine` value names: its id (`gb10 122GB`) or its tag when unique."""
@@ -287,7 +291,7 @@ class Report:
                 {
                     "model": model,
                     "machine": machine.id,
-                    "points": [{"date": d, "commit": c, "length": n} for d, c, n in points],
+                    "points": [{"date": d, "commit": c, "length": n} for d, c, n, _ in points],
                 }
                 for (model, machine), points in self.timeline.items()
             ],
@@ -339,20 +343,22 @@ def _build(
             lengths[machine].add(length)
     for machine, aimed in scan.targets.items():
         lengths[machine] |= aimed
+    shown_from: dict[CellKey, Seen] = {}
     for (model, machine, length), cell in scan.cells.items():
         shown = cell.latest_not_oom()
         if shown is not None:
             grid[(model, machine, length)] = (shown, False)
+            shown_from[(model, machine, length)] = cell.latest[shown]
         seen = cell.latest.get(Outcome.RAN)
         best = ran.get((model, machine))
         if seen is not None and (best is None or best[0] < length):
             ran[(model, machine)] = (length, seen)
-    timeline: dict[tuple[str, Machine], list[tuple[str, str, int]]] = {}
-    for (model, machine, date), (n, commit) in scan.fits.items():
+    timeline: dict[tuple[str, Machine], list[tuple[str, str, int, str]]] = {}
+    for (model, machine, date), (n, commit, where) in scan.fits.items():
         points = timeline.get((model, machine))
         if points is None:
             points = timeline[(model, machine)] = []
-        points.append((date, commit, n))
+        points.append((date, commit, n, where))
     # A series holds one point per date: sorting each by date is sorting all by date, without
     # a Python key call per point (67,000 over bench_report.py's corpus).
     for points in timeline.values():
@@ -373,8 +379,10 @@ def _build(
             shown, was_flagged = grid.get(key, (None, False))
             if j.applies:
                 grid[key] = (Outcome.OOM, flagged or was_flagged)
+                shown_from[key] = ev.seen
             elif shown is None or shown == Outcome.LIFTED:
                 grid[key] = (Outcome.LIFTED, flagged or was_flagged)
+                shown_from[key] = ev.seen
     rank = {m: i for i, m in enumerate(machines)}
     grid = dict(sorted(grid.items(), key=lambda kv: (kv[0][0], rank[kv[0][1]], kv[0][2])))
     tried: dict[tuple[str, Machine], set[int]] = {}
@@ -411,6 +419,7 @@ def _build(
         files_read=scan.files_read,
         files_skipped=scan.files_skipped,
         rows=scan.rows,
+        seen=shown_from,
     )
 
 

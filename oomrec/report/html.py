@@ -18,36 +18,73 @@ from pathlib import Path
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.records import RecordFile, short_commit
-from oomrec.report.frontier import CONTRADICTED_GLYPH, GLYPHS, LEGEND, Machine, Outcome, Report
+from oomrec.report.frontier import (
+    CONTRADICTED_GLYPH,
+    GLYPHS,
+    LEGEND,
+    FixMarker,
+    Machine,
+    Outcome,
+    Report,
+)
 from oomrec.report.text import frontier_text, grid_cells, short_length
 
 DATA_ID = "oomrec-report"
 
 _CSS = """
-:root { color-scheme: light dark; --bg: #ffffff; --fg: #1a1a1a; --line: #c8c8c8;
+:root { color-scheme: light dark; --bg: #ffffff; --fg: #1a1a1a; --muted: #5c5c5c;
+  --line: #c8c8c8; --grid: #ececec;
   --ran: #1b7f3b; --oom: #c62828; --lifted: #9a6700; --backstop: #8e24aa; --record: #9a6700;
-  --timeout: #00838f; --failed: #1f5fbf; --skipped: #1f5fbf; --untried: #666666; --fix: #6a3fb5; }
+  --timeout: #00838f; --failed: #1f5fbf; --skipped: #1f5fbf; --untried: #8a8a8a; --fix: #6a3fb5;
+  --ran-bg: #d7f0de; --oom-bg: #fbd3d0; --lifted-bg: #f6e7bf; --backstop-bg: #ecd9f3;
+  --record-bg: #f6e7bf; --timeout-bg: #cdeef0; --failed-bg: #d6e4f7; --skipped-bg: #d6e4f7;
+  --untried-bg: transparent;
+  --m0: #1f77b4; --m1: #d95f02; --m2: #2ca02c; --m3: #9467bd; --m4: #8c564b; --m5: #e7298a;
+  --m6: #17becf; --m7: #7f7f7f; }
 @media (prefers-color-scheme: dark) {
-  :root { --bg: #16181c; --fg: #e8e8e8; --line: #4a4d55; --ran: #5cd68a; --oom: #ff7b72;
-    --lifted: #e3b341; --backstop: #d2a8ff; --record: #e3b341; --timeout: #56d4dd;
-    --failed: #79b8ff; --skipped: #79b8ff; --untried: #9a9a9a; --fix: #c9a7ff; }
+  :root { --bg: #16181c; --fg: #e8e8e8; --muted: #a8a8a8; --line: #4a4d55; --grid: #2a2d33;
+    --ran: #5cd68a; --oom: #ff7b72; --lifted: #e3b341; --backstop: #d2a8ff; --record: #e3b341;
+    --timeout: #56d4dd; --failed: #79b8ff; --skipped: #79b8ff; --untried: #8a8a8a;
+    --fix: #c9a7ff;
+    --ran-bg: #1d4a2b; --oom-bg: #5c1f1c; --lifted-bg: #4d3b0e; --backstop-bg: #432a55;
+    --record-bg: #4d3b0e; --timeout-bg: #124548; --failed-bg: #1c3557; --skipped-bg: #1c3557;
+    --m0: #6cb6ff; --m1: #ffa657; --m2: #7ee787; --m3: #d2a8ff; --m4: #e0b88a; --m5: #ff80c0;
+    --m6: #56d4dd; --m7: #b0b0b0; }
 }
+* { box-sizing: border-box; }
 body { background: var(--bg); color: var(--fg); font: 14px/1.4 system-ui, sans-serif;
-  margin: 1.5rem; }
+  margin: 1.5rem; max-width: 1200px; }
+.wrap { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
 th, td { border: 1px solid var(--line); padding: 0.2rem 0.45rem; text-align: left;
   vertical-align: top; }
-td.g { text-align: center; font-family: ui-monospace, monospace; font-weight: bold; }
+table.heat td { text-align: center; font: bold 13px ui-monospace, monospace; min-width: 2.6rem;
+  padding: 0.3rem 0.2rem; }
+table.heat th.len { text-align: center; font-weight: normal; color: var(--muted); }
 .ran { color: var(--ran); } .oom { color: var(--oom); } .lifted { color: var(--lifted); }
 .backstop, .guard { color: var(--backstop); } .record { color: var(--record); }
 .timeout { color: var(--timeout); } .failed, .skipped { color: var(--failed); }
 .untried { color: var(--untried); }
+td.ran { background: var(--ran-bg); } td.oom { background: var(--oom-bg); }
+td.lifted { background: var(--lifted-bg); }
+td.backstop, td.guard { background: var(--backstop-bg); }
+td.record { background: var(--record-bg); } td.timeout { background: var(--timeout-bg); }
+td.failed, td.skipped { background: var(--failed-bg); }
+.legend { display: flex; flex-wrap: wrap; gap: 0.3rem 1.1rem; margin: 0.4rem 0 0.8rem;
+  padding: 0; list-style: none; }
+.legend li { display: flex; align-items: center; gap: 0.35rem; }
+.swatch { display: inline-block; min-width: 1.5rem; height: 1.25rem; border: 1px solid var(--line);
+  font: bold 12px/1.2rem ui-monospace, monospace; text-align: center; }
+.key { display: inline-block; width: 1.4rem; height: 0.25rem; border-radius: 2px; }
+svg { display: block; max-width: 100%; height: auto; margin: 0.3rem 0; }
 svg text { fill: var(--fg); font: 11px system-ui, sans-serif; }
-svg .axis { stroke: var(--line); } svg .fix { stroke: var(--fix); stroke-dasharray: 4 3; }
-svg .fixlabel { fill: var(--fix); }
-svg .series { fill: none; stroke: var(--ran); stroke-width: 2; }
-svg .dot { fill: var(--ran); } svg .ox { stroke: var(--oom); stroke-width: 2; }
+svg .tick { fill: var(--muted); } svg .title { fill: var(--muted); font-size: 11px; }
+svg .axis { stroke: var(--muted); } svg .gridline { stroke: var(--grid); }
+svg .fix { stroke: var(--fix); stroke-dasharray: 4 3; } svg .fixlabel { fill: var(--fix); }
+svg .series { fill: none; stroke-width: 2; }
 """
+# One colour per machine class, in the report's class order (then round again).
+_MACHINE_COLOURS = 8
 
 _CLASS = {
     Outcome.RAN: "ran",
@@ -160,12 +197,17 @@ def _contradictions(report: Report) -> Iterator[str]:
 
 
 def _legend() -> Iterator[str]:
-    yield "<p>"
-    yield " &middot; ".join(
-        f'<span class="{_CLASS[o]}"><b>{escape(g)}</b></span> {escape(LEGEND[o])}'
-        for o, g in GLYPHS.items()
+    yield '<ul class="legend">'
+    for outcome, glyph in GLYPHS.items():
+        css = _CLASS[outcome]
+        yield (
+            f'<li><span class="swatch {css}" style="background: var(--{css}-bg)">'
+            f"{escape(glyph)}</span>{escape(LEGEND[outcome])}</li>"
+        )
+    yield (
+        f'<li><span class="swatch">{CONTRADICTED_GLYPH}</span>after a glyph: contradicted by a '
+        "later run</li></ul>"
     )
-    yield f" &middot; <b>{CONTRADICTED_GLYPH}</b> after a glyph: contradicted by a later run</p>"
 
 
 def _grid(report: Report, machine: Machine) -> Iterator[str]:
@@ -173,81 +215,202 @@ def _grid(report: Report, machine: Machine) -> Iterator[str]:
     if not rows:
         return
     yield f"<h3>{escape(machine.id)}</h3>"
-    yield '<table class="grid"><thead><tr><th>model</th>'
-    yield "".join(f"<th>{short_length(n)}</th>" for n in report.lengths[machine]) + "</tr></thead>"
-    yield "<tbody>"
+    yield '<div class="wrap"><table class="heat"><thead><tr><th>model</th>'
+    yield "".join(
+        f'<th class="len" title="{n} tokens">{short_length(n)}</th>'
+        for n in report.lengths[machine]
+    )
+    yield "</tr></thead><tbody>"
     for model, glyphs in rows:
         cells = []
         for n, glyph in zip(report.lengths[machine], glyphs, strict=True):
             outcome = next(o for o, g in GLYPHS.items() if g == glyph.rstrip(CONTRADICTED_GLYPH))
-            label = f"{model} at {n}: {outcome.value}"
+            tip = f"{model} at {n} tokens on {machine.id}: {LEGEND[outcome]}"
+            seen = report.seen.get((model, machine, n))
+            if seen is not None:
+                tip += (
+                    f"\n{seen.where}, {seen.date or 'no date'}, commit {short_commit(seen.commit)}"
+                )
+            if glyph.endswith(CONTRADICTED_GLYPH):
+                tip += "\ncontradicted by a later run at this length or more"
             cells.append(
-                f'<td class="g {_CLASS[outcome]}" title="{escape(label)}">{escape(glyph)}</td>'
+                f'<td class="{_CLASS[outcome]}" title="{escape(tip)}">{escape(glyph)}</td>'
             )
         yield f"<tr><th>{escape(model)}</th>{''.join(cells)}</tr>"
-    yield "</tbody></table>"
+    yield "</tbody></table></div>"
 
 
-_W, _H, _PAD = 640, 180, 48
+# The timeline's size and margins (px): room left for the length labels and the axis title,
+# below for the dates, above for the fix labels (a row each, up to _FIX_ROWS).
+_W, _H = 760, 250
+_LEFT, _RIGHT, _BOTTOM, _FIX_ROW, _FIX_ROWS = 70, 44, 44, 14, 3
+# An estimate of an 11px label's width per character: generous, so labels kept apart by it do
+# not touch (tests/test_report_html.py measures the real boxes in a browser).
+_CHAR_W = 7.0
 
 
 def _timeline(report: Report, model: str) -> Iterator[str]:
     series = {m: pts for (mo, m), pts in report.timeline.items() if mo == model}
     ooms = [j for j in report.ooms if j.evidence.model == model and j.evidence.seen.date]
-    fixes = [f for f in report.fixes_for(model) if f.date]
+    fixes = sorted((f for f in report.fixes_for(model) if f.date), key=lambda f: f.date)
     if not series and not ooms:
         return
-    dates = [d for pts in series.values() for d, _, _ in pts]
+    colour = {m: f"var(--m{i % _MACHINE_COLOURS})" for i, m in enumerate(report.machines)}
+    dates = [d for pts in series.values() for d, *_ in pts]
     dates += [j.evidence.seen.date or "" for j in ooms] + [f.date for f in fixes]
     days = [Date.fromisoformat(d).toordinal() for d in dates]
-    lengths = [n for pts in series.values() for _, _, n in pts] + [j.evidence.length for j in ooms]
     lo_day, hi_day = min(days), max(days)
-    lo_len, hi_len = math.log2(max(1, min(lengths))), math.log2(max(2, max(lengths)))
+    if lo_day == hi_day:
+        # One day: centred, a day either side, so the axis does not print one date twice.
+        lo_day, hi_day = lo_day - 1, hi_day + 1
+    lengths = [n for pts in series.values() for _, _, n, _ in pts] + [
+        j.evidence.length for j in ooms
+    ]
+    lo_pow = math.floor(math.log2(max(1, min(lengths))))
+    hi_pow = math.ceil(math.log2(max(2, max(lengths))))
+    if hi_pow == lo_pow:
+        hi_pow += 1
+    fix_rows = _fix_rows(fixes, lo_day, hi_day)
+    top = 10 + _FIX_ROW * (max((r for r in fix_rows if r is not None), default=-1) + 1)
+    plot_w, plot_h = _W - _LEFT - _RIGHT, _H - top - _BOTTOM
 
-    def x(day: str) -> float:
-        span = max(1, hi_day - lo_day)
-        return _PAD + (Date.fromisoformat(day).toordinal() - lo_day) / span * (_W - 2 * _PAD)
+    def x(day: str | int) -> float:
+        ordinal = Date.fromisoformat(day).toordinal() if isinstance(day, str) else day
+        return _LEFT + (ordinal - lo_day) / (hi_day - lo_day) * plot_w
 
     def y(n: int) -> float:
-        span = max(1.0, hi_len - lo_len)
-        return _H - 24 - (math.log2(max(1, n)) - lo_len) / span * (_H - 48)
+        return top + plot_h - (math.log2(max(1, n)) - lo_pow) / (hi_pow - lo_pow) * plot_h
 
+    title = f"{model}: the largest prompt length that ran, per date and machine class"
     yield f"<h3>{escape(model)}</h3>"
     yield (
-        f'<svg width="{_W}" height="{_H}" role="img" '
-        f'viewBox="0 0 {_W} {_H}"><title>{escape(model)}: largest length that ran</title>'
+        f'<svg width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" role="img">'
+        f"<title>{escape(title)}</title>"
     )
-    yield f'<line class="axis" x1="{_PAD}" y1="{_H - 24}" x2="{_W - _PAD}" y2="{_H - 24}"/>'
-    yield f'<text x="{_PAD}" y="{_H - 6}">{escape(min(dates))}</text>'
-    yield f'<text x="{_W - _PAD}" y="{_H - 6}" text-anchor="end">{escape(max(dates))}</text>'
-    for f in fixes:
-        fx = x(f.date)
-        yield f'<line class="fix" x1="{fx:.1f}" y1="12" x2="{fx:.1f}" y2="{_H - 24}"/>'
+    # The length axis: a labelled tick per power of two (every other one past eight).
+    step = 1 if hi_pow - lo_pow <= 8 else 2
+    for p in range(lo_pow, hi_pow + 1, step):
+        ty = y(2**p)
         yield (
-            f'<text class="fixlabel" x="{fx + 3:.1f}" y="12">fix {escape(short_commit(f.sha))}'
-            f"<title>{escape(f.subject)} ({escape(', '.join(f.globs))})</title></text>"
+            f'<line class="gridline" x1="{_LEFT}" y1="{ty:.1f}" x2="{_W - _RIGHT}" y2="{ty:.1f}"/>'
         )
-    for i, (machine, pts) in enumerate(series.items()):
-        coords = " ".join(f"{x(d):.1f},{y(n):.1f}" for d, _, n in pts)
-        yield f'<polyline class="series" points="{coords}"/>'
-        for d, commit, n in pts:
-            tip = f"{machine.id} {d} {short_commit(commit)}: ran at {n}"
+        yield (
+            f'<text class="tick ylabel" x="{_LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end">'
+            f"{short_length(2**p)}</text>"
+        )
+    yield (
+        f'<text class="title ytitle" transform="translate(14 {top + plot_h / 2:.1f}) rotate(-90)" '
+        'text-anchor="middle">prompt tokens (log)</text>'
+    )
+    yield f'<line class="axis" x1="{_LEFT}" y1="{top}" x2="{_LEFT}" y2="{top + plot_h}"/>'
+    # The date axis: evenly spaced dates, as many as fit without touching.
+    base = top + plot_h
+    yield f'<line class="axis" x1="{_LEFT}" y1="{base}" x2="{_W - _RIGHT}" y2="{base}"/>'
+    ticks = _date_ticks(lo_day, hi_day, plot_w)
+    for ordinal in ticks:
+        tx = x(ordinal)
+        label = Date.fromordinal(ordinal).isoformat()
+        # The ends' labels start at the length axis and end at the right edge, clear of the
+        # length labels beside the axis.
+        anchor = {ticks[0]: "start", ticks[-1]: "end"}.get(ordinal, "middle")
+        yield f'<line class="axis" x1="{tx:.1f}" y1="{base}" x2="{tx:.1f}" y2="{base + 4}"/>'
+        yield (
+            f'<text class="tick xlabel" x="{tx:.1f}" y="{base + 16}" text-anchor="{anchor}">'
+            f"{label}</text>"
+        )
+    yield (
+        f'<text class="title xtitle" x="{_LEFT + plot_w / 2:.1f}" y="{_H - 6}" '
+        'text-anchor="middle">date</text>'
+    )
+    for f, row in zip(fixes, fix_rows, strict=True):
+        fx = x(f.date)
+        label = _fix_label(f)
+        width = len(label) * _CHAR_W
+        anchor, lx = ("end", fx - 3) if fx + 3 + width > _W else ("start", fx + 3)
+        named = (
+            f"<title>fix {escape(f.sha)} ({escape(f.date)}): {escape(f.subject)}; "
+            f"OOM-Fix: {escape(', '.join(f.globs))}</title>"
+        )
+        ly = 10 + _FIX_ROW * (row or 0) + 9
+        yield (
+            f'<line class="fix" x1="{fx:.1f}" y1="{ly - 9 if row is not None else top}" '
+            f'x2="{fx:.1f}" y2="{base}">{named}</line>'
+        )
+        if row is not None:
             yield (
-                f'<circle class="dot" cx="{x(d):.1f}" cy="{y(n):.1f}" r="3">'
+                f'<text class="fixlabel" x="{lx:.1f}" y="{ly}" text-anchor="{anchor}">'
+                f"{escape(label)}{named}</text>"
+            )
+    for machine, pts in series.items():
+        stroke = colour.get(machine, "var(--m7)")
+        coords = " ".join(f"{x(d):.1f},{y(n):.1f}" for d, _, n, _ in pts)
+        yield f'<polyline class="series" style="stroke: {stroke}" points="{coords}"/>'
+        for d, commit, n, where in pts:
+            tip = f"{machine.id}, {d}: ran at {n} tokens\n{where}, commit {short_commit(commit)}"
+            yield (
+                f'<circle cx="{x(d):.1f}" cy="{y(n):.1f}" r="3.5" style="fill: {stroke}">'
                 f"<title>{escape(tip)}</title></circle>"
             )
-        last_d, _, last_n = pts[-1]
-        label = f"{machine.id} ok <={short_length(last_n)}"
-        yield (
-            f'<text x="{min(x(last_d) + 5, _W - _PAD):.1f}" y="{y(last_n) - 4 - 12 * i:.1f}">'
-            f"{escape(label)}</text>"
-        )
     for j in ooms:
-        ox, oy = x(j.evidence.seen.date or ""), y(j.evidence.length)
-        tip = f"{j.evidence.machine.id} {j.evidence.seen.date}: oom at {j.evidence.length}"
+        ev = j.evidence
+        stroke = colour.get(ev.machine, "var(--oom)")
+        ox, oy = x(ev.seen.date or ""), y(ev.length)
+        state = "in play" if j.applies else f"out of play ({j.status})"
+        tip = (
+            f"{ev.machine.id}, {ev.seen.date}: out of memory at {ev.length} tokens, {state}\n"
+            f"{ev.seen.where}, commit {short_commit(ev.seen.commit)}"
+        )
         yield (
-            f'<path class="ox" d="M{ox - 4:.1f},{oy - 4:.1f}L{ox + 4:.1f},{oy + 4:.1f}'
-            f'M{ox - 4:.1f},{oy + 4:.1f}L{ox + 4:.1f},{oy - 4:.1f}"><title>{escape(tip)}'
-            "</title></path>"
+            f'<path d="M{ox - 5:.1f},{oy - 5:.1f}L{ox + 5:.1f},{oy + 5:.1f}'
+            f'M{ox - 5:.1f},{oy + 5:.1f}L{ox + 5:.1f},{oy - 5:.1f}" '
+            f'style="stroke: {stroke}; stroke-width: 2.5"><title>{escape(tip)}</title></path>'
         )
     yield "</svg>"
+    shown = [
+        m for m in report.machines if m in series or any(j.evidence.machine == m for j in ooms)
+    ]
+    yield '<ul class="legend">'
+    for m in shown:
+        yield f'<li><span class="key" style="background: {colour[m]}"></span>{escape(m.id)}</li>'
+    yield "<li>&#x2715; out of memory (colour: its machine class)</li>"
+    if fixes:
+        yield '<li><span class="fixlabel">- - -</span> an OOM-Fix commit for this model</li>'
+    yield "</ul>"
+
+
+def _fix_label(fix: FixMarker) -> str:
+    subject = fix.subject if len(fix.subject) <= 28 else fix.subject[:27] + "\u2026"
+    return f"fix {short_commit(fix.sha)} {subject}".rstrip()
+
+
+def _fix_rows(fixes: Sequence[FixMarker], lo_day: int, hi_day: int) -> list[int | None]:
+    """A row for each fix's label, so no two labels overlap: the first row whose labels end
+    before this one starts; None when all _FIX_ROWS rows are taken there (the fix keeps its
+    line, and its name in the line's hover title)."""
+    plot_w = _W - _LEFT - _RIGHT
+    ends: list[float] = []
+    rows: list[int | None] = []
+    for fix in fixes:
+        day = Date.fromisoformat(fix.date).toordinal()
+        start = _LEFT + (day - lo_day) / (hi_day - lo_day) * plot_w
+        width = len(_fix_label(fix)) * _CHAR_W + 6
+        if start + 3 + width > _W:
+            # Drawn to the left of its line.
+            start -= width + 6
+        row = next((i for i, end in enumerate(ends) if end < start), None)
+        if row is None and len(ends) < _FIX_ROWS:
+            row = len(ends)
+            ends.append(0.0)
+        if row is not None:
+            ends[row] = start + width
+        rows.append(row)
+    return rows
+
+
+def _date_ticks(lo_day: int, hi_day: int, plot_w: float) -> list[int]:
+    """Evenly spaced days from `lo_day` to `hi_day`: as many as fit (a label is ~75 px) and no
+    two alike."""
+    most = max(2, min(7, int(plot_w // 110)))
+    span = hi_day - lo_day
+    count = min(most, span + 1)
+    return sorted({lo_day + round(i * span / (count - 1)) for i in range(count)})

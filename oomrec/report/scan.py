@@ -116,8 +116,9 @@ class Scan:
     """What the CSVs hold, folded into cells, and which files were read or skipped why."""
 
     cells: dict[CellKey, CellRows] = field(default_factory=dict)
-    # (model, machine, date) -> the largest length that ran that day, and its row's commit.
-    fits: dict[tuple[str, Machine, str], tuple[int, str]] = field(default_factory=dict)
+    # (model, machine, date) -> the largest length that ran that day, its row's commit and
+    # where the row is (`path:line`).
+    fits: dict[tuple[str, Machine, str], tuple[int, str, str]] = field(default_factory=dict)
     # Per machine class, the lengths runs aimed at (`prompt_target_len`): the grid's columns. A
     # measured `prompt_tokens` (20, 26, ...) is a fact about one row, not a length to try.
     targets: dict[Machine, set[int]] = field(default_factory=dict)
@@ -473,15 +474,23 @@ def _fold(
     best = ran.group_by([_MODEL, _MACH, _DATE], maintain_order=True).agg(
         ((rank * _SPAN + order).min() % _SPAN).alias("at")
     )
-    at_rows = ran.select(_ORDER, _LEN, _COMMIT).join(
-        best.select(pl.col("at").cast(pl.UInt32).alias(_ORDER), _MODEL, _MACH, _DATE),
+    # In the groups' order (each point's first row in file order), as the rows came.
+    at_rows = best.select(pl.col("at").cast(pl.UInt32).alias(_ORDER), _MODEL, _MACH, _DATE).join(
+        ran.select(_ORDER, _LEN, _COMMIT, rowread.FILE, rowread.LINE),
         on=_ORDER,
-        how="inner",
+        how="left",
+        maintain_order="left",
     )
-    fits = at_rows.select(_MODEL, _MACH, _DATE, pl.col(_LEN).alias("n"), pl.col(_COMMIT).alias("c"))
+    fits = at_rows.select(
+        _MODEL, _MACH, _DATE, pl.col(_LEN), pl.col(_COMMIT), rowread.FILE, rowread.LINE
+    )
     out.fits = {
-        (models[model], machines[mach], days[day]): (n, commit or UNKNOWN_COMMIT)
-        for model, mach, day, n, commit in fits.iter_rows()
+        (models[model], machines[mach], days[day]): (
+            n,
+            commit or UNKNOWN_COMMIT,
+            f"{sources[file]}:{line}",
+        )
+        for model, mach, day, n, commit, file, line in fits.iter_rows()
     }
     aimed = rows.filter(pl.col(_AIMED)).select(_MACH, _LEN).unique()
     for mach, length in aimed.iter_rows():

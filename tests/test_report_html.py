@@ -1,0 +1,215 @@
+"""`report --html` in a real browser: headless Chromium renders the page at 1280 px, a script
+measures what it drew (every label's box, every element's extent), and the test holds the
+page to it: axis labels present, no two labels overlapping, nothing outside the viewport, in
+both colour schemes. Skipped, with the reason, where no Chromium is installed (`.ci/run`
+installs the distribution's package)."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import report_corpus
+from tests.conftest import CliResult
+from tests.gitrepo import IDENTITY
+
+Cli = Callable[..., CliResult]
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+WIDTH = 1280
+
+# Run in the page after it is laid out: what the test asserts on, as JSON in a <pre>.
+MEASURE = """
+<script>
+(() => {
+  const box = (el) => { const r = el.getBoundingClientRect();
+    return {l: r.left, r: r.right, t: r.top, b: r.bottom, w: r.width, h: r.height}; };
+  const outside = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const wrap = el.closest('.wrap');
+    if (wrap && wrap !== el) continue;  // scrolls inside its own box
+    const r = box(el);
+    if (r.w > 0 && (r.r > window.innerWidth + 0.5 || r.l < -0.5)) {
+      outside.push(el.tagName + '.' + (el.getAttribute('class') || ''));
+    }
+  }
+  const svgs = [...document.querySelectorAll('svg')].map((svg) => ({
+    box: box(svg),
+    texts: [...svg.querySelectorAll('text')].map((t) => ({
+      cls: t.getAttribute('class') || '',
+      text: t.firstChild ? t.firstChild.nodeValue : '',
+      ...box(t),
+    })),
+  }));
+  const out = {
+    width: window.innerWidth,
+    scrollWidth: document.documentElement.scrollWidth,
+    outside,
+    svgs,
+    heatmaps: document.querySelectorAll('table.heat').length,
+    heatCells: [...document.querySelectorAll('table.heat td')].map((td) => ({
+      cls: td.className, title: td.title, text: td.textContent })),
+    legend: document.querySelectorAll('ul.legend .swatch').length,
+    background: getComputedStyle(document.body).backgroundColor,
+  };
+  const pre = document.createElement('pre');
+  pre.id = 'layout-check';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def _browser() -> str:
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip(f"no Chromium here (looked for {', '.join(BROWSERS)}): apt-get install chromium")
+
+
+def _chromium(browser: str, page: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            f"--user-data-dir={page.parent / 'profile'}",
+            f"--window-size={WIDTH},1000",
+            *extra,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def measure(browser: str, page: Path, dark: bool) -> dict[str, Any]:
+    probe = page.with_name(page.stem + "-probe.html")
+    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    scheme = ["--force-dark-mode", "--blink-settings=preferredColorScheme=0"] if dark else []
+    done = _chromium(browser, probe, *scheme, "--virtual-time-budget=5000", "--dump-dom")
+    found = re.search(r'<pre id="layout-check">(.*?)</pre>', done.stdout, re.S)
+    assert found, f"the page did not run its check: {done.stderr[-2000:]}"
+    return json.loads(html.unescape(found.group(1)))
+
+
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return min(a["r"], b["r"]) - max(a["l"], b["l"]) > 0.5 and (
+        min(a["b"], b["b"]) - max(a["t"], b["t"]) > 0.5
+    )
+
+
+def check_page(facts: dict[str, Any], machines: int) -> None:
+    assert facts["width"] == WIDTH
+    assert facts["scrollWidth"] <= WIDTH, "the page scrolls sideways"
+    assert facts["outside"] == []
+    assert facts["heatmaps"] == machines
+    assert facts["legend"] >= 10
+    for cell in facts["heatCells"]:
+        assert cell["title"], cell
+    assert facts["svgs"], "no timeline"
+    for svg in facts["svgs"]:
+        texts = [t for t in svg["texts"] if t["w"] > 0]
+        by_cls = {name: [t for t in texts if name in t["cls"].split()] for name in
+                  ("ylabel", "xlabel", "ytitle", "xtitle")}  # fmt: skip
+        assert len(by_cls["ylabel"]) >= 2, "the length axis has no labelled ticks"
+        assert len(by_cls["xlabel"]) >= 2, "the date axis has no labelled ticks"
+        assert by_cls["ytitle"] and by_cls["xtitle"], "an axis has no title"
+        dates = [t["text"] for t in by_cls["xlabel"]]
+        assert len(dates) == len(set(dates)), f"a date twice on the axis: {dates}"
+        assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", d) for d in dates)
+        frame = svg["box"]
+        for t in texts:
+            assert frame["l"] - 0.5 <= t["l"] and t["r"] <= frame["r"] + 0.5, f"cut: {t}"
+            assert frame["t"] - 0.5 <= t["t"] and t["b"] <= frame["b"] + 0.5, f"cut: {t}"
+        for i, a in enumerate(texts):
+            for b in texts[i + 1 :]:
+                assert not overlaps(a, b), f"labels overlap: {a['text']!r} and {b['text']!r}"
+
+
+def _commit_fix(repo: Path, day: str, subject: str) -> None:
+    stamp = f"{day}T12:00:00+00:00"
+    env = {**os.environ, **IDENTITY, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", f"{subject}\n\nOOM-Fix: gemma-4-*"],
+        cwd=repo,
+        env=env,
+        check=True,
+    )
+
+
+@pytest.fixture
+def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = tmp_path / "history"
+    report_corpus.build(repo)
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def render(cli: Cli, where: Path) -> Path:
+    page = where / "report.html"
+    result = cli("report", "--html", str(page))
+    assert result.exit_code == 0, result.stderr
+    return page
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_the_page_is_a_picture_that_fits_and_reads(
+    history: Path, cli: Cli, tmp_path: Path, dark: bool
+) -> None:
+    browser = _browser()
+    facts = measure(browser, render(cli, tmp_path), dark)
+    check_page(facts, machines=2)
+    # The scheme took: a dark page is drawn on a dark background.
+    channels = [int(c) for c in re.findall(r"\d+", facts["background"])[:3]]
+    assert (sum(channels) < 150) == dark, facts["background"]
+    oom = [c for c in facts["heatCells"] if "oom" in c["cls"].split()]
+    assert oom and all("out of memory" in c["title"] and ".csv:" in c["title"] for c in oom)
+    assert any("commit " in c["title"] for c in oom)
+
+
+def test_fix_labels_close_together_do_not_overlap(history: Path, cli: Cli, tmp_path: Path) -> None:
+    browser = _browser()
+    for i, day in enumerate(("2026-06-25", "2026-06-26", "2026-06-27", "2026-06-28", "2026-06-29")):
+        _commit_fix(history, day, f"Another fix of the long-prompt path, number {i}")
+    facts = measure(browser, render(cli, tmp_path), dark=False)
+    check_page(facts, machines=2)
+    labels = [t for svg in facts["svgs"] for t in svg["texts"] if "fixlabel" in t["cls"]]
+    assert len(labels) >= 3, "the fixes are not named"
+
+
+def test_one_day_of_data_is_not_one_date_at_both_ends(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    browser = _browser()
+    repo = tmp_path / "one-day"
+    keep = dict(report_corpus.RUNS)
+    monkeypatch.setattr(report_corpus, "RUNS", {"2026-06-02": keep["2026-06-02"]})
+    report_corpus.build(repo)
+    monkeypatch.chdir(repo)
+    facts = measure(browser, render(cli, tmp_path), dark=False)
+    check_page(facts, machines=2)
+
+
+def test_a_screenshot_is_drawn(history: Path, cli: Cli, tmp_path: Path) -> None:
+    browser = _browser()
+    shot = tmp_path / "shot.png"
+    done = _chromium(browser, render(cli, tmp_path), f"--screenshot={shot}")
+    assert shot.exists(), done.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 20_000
