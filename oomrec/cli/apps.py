@@ -7,7 +7,6 @@ user can cause ends as one line on stderr and exit status 2 (see OneLineErrors).
 from __future__ import annotations
 
 import contextlib
-import errno
 import io
 import sys
 from pathlib import Path
@@ -19,9 +18,6 @@ from typer.core import TyperArgument, TyperGroup
 from oomrec import __version__
 from oomrec.cli import ending, output
 from oomrec.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, OomrecError
-
-# What a write to a full or failing device raises.
-_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
 class OneLineErrors(TyperGroup):
@@ -56,7 +52,7 @@ class OneLineErrors(TyperGroup):
             code = EXIT_USAGE
         except OSError as exc:
             # An I/O failure the code did not foresee is still the user's environment, not a bug.
-            if exc.filename is None and exc.errno in _FULL:
+            if exc.filename is None and exc.errno in ending.FULL:
                 # A write to no named file: stdout, on a full disk or /dev/full.
                 _error(ending.cannot_write(exc))
             else:

@@ -9,11 +9,14 @@ for its own process: a caller's process (a test's CliRunner, a library user) nev
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from typing import NoReturn
 
 _allowed = False
+# What a write to a full or failing device raises.
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def allow() -> None:
