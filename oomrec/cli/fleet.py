@@ -9,8 +9,6 @@ import typer
 
 from oomrec.cli.apps import fleet_app
 from oomrec.cli.common import print_messages
-from oomrec.cli.jsonout import write_result
-from oomrec.store.locations import display_path
 
 
 @fleet_app.command("submit")
@@ -75,7 +73,9 @@ def fleet_submit(
 
     Example: oomrec fleet submit --shards 4 --wait -- --models "A B C D" --lengths "512 8192"
     """
+    from oomrec.cli.jsonout import write_result
     from oomrec.commands.fleet import fleet_submit as submit
+    from oomrec.store.locations import display_path
 
     result = submit(
         sweep_args or [],

@@ -7,17 +7,18 @@ module; the commands here serve `--help` and direct calls.
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from oomrec.cli.apps import hook_app
 from oomrec.cli.output import info
 from oomrec.cli.render import print_json
-from oomrec.commands.hook import HookResult, hook_install, hook_uninstall
 from oomrec.core.errors import OomrecError
-from oomrec.hooks import check as hooks
-from oomrec.hooks.files import HookAction, HookChange, Legacy
+
+if TYPE_CHECKING:
+    from oomrec.commands.hook import HookResult
+    from oomrec.hooks.files import HookChange
 
 
 @hook_app.command("install")
@@ -34,6 +35,8 @@ def install_command(
 
     Example: oomrec hook install
     """
+    from oomrec.commands.hook import hook_install
+
     _report(hook_install(), as_json)
 
 
@@ -47,10 +50,14 @@ def uninstall_command(
 
     Example: oomrec hook uninstall
     """
+    from oomrec.commands.hook import hook_uninstall
+
     _report(hook_uninstall(), as_json)
 
 
 def _report(result: HookResult, as_json: bool) -> None:
+    from oomrec.hooks.files import HookAction
+
     if as_json:
         print_json(result.to_json())
     else:
@@ -61,6 +68,8 @@ def _report(result: HookResult, as_json: bool) -> None:
 
 
 def _line(change: HookChange) -> str:
+    from oomrec.hooks.files import HookAction, Legacy
+
     line = f"{change.action}: {change.path}"
     if change.action == HookAction.LEFT_AS_IS:
         return line + " (not installed by oomrec)"
@@ -85,7 +94,7 @@ def hook_post_merge(
 
     Example: oomrec hook post-merge
     """
-    hooks.run("post-merge", [squash] if squash is not None else [], sys.stdin)
+    _run("post-merge", [squash] if squash is not None else [])
 
 
 @hook_app.command("post-rewrite")
@@ -98,7 +107,7 @@ def hook_post_rewrite(
 
     Example: oomrec hook post-rewrite rebase </dev/null
     """
-    hooks.run("post-rewrite", [command], sys.stdin)
+    _run("post-rewrite", [command])
 
 
 @hook_app.command("post-checkout")
@@ -111,7 +120,7 @@ def hook_post_checkout(
 
     Example: oomrec hook post-checkout ORIG_HEAD HEAD 1
     """
-    hooks.run("post-checkout", [previous, new, branch], sys.stdin)
+    _run("post-checkout", [previous, new, branch])
 
 
 @hook_app.command("post-commit")
@@ -121,4 +130,10 @@ def hook_post_commit() -> None:
 
     Example: oomrec hook post-commit
     """
-    hooks.run("post-commit", [], sys.stdin)
+    _run("post-commit", [])
+
+
+def _run(event: str, args: list[str]) -> None:
+    from oomrec.hooks import check as hooks
+
+    hooks.run(event, args, sys.stdin)

@@ -10,7 +10,6 @@ from oomrec.cli.apps import RecordOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import print_json
-from oomrec.commands.record_add import record_add
 
 
 @record_app.command("add")
@@ -62,6 +61,8 @@ def add_command(
 
     Example: oomrec record add gemma-4-31b-it-4bit 32768 --commit HEAD~2 --hardware gb10
     """
+    from oomrec.commands.record_add import record_add
+
     result = record_add(
         model=model,
         length=length,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -10,9 +10,9 @@ from oomrec.cli.apps import CsvPathsArgument, RecordOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, print_json, print_records
-from oomrec.commands.record_import import record_import_csv
-from oomrec.core.gcpause import no_cycle_collection
-from oomrec.importer.backfill import ImportReport
+
+if TYPE_CHECKING:
+    from oomrec.importer.backfill import ImportReport
 
 
 @record_app.command("import-csv")
@@ -50,6 +50,9 @@ def import_command(
 
     Example: oomrec record import-csv benchmarks/ --all-hardware --dry-run
     """
+    from oomrec.commands.record_import import record_import_csv
+    from oomrec.core.gcpause import no_cycle_collection
+
     with no_cycle_collection():
         result = record_import_csv(
             paths=paths or (),

@@ -10,7 +10,6 @@ from oomrec.cli.apps import RecordOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info, is_tty
 from oomrec.cli.render import Listing, plural, print_json, print_records
-from oomrec.commands.record_list import record_list
 
 
 @record_app.command("list")
@@ -47,6 +46,8 @@ def list_command(
 
     Example: oomrec record list --model 'gemma-4-*' --hardware gb10
     """
+    from oomrec.commands.record_list import record_list
+
     result = record_list(
         record=record, models=model or (), hardware=hardware, archived=archived, git=not no_git
     )

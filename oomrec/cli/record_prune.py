@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,8 +11,10 @@ from oomrec.cli.apps import RecordOption, VerboseOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb
-from oomrec.commands.record_prune import PruneResult, record_prune, record_restore
 from oomrec.core.errors import OomrecError
+
+if TYPE_CHECKING:
+    from oomrec.commands.record_prune import PruneResult
 
 
 @record_app.command("prune")
@@ -69,6 +71,8 @@ def prune_command(
     """
     if as_json and print_removed:
         raise OomrecError("--json and --print-removed exclude each other; pick one")
+    from oomrec.commands.record_prune import record_prune
+
     result = record_prune(
         record=record, since=since, models=model or (), hardware=hardware, dry_run=dry_run
     )
@@ -149,6 +153,8 @@ def restore_command(
 
     Example: oomrec record restore --fix 1a2b3c4
     """
+    from oomrec.commands.record_prune import record_restore
+
     result = record_restore(
         record=record, fix=fix, everything=everything, retracted=retracted, dry_run=dry_run
     )

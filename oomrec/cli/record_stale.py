@@ -3,7 +3,7 @@ again, and what is wrong with the fix trailers."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,9 +11,10 @@ from oomrec.cli.apps import RecordOption, VerboseOption, record_app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import info
 from oomrec.cli.render import SCREENFUL, Listing, plural, print_json, print_records, verb
-from oomrec.commands.record_stale import StaleResult, record_stale
 from oomrec.core.errors import EXIT_FOUND
-from oomrec.store import archive
+
+if TYPE_CHECKING:
+    from oomrec.commands.record_stale import StaleResult
 
 
 @record_app.command("stale")
@@ -47,6 +48,8 @@ def stale_command(
 
     Example: oomrec record stale --range v1.2..HEAD --exit-code
     """
+    from oomrec.commands.record_stale import record_stale
+
     result = record_stale(record=record, range_=range_)
     print_messages(result)
     if as_json:
@@ -59,6 +62,7 @@ def stale_command(
 
 def _print_report(result: StaleResult, *, verbose: bool) -> None:
     from oomrec.report.text import contradiction_lines
+    from oomrec.store import archive
 
     gone, back, unknown = result.no_longer_apply, result.apply_again, result.unknown
     for title, rows in (

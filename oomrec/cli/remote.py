@@ -8,7 +8,6 @@ import typer
 
 from oomrec.cli.apps import RecordOption, record_app, remote_app
 from oomrec.cli.common import print_messages
-from oomrec.cli.jsonout import write_result
 
 RemoteArg = Annotated[
     str, typer.Argument(metavar="REMOTE", help="The git remote. Default: origin.")
@@ -24,6 +23,7 @@ def remote_setup(remote: RemoteArg = "origin", as_json: JsonOption = False) -> N
 
     Example: oomrec remote setup origin
     """
+    from oomrec.cli.jsonout import write_result
     from oomrec.commands.shared import remote_setup as setup
 
     result = setup(remote)
@@ -51,6 +51,7 @@ def record_push(
 
     Example: oomrec record push origin
     """
+    from oomrec.cli.jsonout import write_result
     from oomrec.commands.shared import record_push as push
 
     result = push(remote, dry_run=dry_run, record=record)
@@ -78,6 +79,7 @@ def record_pull(remote: RemoteArg = "origin", as_json: JsonOption = False) -> No
 
     Example: oomrec record pull origin
     """
+    from oomrec.cli.jsonout import write_result
     from oomrec.commands.shared import record_pull as pull
 
     result = pull(remote)

@@ -11,17 +11,17 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.markup import escape
-from rich.measure import Measurement
-from rich.table import Table
-
-from oomrec.cli.jsonout import write_json
 from oomrec.cli.output import console, info, is_tty
-from oomrec.commands import SCHEMA_VERSION
-from oomrec.core.hardware import GIB
-from oomrec.core.records import OomRecord, short_commit
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from oomrec.core.records import OomRecord
+
+# Rich's tables and the library are imported where a listing is shown: every command module
+# imports this one, and `--help` (or a listing off a terminal) needs neither.
 
 # Long listings (import, stale, prune, restore) show a screenful; -v or --json shows all.
 SCREENFUL = 20
@@ -32,6 +32,8 @@ _DROP_ORDER = ("source", "mem GiB", "date", "peak GiB", "hardware")
 
 
 def peak_gib(peak_bytes: int | None) -> str:
+    from oomrec.core.hardware import GIB
+
     return "-" if peak_bytes is None else f"{peak_bytes / GIB:.1f}"
 
 
@@ -123,6 +125,8 @@ def _one_field(value: str) -> str:
 
 
 def _print_table(listing: Listing, count: int, stream: TextIO) -> None:
+    from rich.measure import Measurement
+
     out = console(stream)
     records = listing.records[:count]
     unused = set() if any(rec.mem_bytes is not None for rec in records) else {"mem GiB"}
@@ -149,6 +153,11 @@ def _print_table(listing: Listing, count: int, stream: TextIO) -> None:
 
 
 def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from oomrec.core.records import short_commit
+
     table = Table(title=listing.title, title_justify="left")
     columns: list[tuple[str, Any]] = [
         ("model", lambda r: escape(r.model)),
@@ -183,4 +192,7 @@ def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) ->
 
 def print_json(data: dict[str, Any]) -> None:
     """One JSON object on one line (pipe it to `jq` to read it), with `schema_version` first."""
+    from oomrec.cli.jsonout import write_json
+    from oomrec.commands import SCHEMA_VERSION
+
     write_json({"schema_version": SCHEMA_VERSION, **data})

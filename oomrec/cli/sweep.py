@@ -8,54 +8,27 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
 
 from oomrec.cli import output as output_state
 from oomrec.cli.apps import RecordOption, app
 from oomrec.cli.output import info
 from oomrec.cli.render import plural, print_json, verb
-from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
 from oomrec.core.errors import EXIT_INTERRUPTED
-from oomrec.core.records import Applicability, RecordLine, applicability, not_applying_because
-from oomrec.core.schema import Token
-from oomrec.store.locations import display_path
-from oomrec.sweep.cell.accel import describe_gpus
-from oomrec.sweep.cell.cellscope import describe_mode
-from oomrec.sweep.cell.memscope import cgroup_binds, describe_binding, host_ram
-from oomrec.sweep.grid import (
-    Action,
-    Cell,
-    CellResult,
-    Decision,
-)
-from oomrec.sweep.options import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_WARMUP_TOKENS,
-    SweepConfig,
-    ignore_record_from_env,
-)
+from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
+
+if TYPE_CHECKING:
+    from oomrec.commands.sweep import Prepared, SweepOutcome
+    from oomrec.core.records import RecordLine
+    from oomrec.sweep.grid import Cell, CellResult, Decision
+    from oomrec.sweep.options import SweepConfig
+
+# The sweep itself (its planner, runner and guard, psutil) and rich's progress bar and tables
+# are imported in the functions that use them: `oomrec sweep --help` needs none of them.
 
 MIB = 1024 * 1024
-# Summary columns in this order; any other token follows, alphabetically.
-_TOKEN_ORDER = (
-    Token.SUCCESS,
-    Token.TRUE_OOM,
-    Token.OOM_GUARD,
-    Token.OOM_BACKSTOP,
-    Token.OOM_RECORD,
-)
 
 
 @app.command("sweep")
@@ -255,6 +228,8 @@ def sweep_command(
 
     Example: oomrec sweep --models "llama-3.1-8b-4bit qwen2.5-7b-4bit" --lengths "512 2048 8192"
     """
+    from oomrec.commands.sweep import SweepOptions, prepare
+
     prepared = prepare(
         SweepOptions(
             models=models,
@@ -348,6 +323,8 @@ MAX_EXCLUSIONS_SHOWN = 5
 
 def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list[str]:
     """The records of this hardware that do not apply because this host has more memory."""
+    from oomrec.core.records import Applicability, applicability, not_applying_because
+
     said = []
     for line in lines:
         rec = line.record
@@ -363,6 +340,12 @@ def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list
 
 
 def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
+    from oomrec.store.locations import display_path
+    from oomrec.sweep.cell.accel import describe_gpus
+    from oomrec.sweep.cell.cellscope import describe_mode
+    from oomrec.sweep.cell.memscope import cgroup_binds, describe_binding, host_ram
+    from oomrec.sweep.options import ignore_record_from_env
+
     config, plan, planner = prepared.config, prepared.plan, prepared.planner
     n_models = len(config.models) - len(plan.missing)
     lines = [
@@ -410,6 +393,8 @@ def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
 
 
 def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
+    from oomrec.sweep.grid import Action
+
     lines = []
     for cell, decision in decided:
         line = f"  {cell.model} @ {cell.length}: {decision.action}"
@@ -430,6 +415,8 @@ def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
 
 def _cell_line(done: int, total: int, result: CellResult) -> str:
     """One finished cell, as the log shows it."""
+    from oomrec.core.schema import Token
+
     line = f"[{done}/{total}] {result.cell.model} @ {result.cell.length}: {result.token}"
     details = []
     if result.launched and result.seconds is not None:
@@ -485,6 +472,16 @@ class _ProgressReporter(_LineReporter):
     """On a terminal: the same lines, under a live bar (cells done/total, current cell, ETA)."""
 
     def __init__(self, stream: TextIO, total: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         super().__init__(stream, total)
         self.progress = Progress(
             SpinnerColumn(),
@@ -519,11 +516,20 @@ class _ProgressReporter(_LineReporter):
 
 
 def _ordered_tokens(counts: Counter[str]) -> list[str]:
-    known = [t for t in _TOKEN_ORDER if t in counts]
-    return known + sorted(t for t in counts if t not in _TOKEN_ORDER)
+    from oomrec.core.schema import Token
+
+    # Summary columns in this order; any other token follows, alphabetically.
+    order = (Token.SUCCESS, Token.TRUE_OOM, Token.OOM_GUARD, Token.OOM_BACKSTOP, Token.OOM_RECORD)
+    known = [t for t in order if t in counts]
+    return known + sorted(t for t in counts if t not in order)
 
 
 def _summary(stream: TextIO, outcome: SweepOutcome, demo: bool) -> None:
+    from rich.table import Table
+
+    from oomrec.core.schema import Token
+    from oomrec.store.locations import display_path
+
     config, plan, result = outcome.config, outcome.plan, outcome.result
     per_model = outcome.per_model()
     totals = outcome.totals()

@@ -24,12 +24,14 @@ from oomrec.store.locations import Settings, display_path
 from oomrec.sweep import demo
 from oomrec.sweep.cell.guard import GuardLimits, host_total, parse_gpu_limit, parse_limit
 from oomrec.sweep.cell.runner import RunnerTemplate
+from oomrec.sweep.defaults import (
+    DEFAULT_LENGTHS,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_WARMUP_TOKENS,
+)
 from oomrec.sweep.resume import Mode
 
-DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
-DEFAULT_TIMEOUT_S = 1800.0
-DEFAULT_MAX_TOKENS = 32
-DEFAULT_WARMUP_TOKENS = 4
 MAX_COOLDOWN_S = 86400.0
 
 # The harness's own cell runner and how bench_longprompt.sh calls it.
