@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer._coercion import PassThroughRuntimeParam, RuntimeParam, build_runtime_param
 from typer.core import TyperArgument, TyperGroup
 
 from oomrec import __version__
@@ -34,6 +36,7 @@ class OneLineErrors(TyperGroup):
         _escape_unshowable_output()
         output.reset()
         _readable_metavars(self)
+        _coerce_when_given(self)
         try:
             args = _take_global_flags(list(sys.argv[1:] if args is None else args))
             rv = super().main(
@@ -90,6 +93,53 @@ def _readable_metavars(command: Any) -> None:
 
 def _no_type(ctx: Any = None) -> None:
     return None
+
+
+def _coerce_when_given(command: Any, root: bool = True) -> None:
+    """Typer checks a parameter's value with a pydantic validator it builds on first use, even
+    for a value it then passes over (an option not given): importing pydantic would be a third
+    of every `oomrec COMMAND --help` (the root's and the group's options are parsed before the
+    command's --help) and of a `record list` given no option. Built here when a value is there
+    to check; the root's --color keeps its default unchecked (_take_global_flags takes the real
+    flag out before parsing, so the value parsed is always "auto")."""
+    for param in command.params:
+        if root and param.name == "color" and param._runtime_param is None:
+            # Typer's own coercion for a type pydantic cannot check: the value if it is one.
+            param._runtime_param = PassThroughRuntimeParam(
+                parameter_info=param.type_descriptor.parameter_info, annotation=str
+            )
+        _defer_coercion(param)
+    if "get_help_option" not in vars(command):
+        # -h/--help is made when first asked for, with the context (the names it answers to).
+        made = command.get_help_option
+
+        def get_help_option(ctx: Any) -> Any:
+            option = made(ctx)
+            if option is not None:
+                _defer_coercion(option)
+            return option
+
+        command.get_help_option = get_help_option
+    for sub in getattr(command, "commands", {}).values():
+        _coerce_when_given(sub, root=False)
+
+
+def _defer_coercion(param: Any) -> None:
+    if param._runtime_param is None:  # else built already, by an earlier run in this process
+        desc = param.type_descriptor
+        param._runtime_param = _WhenGiven(
+            parameter_info=desc.parameter_info, annotation=desc.annotation
+        )
+
+
+@dataclass(frozen=True)
+class _WhenGiven(RuntimeParam):
+    """Typer's coercion of a parameter (RuntimeParam.coerce passes over an unset value), built
+    when the first value to coerce comes."""
+
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        param._runtime_param = build_runtime_param(param.type_descriptor)
+        return param._runtime_param._coerce_value(value, param=param, ctx=ctx)
 
 
 def _usage_error(exc: typer.TyperException) -> int:
