@@ -5,6 +5,12 @@ A run imports only the modules of the command it names: `record list` need not i
 sweep, the runner and psutil (~60 ms of a 100,000-record listing's second). The root help,
 an unknown command and shell completion load them all. `from oomrec.cli import app` is the app
 with every command registered.
+
+So that the help stays a few times Python's own start-up, a command module imports its library
+code (and rich) inside the functions that run the command, and a module that declares commands
+(or the root's options) has no `from __future__ import annotations`: Typer reads a command's
+parameter annotations four times as it builds the command line, and strings it would compile
+and evaluate each time (~15 ms of `oomrec --help`). tests/test_startup_imports.py checks both.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ Commands are thin: they turn options into library calls and render the result. E
 user can cause ends as one line on stderr and exit status 2 (see OneLineErrors).
 """
 
-from __future__ import annotations
-
 import contextlib
 import io
 import sys

@@ -1,7 +1,5 @@
 """`oomrec fleet submit`: one sweep over a fleet, as a Slurm job array (submitit)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -4,8 +4,6 @@ The installed shims run `oomrec hook <event>`, which `oomrec.entry` serves witho
 module; the commands here serve `--help` and direct calls.
 """
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -55,7 +53,7 @@ def uninstall_command(
     _report(hook_uninstall(), as_json)
 
 
-def _report(result: HookResult, as_json: bool) -> None:
+def _report(result: "HookResult", as_json: bool) -> None:
     from oomrec.hooks.files import HookAction
 
     if as_json:
@@ -67,7 +65,7 @@ def _report(result: HookResult, as_json: bool) -> None:
         raise OomrecError("; ".join(result.problems))
 
 
-def _line(change: HookChange) -> str:
+def _line(change: "HookChange") -> str:
     from oomrec.hooks.files import HookAction, Legacy
 
     line = f"{change.action}: {change.path}"

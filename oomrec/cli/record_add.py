@@ -1,7 +1,5 @@
 """`oomrec record add`: append one record by hand."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

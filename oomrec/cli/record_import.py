@@ -1,7 +1,5 @@
 """`oomrec record import-csv`: backfill the record from a repository's benchmark CSVs."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -68,7 +66,9 @@ def import_command(
             _print_report(result.report, result.record, dry_run=dry_run, verbose=verbose)
 
 
-def _print_report(report: ImportReport, record_name: str, *, dry_run: bool, verbose: bool) -> None:
+def _print_report(
+    report: "ImportReport", record_name: str, *, dry_run: bool, verbose: bool
+) -> None:
     def line(text: str) -> None:
         info(text)
 

@@ -1,7 +1,5 @@
 """`oomrec record list`: the records, sorted by model then length, with whether each applies."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

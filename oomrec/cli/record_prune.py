@@ -1,7 +1,5 @@
 """`oomrec record prune` and `record restore`: move records between the record and its archive."""
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -116,7 +114,7 @@ def prune_command(
         sys.stdout.write("".join(f"{text}\n" for text in moved))
 
 
-def _fix_arg(result: PruneResult) -> str:
+def _fix_arg(result: "PruneResult") -> str:
     if result.since is not None:
         return result.since.short
     fixes = result.fixes

@@ -1,7 +1,5 @@
 """`oomrec record retract`: take back records that were a mistake."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

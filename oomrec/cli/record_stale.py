@@ -1,8 +1,6 @@
 """`oomrec record stale`: which records no longer apply at HEAD, which archived ones apply
 again, and what is wrong with the fix trailers."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -60,7 +58,7 @@ def stale_command(
         raise typer.Exit(EXIT_FOUND)
 
 
-def _print_report(result: StaleResult, *, verbose: bool) -> None:
+def _print_report(result: "StaleResult", *, verbose: bool) -> None:
     from oomrec.report.text import contradiction_lines
     from oomrec.store import archive
 

@@ -1,7 +1,5 @@
 """`oomrec remote setup`, `oomrec record push` and `oomrec record pull`: shared records."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`oomrec report`: the OOM frontier of the benchmark CSVs and the record, as a picture."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -65,7 +63,7 @@ def report_command(
     ending.output_done()
 
 
-def _show(done: ReportResult, html: Path | None, as_json: bool) -> None:
+def _show(done: "ReportResult", html: Path | None, as_json: bool) -> None:
     result, chosen = done.report, done.machine
     if html is not None:
         from oomrec.report.html import write_html

@@ -1,7 +1,5 @@
 """`oomrec sweep`: run a (model x prompt length) grid, never launching a cell certain to OOM."""
 
-from __future__ import annotations
-
 import os
 import shlex
 import sys
@@ -321,7 +319,7 @@ def _say(stream: TextIO, *lines: str) -> None:
 MAX_EXCLUSIONS_SHOWN = 5
 
 
-def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list[str]:
+def _memory_exclusions(lines: "Sequence[RecordLine]", config: "SweepConfig") -> list[str]:
     """The records of this hardware that do not apply because this host has more memory."""
     from oomrec.core.records import Applicability, applicability, not_applying_because
 
@@ -339,7 +337,7 @@ def _memory_exclusions(lines: Sequence[RecordLine], config: SweepConfig) -> list
     return said
 
 
-def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
+def _header(prepared: "Prepared", flag: str | None, dry_run: bool) -> list[str]:
     from oomrec.store.locations import display_path
     from oomrec.sweep.cell.accel import describe_gpus
     from oomrec.sweep.cell.cellscope import describe_mode
@@ -392,7 +390,7 @@ def _header(prepared: Prepared, flag: str | None, dry_run: bool) -> list[str]:
     return lines
 
 
-def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
+def _plan_lines(decided: "list[tuple[Cell, Decision]]") -> list[str]:
     from oomrec.sweep.grid import Action
 
     lines = []
@@ -413,7 +411,7 @@ def _plan_lines(decided: list[tuple[Cell, Decision]]) -> list[str]:
     return lines
 
 
-def _cell_line(done: int, total: int, result: CellResult) -> str:
+def _cell_line(done: int, total: int, result: "CellResult") -> str:
     """One finished cell, as the log shows it."""
     from oomrec.core.schema import Token
 
@@ -446,7 +444,7 @@ class _LineReporter:
         self.total = total
         self.started = False
 
-    def __enter__(self) -> _LineReporter:
+    def __enter__(self) -> "_LineReporter":
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -455,10 +453,10 @@ class _LineReporter:
     def log(self, message: str) -> None:
         _say(self.stream, message)
 
-    def cell_started(self, done: int, cell: Cell) -> None:
+    def cell_started(self, done: int, cell: "Cell") -> None:
         self.started = True
 
-    def cell_done(self, done: int, result: CellResult) -> None:
+    def cell_done(self, done: int, result: "CellResult") -> None:
         if output_state.STATE.quiet:
             return
         self.log(_cell_line(done, self.total, result))
@@ -496,7 +494,7 @@ class _ProgressReporter(_LineReporter):
         )
         self.task = self.progress.add_task("starting", total=total)
 
-    def __enter__(self) -> _ProgressReporter:
+    def __enter__(self) -> "_ProgressReporter":
         self.progress.start()
         return self
 
@@ -506,11 +504,11 @@ class _ProgressReporter(_LineReporter):
     def log(self, message: str) -> None:
         self.progress.console.print(message, markup=False, highlight=False)
 
-    def cell_started(self, done: int, cell: Cell) -> None:
+    def cell_started(self, done: int, cell: "Cell") -> None:
         super().cell_started(done, cell)
         self.progress.update(self.task, description=f"{cell.model} @ {cell.length}")
 
-    def cell_done(self, done: int, result: CellResult) -> None:
+    def cell_done(self, done: int, result: "CellResult") -> None:
         super().cell_done(done, result)
         self.progress.update(self.task, completed=done)
 
@@ -524,7 +522,7 @@ def _ordered_tokens(counts: Counter[str]) -> list[str]:
     return known + sorted(t for t in counts if t not in order)
 
 
-def _summary(stream: TextIO, outcome: SweepOutcome, demo: bool) -> None:
+def _summary(stream: TextIO, outcome: "SweepOutcome", demo: bool) -> None:
     from rich.table import Table
 
     from oomrec.core.schema import Token
