@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
+import oomrec
 from oomrec import cli
 from oomrec.store.locations import find_repo_root
 
@@ -111,7 +112,7 @@ def test_every_command_is_asked_for_its_help() -> None:
 @pytest.mark.parametrize("flag", ["-V", "--version"])
 def test_the_version_loads_neither_typer_nor_the_command_line(flag: str, tmp_path: Path) -> None:
     done, modules = imported([flag], tmp_path)
-    assert (done.returncode, done.stdout) == (0, "oomrec 0.1.0\n")
+    assert (done.returncode, done.stdout) == (0, f"oomrec {oomrec.__version__}\n")
     assert among(modules, ("typer", "click", "rich", "oomrec.cli", *NOT_FOR_HELP)) == []
 
 

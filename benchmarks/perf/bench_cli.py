@@ -1,10 +1,35 @@
-"""Wall time of `oomrec --help` and `oomrec record list` on a 1000-record file.
+"""Wall time of `oomrec -V`, the help and `oomrec record list` on a 1000-record file, as ratios
+of Python's own start-up.
 
-Each command runs as a fresh process (what a user waits for), several times; the median is
-reported next to baselines measured in the same run: a bare `python -c pass` and
-`python -c "import typer"` (the floor any Typer CLI pays).
+Each command runs as a fresh process (what a user waits for), median of --runs rounds after one
+warm-up round; the cases take turns within each round, so a load change on the machine hits
+them alike. Baselines measured in the same run: a bare `python -c pass` (what every ratio is
+of) and `python -c "import typer"` (the floor any Typer CLI pays). Targets: `-V` at most 3x the
+bare start-up, `--help` and a command's `--help` at most 5x (PASS/FAIL beside each).
+
+Python caches the bytecode of the modules it imports, as it does by default on any machine: a
+sandbox that sets PYTHONDONTWRITEBYTECODE would have every run compile oomrec's modules again
+(~10 ms more for the help), so it is unset for the runs.
 
     python benchmarks/perf/bench_cli.py [--runs 15]
+
+2026-12-02, 2-core VM, Python 3.11.7, median of 15 (ms, and x `python -c pass`):
+
+    case                                   before            after
+    python -c pass (baseline)          27.3   1.0x     27.0   1.0x
+    python -c 'import typer'           71.5   2.6x     70.4   2.6x
+    oomrec -V                         331.6  12.1x     28.5   1.1x  PASS (<= 3x)
+    oomrec --help                     334.3  12.2x    100.4   3.7x  PASS (<= 5x)
+    oomrec sweep --help               346.3  12.7x     87.6   3.2x  PASS (<= 5x)
+    oomrec record list --help         244.7   9.0x     89.8   3.3x  PASS (<= 5x)
+    record list --no-git (1000)       353.6  13.0x    271.0  10.0x
+    record list --json --no-git       255.4   9.4x    174.2   6.5x
+
+Before: every command module imported its command's library code at the top (the sweep,
+psutil, rich's progress bar and tables, the record's parser), `-V` went through Typer, and
+Typer imported pydantic to check the root's and the group's options on the way to a command's
+--help. With PYTHONDONTWRITEBYTECODE set (every run compiling oomrec's modules) the help is
+~4.5x and `-V` ~1.2x.
 """
 
 from __future__ import annotations
@@ -18,14 +43,29 @@ import tempfile
 import time
 from pathlib import Path
 
+BASELINE = "python -c pass (baseline)"
+# The most a case may take, as a multiple of the baseline.
+TARGETS = {
+    "oomrec -V": 3.0,
+    "oomrec --help": 5.0,
+    "oomrec sweep --help": 5.0,
+    "oomrec record list --help": 5.0,
+}
 
-def wall(argv: list[str], runs: int, env: dict[str, str]) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+
+def measure(cases: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, float]:
+    """Each case's median wall time (s) as a fresh process, over `runs` rounds after a warm-up
+    round, the cases taking turns within each round."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for i in range(runs + 1):
+        for name, argv in cases.items():
+            start = time.perf_counter()
+            subprocess.run(
+                argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+            )
+            if i:
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main() -> None:
@@ -44,23 +84,19 @@ def main() -> None:
             )
         )
         env = {**os.environ, "OOMREC_RECORD": str(record), "COLUMNS": "160"}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         py = sys.executable
+        oomrec = [py, "-m", "oomrec"]
         cases = {
-            "python -c pass (baseline)": [py, "-c", "pass"],
+            BASELINE: [py, "-c", "pass"],
             "python -c 'import typer' (baseline)": [py, "-c", "import typer"],
-            "oomrec --help": [py, "-m", "oomrec", "--help"],
-            "oomrec record list --no-git (1000 records)": [
-                py,
-                "-m",
-                "oomrec",
-                "record",
-                "list",
-                "--no-git",
-            ],
+            "oomrec -V": [*oomrec, "-V"],
+            "oomrec --help": [*oomrec, "--help"],
+            "oomrec sweep --help": [*oomrec, "sweep", "--help"],
+            "oomrec record list --help": [*oomrec, "record", "list", "--help"],
+            "oomrec record list --no-git (1000 records)": [*oomrec, "record", "list", "--no-git"],
             "oomrec record list --json --no-git (1000 records)": [
-                py,
-                "-m",
-                "oomrec",
+                *oomrec,
                 "record",
                 "list",
                 "--json",
@@ -68,16 +104,21 @@ def main() -> None:
             ],
         }
         help_out = subprocess.run(
-            [py, "-m", "oomrec", "record", "list", "--help"], capture_output=True, text=True
+            [*oomrec, "record", "list", "--help"], capture_output=True, text=True, env=env
         ).stdout
         if "--no-git" not in help_out:
             cases = {k: [a for a in v if a != "--no-git"] for k, v in cases.items()}
-        results = {name: wall(argv, args.runs, env) for name, argv in cases.items()}
+        results = measure(cases, args.runs, env)
 
-    base = results["python -c pass (baseline)"]
+    base = results[BASELINE]
     print(f"median of {args.runs} runs each, {sys.version.split()[0]}")
     for name, seconds in results.items():
-        print(f"  {seconds * 1000:7.1f} ms  {seconds / base:5.1f}x python-start  {name}")
+        ratio = seconds / base
+        target = TARGETS.get(name)
+        verdict = ""
+        if target is not None:
+            verdict = f"  {'PASS' if ratio <= target else 'FAIL'} (<= {target:g}x)"
+        print(f"  {seconds * 1000:7.1f} ms  {ratio:5.1f}x python-start  {name}{verdict}")
 
 
 if __name__ == "__main__":
