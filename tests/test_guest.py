@@ -3,6 +3,7 @@ out of `git status` through info/exclude, never the tracked .gitignore, and says
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,3 +79,39 @@ def test_outside_git_nothing_is_said(
     result = cli("record", "add", "m", "512")
     assert (result.exit_code, result.stderr) == (0, "")
     assert (tmp_path / "benchmarks" / ".oom-record").exists()
+
+
+RUNNER = (
+    "import sys\n"
+    "model, length, cell = sys.argv[1:4]\n"
+    "open(cell, 'w').write('HEADER\\n' + f'{model},./models/{model},{length},32,1.0,2.0,3.0,4.0,'"
+    " + f'2026-07-03,hw,0.3.3,release,32,\"Hi\",{length}\\n')\n"
+)
+
+
+def test_a_sweep_leaves_only_its_csv_in_git_status(
+    cli: Cli, user_repo: Repo, tmp_path: Path
+) -> None:
+    """The lock, the provenance file and its journal are machine-local: info/exclude covers
+    them, as it covers the record; the CSV is the user's to commit."""
+    (user_repo.path / "models" / "a").mkdir(parents=True)
+    (user_repo.path / "models" / "a" / "w.safetensors").write_text("x")
+    user_repo.git("add", "models")
+    user_repo.git("commit", "-q", "-m", "a model")
+    runner = tmp_path / "runner.py"
+    runner.write_text(RUNNER)
+    result = cli(
+        "sweep", "--models", "a", "--lengths", "512 2048", "--output", "benchmarks/out.csv",
+        "--runner", f"{sys.executable} {runner} {{model}} {{length}} {{cell_csv}}",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert (user_repo.path / "benchmarks" / "out.csv.oomrec.json").exists()
+    status = user_repo.git("status", "--porcelain", "--untracked-files=all").splitlines()
+    assert status == ["?? benchmarks/out.csv"]
+    assert "so the sweep's own files stay out of `git status`" in result.stderr
+    again = cli(
+        "sweep", "--models", "a", "--lengths", "512", "--output", "benchmarks/out.csv",
+        "--runner", f"{sys.executable} {runner} {{model}} {{length}} {{cell_csv}}", "--resume",
+    )  # fmt: skip
+    assert again.exit_code == 0, again.stderr
+    assert "info/exclude" not in again.stderr

@@ -551,3 +551,26 @@ def test_another_machine_under_this_host_id_is_refused_not_adopted(fleet: Fleet,
     assert "16384" in own and "8192" not in own
     shown = git(fleet.origin, "log", "-p", "refs/notes/oomrec/shared")
     assert "16384" not in shown and "8192" in shown
+
+
+def test_fleet_files_stay_out_of_git_status_and_no_literal_job_folder_is_left(
+    fleet: Fleet, cli: Cli
+) -> None:
+    pytest.importorskip("submitit")
+    a = fleet.on("A")
+    (a / "models" / "a").mkdir(parents=True, exist_ok=True)
+    (a / "runner.py").write_text(RUNNER)
+    git(a, "add", "runner.py")
+    git(a, "commit", "-q", "-m", "runner")
+    cli("remote", "setup")
+    runner = f"{sys.executable} runner.py {{model}} {{length}} {{cell_csv}}"
+    result = cli(
+        "fleet", "submit", "--shards", "1", "--cluster", "local", "--wait", "--json", "--",
+        "--models", "a", "--lengths", "512", "--runner", runner,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stdout + result.stderr
+    jobs = a / "benchmarks" / ".oomrec-fleet"
+    assert jobs.is_dir()
+    assert not (jobs / "%j").exists()
+    status = git(a, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert not [line for line in status if ".oomrec" in line or ".oom-record" in line], status

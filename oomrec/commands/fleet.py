@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,26 @@ def fleet_submit(
     if root is None:
         raise OomrecError("fleet submit runs tasks in a repository: run it inside one")
     tasks = fleet.tasks_for(root, shards, remote or None, sweep_args, offline)
+    from oomrec.store.exclude import exclude_folder
+
     where = folder or fleet.default_folder(root)
-    jobs = fleet.submit(tasks, where, cluster=cluster, partition=partition, timeout_min=timeout_min)
+    notices = [fleet.environment_note()]
+    said = exclude_folder(where)
+    if said:
+        notices.append(said)
+    try:
+        jobs = fleet.submit(
+            tasks, where, cluster=cluster, partition=partition, timeout_min=timeout_min
+        )
+        results = [job.result() for job in jobs] if wait else []
+    finally:
+        # submitit makes the folder pattern itself, `%j` and all (again as it waits), though
+        # each job writes to its own folder: the empty literal one goes.
+        with contextlib.suppress(OSError):
+            (where / "%j").rmdir()
     return SubmitResult(
         jobs=[str(job.job_id) for job in jobs],
         folder=str(where),
-        results=[job.result() for job in jobs] if wait else [],
-        notices=[fleet.environment_note()],
+        results=results,
+        notices=notices,
     )

@@ -31,21 +31,44 @@ def exclude_record(record: Path) -> str | None:
     )
 
 
-def exclude_lock(lock: Path) -> str | None:
-    """Make git ignore a sweep's output lock (`<csv>.oomrec.lock`, machine-local) as it is first
-    made inside a worktree that does not ignore it; the line to tell the user, else None."""
+def exclude_sweep_files(csv_path: Path) -> str | None:
+    """Make git ignore what a sweep keeps beside its CSV (machine-local: the lock, the
+    provenance file and its journal, `<csv>.oomrec.*`, and torn rows, `<csv>.torn`) inside a
+    worktree that does not ignore them yet; the line to tell the user, else None. Checked on
+    every sweep (two git calls): a provenance file an older oomrec left is excluded too."""
+    provenance = csv_path.with_name(csv_path.name + ".oomrec.json")
     return _exclude(
-        lock,
-        "# oomrec: a sweep's lock beside its CSV (added on oomrec's first sweep there)",
-        lambda pattern: [pattern],
-        "so the sweep's lock stays out of `git status`",
+        provenance,
+        "# oomrec: a sweep's lock, provenance and torn rows beside its CSV (machine-local)",
+        lambda pattern: [
+            pattern.removesuffix("json") + "*",
+            pattern.removesuffix(".oomrec.json") + ".torn",
+        ],
+        "so the sweep's own files stay out of `git status`",
+        only_new=False,
+    )
+
+
+def exclude_folder(folder: Path) -> str | None:
+    """Make git ignore a folder oomrec fills (a fleet's job files and logs) inside a worktree
+    that does not ignore it yet; the line to tell the user, else None."""
+    return _exclude(
+        folder,
+        "# oomrec: a fleet's job files and logs (machine-local)",
+        lambda pattern: [pattern + "/"],
+        "so the fleet's job files stay out of `git status`",
+        only_new=False,
     )
 
 
 def _exclude(
-    target: Path, header: str, patterns: Callable[[str], list[str]], why: str
+    target: Path,
+    header: str,
+    patterns: Callable[[str], list[str]],
+    why: str,
+    only_new: bool = True,
 ) -> str | None:
-    if os.path.lexists(target):
+    if only_new and os.path.lexists(target):
         return None
     where = _existing_parent(target.absolute().parent)
     found = _git(

@@ -53,9 +53,9 @@ def acquire(
     beside the CSV (no such folder, read-only): the write of the CSV itself then says why.
     A lock made in a git worktree goes to its info/exclude (said in `notices`)."""
     path = lock_path(csv_path)
-    from oomrec.store.exclude import exclude_lock
+    from oomrec.store.exclude import exclude_sweep_files
 
-    said = exclude_lock(path)
+    said = exclude_sweep_files(csv_path)
     if said and notices is not None:
         notices.append(said)
     try:
