@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oomrec.core.records import show_apart
 from oomrec.core.schema import HEADER_15
 from oomrec.sweep.cell.guard import GuardLimits
 from oomrec.sweep.cell.proctree import ProcessTree
@@ -343,3 +344,24 @@ def test_a_cell_under_its_limits_is_never_stopped(mib: int, processes: int) -> N
     run = run_cell([sys.executable, "-c", code], 30, guard=limits)
     assert run.guard_stop is None
     assert run.returncode == 0, run.output_tail
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "shown"),
+    [
+        (int(21.96 * 2**30), 22 * 2**30, ("21.96 GiB", "22.00 GiB")),
+        (22 * 2**30 - 1, 22 * 2**30, ("23,622,320,127 bytes", "23,622,320,128 bytes")),
+        (int(511.6 * 2**20), 512 * 2**20, ("511.6 MiB", "512.0 MiB")),
+        (20 * 2**30, 22 * 2**30, ("20 GiB", "22 GiB")),
+        (5 * 2**30, 5 * 2**30, ("5 GiB", "5 GiB")),
+    ],
+)
+def test_a_stop_reason_never_reads_as_two_equal_sizes(
+    a: int, b: int, shown: tuple[str, str]
+) -> None:
+    """`22 GiB fell under 22 GiB` said nothing: two different sizes get the digits to differ."""
+    assert show_apart(a, b) == shown
+    limits = GuardLimits(min_available_bytes=b)
+    assert limits.breach(0, a) == (
+        None if a >= b else f"available memory {shown[0]} fell under --min-available {shown[1]}"
+    )

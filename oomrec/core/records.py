@@ -285,6 +285,20 @@ def show_bytes(n: int) -> str:
     return f"{gib:.0f} GiB" if gib >= 10 or gib == int(gib) else f"{gib:.1f} GiB"
 
 
+def show_apart(a: int, b: int) -> tuple[str, str]:
+    """Two sizes compared in one message (`21.96 GiB fell under 22 GiB`): as show_bytes, with
+    as many more digits as it takes for two different sizes not to read the same."""
+    shown = show_bytes(a), show_bytes(b)
+    if a == b or shown[0] != shown[1]:
+        return shown
+    unit, scale = ("MiB", 2**20) if max(a, b) < GIB else ("GiB", GIB)
+    for digits in (1, 2, 3):
+        pair = f"{a / scale:.{digits}f} {unit}", f"{b / scale:.{digits}f} {unit}"
+        if pair[0] != pair[1]:
+            return pair
+    return f"{a:,} bytes", f"{b:,} bytes"
+
+
 class NotARecord(ValueError):
     """A line that is not a record; the message says why, in a few words."""
 

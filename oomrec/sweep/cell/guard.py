@@ -22,7 +22,7 @@ import psutil
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import parse_size
-from oomrec.core.records import show_bytes
+from oomrec.core.records import show_apart, show_bytes
 
 # How often a guarded cell's memory is checked: fast enough to act within one allocation step
 # of a typical runner (benchmarks/perf/bench_guard.py measures the reaction time), cheap enough
@@ -87,19 +87,15 @@ class GuardLimits:
     def gpu_breach(self, device: str, total: int, used: int, free: int | None) -> str | None:
         """Why the cell must stop for one GPU (`device` names it), or None."""
         if self.max_cell_gpu is not None and used > (limit := self.max_cell_gpu.of(total)):
-            return (
-                f"cell memory {show_bytes(used)} on {device} passed --max-cell-gpu-memory "
-                f"{show_bytes(limit)}"
-            )
+            shown, cap = show_apart(used, limit)
+            return f"cell memory {shown} on {device} passed --max-cell-gpu-memory {cap}"
         if (
             self.min_gpu_available is not None
             and free is not None
             and free < (floor := self.min_gpu_available.of(total))
         ):
-            return (
-                f"free memory {show_bytes(free)} on {device} fell under --min-gpu-available "
-                f"{show_bytes(floor)}"
-            )
+            shown, least = show_apart(free, floor)
+            return f"free memory {shown} on {device} fell under --min-gpu-available {least}"
         return None
 
     def warnings(self, available: int | None) -> list[str]:
@@ -113,28 +109,25 @@ class GuardLimits:
                 "cannot act; use --max-cell-memory"
             ]
         if available < floor:
+            shown, least = show_apart(available, floor)
             return [
-                f"warning: this host has {show_bytes(available)} available now, under "
-                f"--min-available {show_bytes(floor)}: every cell will be stopped at once"
+                f"warning: this host has {shown} available now, under --min-available "
+                f"{least}: every cell will be stopped at once"
             ]
         return []
 
     def breach(self, cell_bytes: int, available: int | None) -> str | None:
         """Why the cell must stop now, or None while it keeps its budget."""
         if self.max_cell_bytes is not None and cell_bytes > self.max_cell_bytes:
-            return (
-                f"cell memory {show_bytes(cell_bytes)} passed --max-cell-memory "
-                f"{show_bytes(self.max_cell_bytes)}"
-            )
+            shown, cap = show_apart(cell_bytes, self.max_cell_bytes)
+            return f"cell memory {shown} passed --max-cell-memory {cap}"
         if (
             self.min_available_bytes is not None
             and available is not None
             and available < self.min_available_bytes
         ):
-            return (
-                f"available memory {show_bytes(available)} fell under --min-available "
-                f"{show_bytes(self.min_available_bytes)}"
-            )
+            shown, least = show_apart(available, self.min_available_bytes)
+            return f"available memory {shown} fell under --min-available {least}"
         return None
 
 
