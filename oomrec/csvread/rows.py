@@ -10,7 +10,8 @@ line (`_END`) tells how many fields the line has, which polars does not say (it 
 with empty strings). Where polars cannot be trusted to split a line as the csv module does, the
 line is split by the csv module instead, and the same rule judges it:
 - a line with a field count the fast rule does not cover (fewer than the header's columns, more
-  than two after them, a blank line): a handful per corpus;
+  than two after them, a blank line), or one it finds of the wrong field count: a handful per
+  corpus;
 - a file polars refuses (a stray quote, text that is not UTF-8) or splits into another number of
   rows than it has lines (a quoted field across lines; the harness writes one row per line);
 - input holding the marker itself.
@@ -75,6 +76,10 @@ _END = "\x01"
 _BLANK_CLASS = re.escape(BLANKS)
 # schema.trailing_token's and schema.swallowed_oom's rules as polars regexes.
 _TOKEN_RE = rf"^(?:SKIP|FAIL):[^{_BLANK_CLASS}]*$"
+_FIELD = r'(?:[^",]*|"(?:[^"]|"")*")'
+# A line of plain CSV fields (each unquoted without a quote, or quoted with its quotes
+# doubled), then the comma before the marker.
+_PLAIN_LINE = rf"^{_FIELD}(?:,{_FIELD})*,$"
 _SWALLOWED_RE = rf',[{_BLANK_CLASS}]*SKIP:oom[{_BLANK_CLASS}]*[ \t"]*$'
 
 _END_B = b"\x01"
@@ -244,13 +249,32 @@ def _fast(
     # The first line sets how many fields polars reads: width + 3 empty ones. A line with more
     # is cut, and its marker then nowhere to be seen.
     data = b"".join([b"," * (width + 2) + b"\n", *(part.marked or b"" for part in group)])
+    # Lines whose quoting polars may split otherwise than the csv module: a quote inside an
+    # unquoted field (polars opens a quoted stretch there, the csv module keeps it as text),
+    # or a quote left open. Found on each line's raw text (split at the marker, no quoting)
+    # by a grammar of plain CSV fields; such lines are few, and go to the csv module.
     try:
+        raw_lines = pl.read_csv(
+            data,
+            has_header=False,
+            separator=_END,
+            quote_char=None,
+            infer_schema=False,
+            truncate_ragged_lines=True,
+            columns=[0],
+            new_columns=["text"],
+        ).slice(1)
+    except Exception:
+        return None
+    plain = raw_lines.get_column("text").str.contains(_PLAIN_LINE).fill_null(True)
+    try:
+        # Read as text, then made categorical: polars' CSV reader reads broken strings into a
+        # categorical from some malformed input that it reads right as text.
         cells = pl.read_csv(
             data,
             has_header=False,
             new_columns=names,
             columns=sorted(needed),
-            schema_overrides={names[i]: pl.Categorical for i in repeated},
             infer_schema=False,
             empty_string_is_null=False,
             truncate_ragged_lines=True,
@@ -259,8 +283,9 @@ def _fast(
     except Exception:
         return None
     del data
+    cells = cells.with_columns(pl.col(names[i]).cast(pl.Categorical) for i in sorted(repeated))
     counts = [part.count for part in group]
-    if cells.height != sum(counts):
+    if cells.height != sum(counts) or len(plain) != cells.height:
         # A quoted field ran across lines: rows and lines no longer match one to one.
         return None
 
@@ -326,8 +351,11 @@ def _fast(
             continue
         firsts = [pl.when(stripped[i] != "").then(stripped[i]) for i in at]
         values.append(pl.coalesce(*firsts, pl.lit("")).cast(dtype).alias(role))
+    # A line of the wrong field count is one whose split the csv module must confirm: an
+    # unquoted field holding a quote is split otherwise by polars (a handful per corpus).
+    trusted = known.fill_null(False) & (problem.is_null() | (problem != ROW_FIELDS))
     frame = pl.concat([_positions(group, counts), cells], how="horizontal").with_columns(
-        known.fill_null(False).alias("_known")
+        (trusted & pl.lit(plain)).alias("_known")
     )
     odd = frame.filter(~pl.col("_known")).select(FILE, LINE)
     query = frame.lazy()
