@@ -473,22 +473,24 @@ def test_json_summary_on_stdout_and_the_log_on_stderr(
         (["--models", "  "], "--models: no models"),
         (["--models", "a/../b"], "--models: model 'a/../b' has an empty, '.' or '..' part"),
         (["--models", "/srv/b"], "--models: model '/srv/b' is an absolute path"),
-        (["--lengths", "512 0"], "--lengths: length '0' is not a positive integer"),
-        (["--lengths", "512 abc"], "--lengths: length 'abc' is not a positive integer"),
-        (["--lengths", "1.5"], "--lengths: length '1.5' is not a positive integer"),
-        (["--lengths", "-5"], "--lengths: length '-5' is not a positive integer"),
+        (["--lengths", "512 0"], "--lengths: '0' is not a prompt length; give token counts"),
+        (["--lengths", "512 abc"], "--lengths: 'abc' is not a prompt length"),
+        (["--lengths", "1.5"], "--lengths: '1.5' is not a prompt length"),
+        (["--lengths", "-5"], "--lengths: '-5' is not a prompt length"),
+        (["--lengths", "2kb"], 'e.g. "512 2048 8192" or "512,2k,8k" (k = 1024)'),
         (["--runner", "./run.py {modle}"], "--runner: unknown placeholder {modle}"),
         (["--runner", "./run.py {length:99999999999}"], "asks for a width over 4096"),
         (["--runner", "./nope.sh {model}"], "--runner: ./nope.sh does not exist"),
         (["--runner", "./plain.txt {model}"], "--runner: ./plain.txt is not executable"),
         (["--runner", "no-such-program-x"], "--runner: 'no-such-program-x' is not an executable"),
         (["--fake-oom", "a"], "--fake-oom: 'a' is not model:length"),
-        (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
-        (["--timeout", "nan"], "--timeout must be a number of seconds > 0"),
-        (["--timeout", "inf"], "--timeout must be a number of seconds > 0"),
-        (["--cooldown", "inf"], "--cooldown must be a number of seconds from 0 to 86400, not inf"),
-        (["--cooldown", "1e12"], "--cooldown must be a number of seconds from 0 to 86400"),
-        (["--lengths", "9" * 5000], "--lengths: length '9999999999"),
+        (["--timeout", "0"], "--timeout '0' is not a duration > 0; give seconds or a duration"),
+        (["--timeout", "nan"], "--timeout 'nan' is not a duration > 0"),
+        (["--timeout", "inf"], "--timeout 'inf' is not a duration > 0"),
+        (["--timeout", "30 minutes"], "e.g. 1800, 30m, 1h30m, 90s"),
+        (["--cooldown", "inf"], "--cooldown 'inf' is not a duration >= 0"),
+        (["--cooldown", "100000"], "--cooldown must be a number of seconds from 0 to 86400"),
+        (["--lengths", "9" * 5000], "--lengths: '9999999999"),
         (["--fake-oom", "a:" + "9" * 5000], "... (5002 characters) is not model:length"),
         (["--demo", "--runner", "./run.py"], "--demo runs the built-in demo runner"),
     ],
@@ -552,7 +554,7 @@ def test_bad_pyproject_values_are_usage_errors(cli: Cli, repo: Repo) -> None:
     assert "[tool.oomrec] models: models must be a space-separated string" in result.stderr
     (repo.path / "pyproject.toml").write_text('[tool.oomrec]\nmodels = "a"\nlengths = [true]\n')
     result = cli("sweep", "--runner", "true")
-    assert "length True is not a positive integer" in result.stderr
+    assert "'True' is not a prompt length" in result.stderr
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

@@ -73,29 +73,32 @@ def sweep_command(
     ] = None,
     record: RecordOption = None,
     timeout: Annotated[
-        float | None,
+        str | None,
         typer.Option(
-            "--timeout", help="Seconds before a cell's process group is killed. Default: 1800."
+            "--timeout",
+            metavar="DURATION",
+            help="How long before a cell's process group is killed: seconds or 30m, 1h30m. "
+            "Default: 1800.",
         ),
     ] = None,
     cooldown: Annotated[
-        float,
+        str,
         typer.Option(
             "--cooldown",
-            min=0,
-            help="Seconds to wait after each launched cell (passed to a runner template that "
-            "names {cooldown}, which then waits instead).",
+            metavar="DURATION",
+            help="Wait after each launched cell, seconds or 2m (passed to a runner template "
+            "that names {cooldown}, which then waits instead).",
         ),
-    ] = 0.0,
+    ] = "0",
     big_cooldown: Annotated[
-        float,
+        str,
         typer.Option(
             "--big-cooldown",
-            min=0,
-            help="Extra seconds after a cell of a model over 10 GiB of *.safetensors (passed to "
-            "a runner template that names {big_cooldown}), as the harness's flag.",
+            metavar="DURATION",
+            help="Extra wait after a cell of a model over 10 GiB of *.safetensors (passed to a "
+            "runner template that names {big_cooldown}), as the harness's flag.",
         ),
-    ] = 0.0,
+    ] = "0",
     max_tokens: Annotated[
         int, typer.Option("--max-tokens", min=1, help="Decode tokens per cell.")
     ] = DEFAULT_MAX_TOKENS,
@@ -383,10 +386,12 @@ def _header(prepared: "Prepared", flag: str | None, dry_run: bool) -> list[str]:
             "(pass --models-dir or set models_dir in [tool.oomrec])"
         )
     else:
-        lines.extend(
-            f"[miss] {m} (not found under {config.models_dir_shown}, skipping)"
-            for m in plan.missing
-        )
+        from oomrec.sweep.options import near_models
+
+        for m in plan.missing:
+            near = near_models(m, config.models_dir)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            lines.append(f"[miss] {m} (not found under {config.models_dir_shown}, skipping{hint})")
     return lines
 
 

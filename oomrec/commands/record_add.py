@@ -67,7 +67,7 @@ def record_add(
     tag = None if any_hardware else (option_tag(hardware) or detect())
     mem_bytes = _mem_bytes(mem, this_host=tag == detect())
     notices: list[str] = []
-    record_file, _ = open_record(record, writing=True, on_notice=notices.append)
+    record_file, settings = open_record(record, writing=True, on_notice=notices.append)
     new = OomRecord(
         model=model,
         prompt_target_len=prompt_target_len,
@@ -80,12 +80,28 @@ def record_add(
     )
     added = record_file.append_new([new], unless_present=evidence_key)
     return AddResult(
-        warnings=[f"warning: {notice}" for notice in record_file.notices],
+        warnings=[f"warning: {notice}" for notice in record_file.notices]
+        + _unknown_model(model, settings.base / "models"),
         notices=notices,
         record=record_file.shown_as,
         entry=new,
         added=bool(added),
     )
+
+
+def _unknown_model(model: str, models_dir: Path) -> list[str]:
+    """A warning when the models dir exists and holds no such model (a typo hides no cell:
+    the sweep matches names exactly), with the names it looks like."""
+    if not models_dir.is_dir() or (models_dir / model).is_dir():
+        return []
+    from oomrec.sweep.options import near_models
+
+    near = near_models(model, models_dir)
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    return [
+        f"warning: no model {model!r} under {models_dir}: the record applies to that name "
+        f"only{hint}"
+    ]
 
 
 def _mem_bytes(given: str | None, this_host: bool) -> int | None:

@@ -42,7 +42,13 @@ from oomrec.sweep.grid import (
     plan_cells,
     preview,
 )
-from oomrec.sweep.options import SweepConfig, SweepOptions, configure, output_problem
+from oomrec.sweep.options import (
+    SweepConfig,
+    SweepOptions,
+    configure,
+    near_models,
+    output_problem,
+)
 from oomrec.sweep.outlock import OutputLock
 
 
@@ -180,6 +186,9 @@ class Prepared:
             return None
         if plan.missing:
             names = ", ".join(plan.missing[:5]) + (", ..." if len(plan.missing) > 5 else "")
+            near = near_models(plan.missing[0], config.models_dir)
+            if near:
+                names += f"; did you mean {' or '.join(near)}?"
             why = f"every model is missing under {config.models_dir_shown} ({names})"
         elif config.shard is not None:
             why = f"shard {config.shard[0]}/{config.shard[1]} holds none of the models"
@@ -243,6 +252,7 @@ def prepare(
         record_file, settings = config_mod.open_record(
             options.record, writing=True, on_notice=relay
         )
+    read_as: list[str] = []
     config = configure(
         options,
         settings,
@@ -251,6 +261,7 @@ def prepare(
         day=day,
         host_mem=detect_memory(),
         demo_dirs=demo_dirs,
+        warnings=read_as,
     )
     held = None
     lock_notices: list[str] = []
@@ -262,6 +273,7 @@ def prepare(
         )
     loaded = record_file.load()
     parked, warnings = record_warnings(loaded, record_file)
+    warnings[:0] = read_as
     evidence = gather_evidence(
         record_file,
         loaded,

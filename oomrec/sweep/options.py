@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oomrec.core import amounts
 from oomrec.core.errors import OomrecError
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.records import RecordFile, bounded_int, check_model_name, shorten
@@ -121,26 +122,47 @@ def model_name(name: str) -> str:
 
 
 def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
-    """Prompt lengths from a space-separated string or a list; each a positive integer."""
-    if isinstance(value, str):
-        items: list[Any] = value.split()
-    elif isinstance(value, list | tuple):
-        items = list(value)
-    else:
-        raise OomrecError(f"{where}: lengths must be a space-separated string or a list")
-    if not items:
-        raise OomrecError(f"{where}: no lengths; give at least one prompt length")
-    lengths = []
-    for item in items:
-        length = None if isinstance(item, bool) else bounded_int(str(item).strip())
-        if not length:
-            raise OomrecError(
-                f"{where}: length {shorten(item) if isinstance(item, str) else repr(item)} is "
-                "not a positive integer below 2**63; "
-                "give token counts"
-            )
-        lengths.append(length)
-    return tuple(lengths)
+    """Prompt lengths as core.amounts reads them (`512 2048`, `512,2k`); a repeat runs once."""
+    return amounts.parse_lengths(value, where)[0]
+
+
+def normalize_models(
+    models: Sequence[str], models_dir: Path, models_dir_shown: str
+) -> tuple[list[str], list[str]]:
+    """Models as people type them: `./models/x/` or `models/x` (the harness's `model_path`
+    form, tab-completed) is model `x` when `<models dir>/x` exists and no nested `models/x`
+    does. Returns the names and a note for each one read so."""
+    shown = models_dir_shown.removeprefix("./").rstrip("/")
+    prefixes = [
+        p for p in dict.fromkeys((shown, str(models_dir).rstrip("/"), models_dir.name)) if p
+    ]
+    out: list[str] = []
+    notes: list[str] = []
+    for name in models:
+        bare = name.rstrip("/").removeprefix("./")
+        chosen = name
+        for prefix in prefixes:
+            if bare.startswith(prefix + "/"):
+                tail = bare[len(prefix) + 1 :]
+                if tail and (models_dir / tail).is_dir() and not (models_dir / bare).is_dir():
+                    chosen = tail
+                    notes.append(
+                        f"note: model {name!r} read as {tail!r} (under {models_dir_shown})"
+                    )
+                break
+        out.append(chosen)
+    return out, notes
+
+
+def near_models(missing: str, models_dir: Path) -> list[str]:
+    """Model directories named like `missing` (a typo): up to three, closest first."""
+    import difflib
+
+    try:
+        names = [p.name for p in models_dir.iterdir() if p.is_dir()]
+    except OSError:
+        return []
+    return difflib.get_close_matches(missing.rsplit("/", 1)[-1], names, n=3, cutoff=0.6)
 
 
 def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
@@ -181,9 +203,10 @@ class SweepOptions:
     models_dir: str | None = None
     output: Path | None = None
     record: Path | None = None
-    timeout: float | None = None
-    cooldown: float = 0.0
-    big_cooldown: float = 0.0
+    # Seconds, or a duration as typed (`30m`, `1h30m`).
+    timeout: float | str | None = None
+    cooldown: float | str = 0.0
+    big_cooldown: float | str = 0.0
     max_tokens: int = DEFAULT_MAX_TOKENS
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     # `MODEL:LEN[,...]`: cells treated as true OOMs without a launch (testing the layers).
@@ -216,8 +239,11 @@ def configure(
     day: str,
     host_mem: int | None = None,
     demo_dirs: demo.DemoLayout | None = None,
+    warnings: list[str] | None = None,
 ) -> SweepConfig:
-    """The sweep's configuration: flags first, then `[tool.oomrec]`, then defaults.
+    """The sweep's configuration: flags first, then `[tool.oomrec]`, then defaults. What the
+    user should hear about how their input was read (a length given twice, `./models/x/` read
+    as `x`) goes to `warnings`.
 
     `--demo` (`demo_dirs`: where it reads and writes) ignores `[tool.oomrec]` and defaults
     everything to the demo under ./oomrec-demo/.
@@ -243,8 +269,23 @@ def configure(
             f"{DEFAULT_RUNNER_SCRIPT}; or try the demo: oomrec sweep --demo"
         )
 
+    if opts.models_dir is not None:
+        models_dir, models_dir_shown = Path(opts.models_dir), opts.models_dir
+    else:
+        if demo_dirs is not None:
+            models_dir = demo_dirs.models_dir
+        elif "models_dir" in tool:
+            models_dir = settings.base / _path_setting(tool["models_dir"], f"{where} models_dir")
+        else:
+            models_dir = settings.base / "models"
+        models_dir_shown = _as_typed(models_dir)
+
     if opts.models is not None:
-        models = parse_models(" ".join(opts.models), "--models")
+        typed = " ".join(opts.models).split()
+        names, notes = normalize_models(typed, models_dir, models_dir_shown)
+        if warnings is not None:
+            warnings.extend(notes)
+        models = parse_models(names, "--models")
     elif demo_dirs is not None:
         models = tuple(m.name for m in demo.MODELS)
     elif "models" in tool:
@@ -257,23 +298,15 @@ def configure(
     if shard is not None:
         models = tuple(m for m in models if shard_of(m, shard[1]) == shard[0])
 
+    said: list[str] = []
     if opts.lengths is not None:
-        lengths = parse_lengths(" ".join(map(str, opts.lengths)), "--lengths")
+        lengths, said = amounts.parse_lengths(" ".join(map(str, opts.lengths)), "--lengths")
     elif "lengths" in tool:
-        lengths = parse_lengths(tool["lengths"], f"{where} lengths")
+        lengths, said = amounts.parse_lengths(tool["lengths"], f"{where} lengths")
     else:
         lengths = DEFAULT_LENGTHS
-
-    if opts.models_dir is not None:
-        models_dir, models_dir_shown = Path(opts.models_dir), opts.models_dir
-    else:
-        if demo_dirs is not None:
-            models_dir = demo_dirs.models_dir
-        elif "models_dir" in tool:
-            models_dir = settings.base / _path_setting(tool["models_dir"], f"{where} models_dir")
-        else:
-            models_dir = settings.base / "models"
-        models_dir_shown = _as_typed(models_dir)
+    if warnings is not None:
+        warnings.extend(said)
 
     if opts.output is not None:
         output = opts.output
@@ -290,9 +323,9 @@ def configure(
         output = settings.base / "benchmarks" / name
 
     if opts.timeout is not None:
-        timeout = _positive(opts.timeout, "--timeout")
+        timeout = amounts.parse_duration(opts.timeout, "--timeout")
     elif "timeout" in tool:
-        timeout = _positive(tool["timeout"], f"{where} timeout")
+        timeout = amounts.parse_duration(tool["timeout"], f"{where} timeout")
     else:
         timeout = DEFAULT_TIMEOUT_S
 
@@ -314,8 +347,11 @@ def configure(
         hardware=hardware,
         date=day,
         timeout=timeout,
-        cooldown=_cooldown(opts.cooldown),
-        big_cooldown=_cooldown(opts.big_cooldown, "--big-cooldown"),
+        cooldown=_cooldown(amounts.parse_duration(opts.cooldown, "--cooldown", allow_zero=True)),
+        big_cooldown=_cooldown(
+            amounts.parse_duration(opts.big_cooldown, "--big-cooldown", allow_zero=True),
+            "--big-cooldown",
+        ),
         max_tokens=opts.max_tokens,
         warmup_tokens=opts.warmup_tokens,
         ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
