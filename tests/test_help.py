@@ -67,6 +67,6 @@ def test_paragraphs_are_rewrapped_not_broken_where_the_source_was(
 
 def test_values_are_named_as_a_person_would(every_help: dict[tuple[str, ...], str]) -> None:
     add = every_help[("record", "add")]
-    assert "Usage: oomrec record add [OPTIONS] {MODEL} {LENGTH}" in add
+    assert "Usage: oomrec record add [OPTIONS] MODEL LENGTH" in add
     assert "--mem SIZE" in add and "--hardware TAG" in add and "--record PATH" in add
     assert "--max-tokens N" in every_help[("sweep",)]

@@ -7,6 +7,7 @@ user can cause ends as one line on stderr and exit status 2 (see OneLineErrors).
 import contextlib
 import io
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -34,6 +35,7 @@ class OneLineErrors(TyperGroup):
         _escape_unshowable_output()
         output.reset()
         _readable_metavars(self)
+        _whole_words()
         _coerce_when_given(self)
         try:
             args = _take_global_flags(list(sys.argv[1:] if args is None else args))
@@ -76,8 +78,10 @@ def _readable_metavars(command: Any) -> None:
         if isinstance(param, TyperArgument) or getattr(param, "is_flag", False):
             # An instance attribute: Typer asks this method for the type column.
             param.display_type_rich = _no_type
-            if isinstance(param, TyperArgument) and param.metavar is None:
-                param.metavar = param.name.upper()
+            if isinstance(param, TyperArgument):
+                if param.metavar is None:
+                    param.metavar = param.name.upper()
+                param._usage_display_name = _usage_name(param)
         elif param.metavar is None:
             desc = param.type_descriptor
             bare = param.bare_type()
@@ -91,6 +95,39 @@ def _readable_metavars(command: Any) -> None:
 
 def _no_type(ctx: Any = None) -> None:
     return None
+
+
+def _usage_name(param: Any) -> Callable[[], str]:
+    """An argument on the usage line as people write usage: `MODEL`, `[PATH]...`, never
+    Typer's `{MODEL}` nor a `...` twice."""
+
+    def name() -> str:
+        text = param.display_name_raw
+        if param.nargs != 1 and not text.rstrip("]").endswith("..."):
+            text += "..."
+        return text if param.required or text.startswith("[") else f"[{text}]"
+
+    return name
+
+
+def _whole_words() -> None:
+    """Help wraps at spaces only: a path or a flag is never cut at a hyphen or mid-word
+    (`benchmar` / `ks/...`); a word longer than the line overflows it instead."""
+    from typer._click import _textwrap
+
+    wrapper = _textwrap.TextWrapper
+    if getattr(wrapper, "whole_words", False):
+        return
+
+    class WholeWords(wrapper):  # type: ignore[misc, valid-type]
+        whole_words = True
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.update(break_long_words=False, break_on_hyphens=False)
+            super().__init__(*args, **kwargs)
+
+    # formatting.wrap_text imports the class from this module each time it wraps.
+    _textwrap.TextWrapper = WholeWords  # type: ignore[misc]
 
 
 def _coerce_when_given(command: Any, root: bool = True) -> None:
@@ -148,10 +185,11 @@ def _usage_error(exc: typer.TyperException) -> int:
         if help_text:
             typer.echo(help_text)
         return EXIT_OK
-    # Typer's usage errors (unknown option, bad value) carry the command's context.
+    # Typer's usage errors (unknown option, bad value) carry the command's context: named in
+    # the hint, under the one prefix every error has.
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "oomrec"
-    _error(f"{exc.format_message()} (see '{where} --help')", where)
+    _error(f"{exc.format_message()} (see '{where} --help')")
     return EXIT_USAGE
 
 

@@ -15,7 +15,7 @@ from oomrec.cli.apps import RecordOption, app
 from oomrec.cli.output import info
 from oomrec.cli.render import plural, print_json, verb
 from oomrec.core.errors import EXIT_INTERRUPTED
-from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
+from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS, PLACEHOLDERS
 
 if TYPE_CHECKING:
     from oomrec.commands.sweep import Prepared, SweepOutcome
@@ -53,14 +53,16 @@ def sweep_command(
         typer.Option(
             "--runner",
             metavar="TEMPLATE",
-            help="The command for one cell, run without a shell; placeholders: {model} "
-            "{model_path} {length} {max_tokens} {warmup_tokens} {cell_csv}. Default: "
-            "scripts/bench_decode.sh with the harness's arguments, when it exists.",
+            help="The command for one cell, run without a shell; placeholders: "
+            + " ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+            + ". Default: scripts/bench_decode.sh with the harness's arguments, when it exists.",
         ),
     ] = None,
     models_dir: Annotated[
         str | None,
-        typer.Option("--models-dir", help="Where model directories are. Default: ./models."),
+        typer.Option(
+            "--models-dir", metavar="DIR", help="Where model directories are. Default: ./models."
+        ),
     ] = None,
     output: Annotated[
         Path | None,
@@ -170,7 +172,7 @@ def sweep_command(
             "--max-cell-memory",
             metavar="SIZE",
             help="Memory guard: stop a cell (SIGTERM to its whole process tree, SIGKILL 1 s "
-            "later) as soon as its summed RSS passes SIZE (110G, 512M, 85%% of this host's "
+            "later) as soon as its summed RSS passes SIZE (110G, 512M, 85% of this host's "
             "memory, off); it is SKIP:oom_guard and recorded. Default: off.",
         ),
     ] = None,
@@ -180,7 +182,7 @@ def sweep_command(
             "--min-available",
             metavar="SIZE",
             help="Memory guard: stop a cell as soon as the available memory that binds (the "
-            "host's, or an enclosing cgroup's) falls under SIZE (6G, 5%%, off) while it runs. "
+            "host's, or an enclosing cgroup's) falls under SIZE (6G, 5%, off) while it runs. "
             "Default: off.",
         ),
     ] = None,
@@ -190,7 +192,7 @@ def sweep_command(
             "--max-cell-gpu-memory",
             metavar="SIZE",
             help="Memory guard on each NVIDIA GPU (NVML: oomrec[nvidia]): stop a cell whose "
-            "processes hold more than SIZE on one device (40G, 90%% of its memory, off). "
+            "processes hold more than SIZE on one device (40G, 90% of its memory, off). "
             "Default: off.",
         ),
     ] = None,
@@ -200,7 +202,7 @@ def sweep_command(
             "--min-gpu-available",
             metavar="SIZE",
             help="Memory guard on each NVIDIA GPU (NVML): stop a cell as soon as a device's "
-            "free memory falls under SIZE (2G, 3%%, off). Default: off.",
+            "free memory falls under SIZE (2G, 3%, off). Default: off.",
         ),
     ] = None,
     allow_empty: Annotated[

@@ -143,8 +143,9 @@ def _page(report: Report) -> Iterator[str]:
     yield "<h1>OOM frontier</h1>"
     head = short_commit(report.head) if report.head else "no git"
     yield (
-        f"<p>At {escape(head)}: {report.files_read} CSV files, {report.rows} rows, "
-        f"{len(report.ooms)} OOMs, {len(report.contradictions)} contradicted.</p>"
+        f"<p>At {escape(head)}: {_count(report.files_read, 'CSV file')}, "
+        f"{_count(report.rows, 'row')}, "
+        f"{_count(len(report.ooms), 'OOM')}, {len(report.contradictions)} contradicted.</p>"
     )
     yield from _matrix(report)
     yield from _contradictions(report)
@@ -163,6 +164,10 @@ def _page(report: Report) -> Iterator[str]:
     data = json.dumps(report.to_json(), sort_keys=True).replace("<", "\\u003c")
     yield f'<script type="application/json" id="{DATA_ID}">{data}</script>'
     yield "</body></html>"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _matrix(report: Report) -> Iterator[str]:

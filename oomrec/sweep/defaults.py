@@ -6,3 +6,16 @@ DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
 DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_WARMUP_TOKENS = 4
+
+# The placeholders a runner template may name (sweep.cell.runner fills them), in the order the
+# help lists them.
+PLACEHOLDERS = (
+    "model",
+    "model_path",
+    "length",
+    "max_tokens",
+    "warmup_tokens",
+    "cell_csv",
+    "cooldown",
+    "big_cooldown",
+)

@@ -35,6 +35,7 @@ from oomrec.sweep.cell.guard import CHECK_S, GRACE_S, AvailableMemory, GuardLimi
 from oomrec.sweep.cell.oomkill import KillEvidence
 from oomrec.sweep.cell.proctree import Leftovers
 from oomrec.sweep.cell.signatures import SignatureHit, SignatureScanner
+from oomrec.sweep.defaults import PLACEHOLDERS as DEFAULT_PLACEHOLDERS
 
 # Each placeholder with a value of its type, to try a template's format specs before any cell.
 _SAMPLE_VALUES: dict[str, object] = {
@@ -48,6 +49,8 @@ _SAMPLE_VALUES: dict[str, object] = {
     "big_cooldown": 0,
 }
 PLACEHOLDERS = tuple(_SAMPLE_VALUES)
+# The help lists sweep.defaults.PLACEHOLDERS (it must not import this module): the same names.
+assert set(PLACEHOLDERS) == set(DEFAULT_PLACEHOLDERS), "sweep/defaults.py PLACEHOLDERS is stale"
 _MAX_WIDTH = 4096
 OUTPUT_TAIL_BYTES = 64 * 1024
 # After the runner exits, how long its output pipe may stay open (held by a process that left
