@@ -59,13 +59,13 @@ def test_a_length_given_twice_runs_once_with_a_warning() -> None:
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("1800", 1800.0), ("30m", 1800.0), ("1h30m", 5400.0), ("90s", 90.0), ("500ms", 0.5),
-     ("1.5h", 5400.0), ("2m 30s", 150.0), (" 45 ", 45.0), ("0.25", 0.25)],
+     ("1.5h", 5400.0), ("2m 30s", 150.0), (" 45 ", 45.0), ("0.25", 0.25), ("1e3", 1000.0)],
 )  # fmt: skip
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text, "--timeout") == seconds
 
 
-@pytest.mark.parametrize("text", ["", "x", "1h30", "5h5h", "-5", "inf", "nan", "1e3", "m", "0"])
+@pytest.mark.parametrize("text", ["", "x", "1h30", "5h5h", "-5", "inf", "nan", "1e999", "m", "0"])
 def test_a_bad_duration_is_one_line_with_the_forms_that_work(text: str) -> None:
     with pytest.raises(OomrecError) as err:
         parse_duration(text, "--timeout")

@@ -836,3 +836,18 @@ def test_the_cell_folder_a_killed_sweep_left_is_removed_by_the_next_and_a_live_o
         live.send_signal(signal.SIGINT)
         live.communicate(timeout=60)
     assert [p for p in tmp.iterdir() if p.name.startswith("oomrec-cells-")] == []
+
+
+def test_off_a_terminal_the_summary_is_plain_columns(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    """A log file or a pipe gets aligned columns, not box drawing."""
+    models("a", "b")
+    result = sweep(cli, runner, "--models", "a b", "--lengths", "512 2048")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout + result.stderr
+    assert not set(out) & set("─│┃━┏┓┗┛┡┩└┘┌┐├┤┼╇╈"), out
+    lines = out.splitlines()
+    at = lines.index("cells per model and classification")
+    assert lines[at + 1].split() == ["model", "ok", "total"]
+    assert lines[at + 4].split() == ["all", "4", "4"]

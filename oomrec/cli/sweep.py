@@ -509,7 +509,9 @@ class _ProgressReporter(_LineReporter):
         self.progress.stop()
 
     def log(self, message: str) -> None:
-        self.progress.console.print(message, markup=False, highlight=False)
+        # soft_wrap: a long line (a record line, a path) wraps where the terminal wraps it, not
+        # with newlines rich puts inside a field (which a copy then pastes broken).
+        self.progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
 
     def cell_started(self, done: int, cell: "Cell") -> None:
         super().cell_started(done, cell)
@@ -538,7 +540,28 @@ def _summary(stream: TextIO, outcome: "SweepOutcome", demo: bool) -> None:
     config, plan, result = outcome.config, outcome.plan, outcome.result
     per_model = outcome.per_model()
     totals = outcome.totals()
-    if per_model:
+    if per_model and not (output_state.is_tty(stream) or output_state.STATE.color == "always"):
+        # Off a terminal: plain aligned columns, no box drawing (a log file, a pipe to grep).
+        tokens = _ordered_tokens(totals)
+        rows = [["model", *tokens, "total"]]
+        rows += [
+            [model, *(str(counts[t]) for t in tokens), str(counts.total())]
+            for model, counts in per_model.items()
+        ]
+        rows.append(["all", *(str(totals[t]) for t in tokens), str(totals.total())])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        info(
+            "cells per model and classification",
+            *(
+                "  ".join(
+                    cell.ljust(w) if i == 0 else cell.rjust(w)
+                    for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+                ).rstrip()
+                for row in rows
+            ),
+            stream=stream,
+        )
+    elif per_model:
         table = Table(title="cells per model and classification", title_justify="left")
         tokens = _ordered_tokens(totals)
         table.add_column("model")

@@ -88,6 +88,13 @@ def _duration_text(text: str) -> float | None:
     text = text.strip()
     if not text:
         return None
+    if text.lstrip("+-").isalpha():
+        return None  # `inf`, `nan`: no duration (float() would take them)
+    try:
+        # A bare number is seconds, as the harness's flags take them (1800, 0.5, 1e300).
+        return float(text)
+    except ValueError:
+        pass
     total, at = 0.0, 0
     units: list[str | None] = []
     while at < len(text):
