@@ -22,8 +22,8 @@ def one_error_line(result: CliResult, after_log: bool = False) -> str:
     assert len(lines) >= 1 if after_log else len(lines) == 1, result.stderr
     assert not any(": error: " in line for line in lines[:-1]), result.stderr
     lines = lines[-1:]
-    # `oomrec: error: ...`, or `oomrec record: error: ...` for a usage error of that group.
-    assert lines[0].startswith("oomrec") and ": error: " in lines[0]
+    # One prefix for every error, usage errors of a group or command included.
+    assert lines[0].startswith("oomrec: error: "), lines[0]
     return lines[0]
 
 

@@ -69,3 +69,15 @@ def test_color_without_a_value_is_one_line(cli: Cli) -> None:
         2,
         "oomrec: error: --color needs a value: auto, always or never\n",
     )
+
+
+def test_color_always_renders_for_a_pipe_as_for_a_terminal(cli: Cli, repo: Repo) -> None:
+    """`--color always` is for `| less -R`: the pipe gets the terminal's table and colour, as
+    git, uv, pytest and ruff give it; without it a pipe gets plain lines."""
+    assert cli("record", "add", "m", "512").exit_code == 0
+    coloured = cli("record", "list", "--no-git", "--color", "always")
+    assert coloured.exit_code == 0, coloured.stderr
+    assert "\x1b[" in coloured.stdout and "│" in coloured.stdout
+    plain = cli("record", "list", "--no-git")
+    assert "\x1b[" not in plain.stdout and "│" not in plain.stdout
+    assert plain.stdout.split("\t")[:2] == ["m", "512"]

@@ -95,9 +95,7 @@ def test_add_negative_length_without_separator_is_a_one_line_usage_error(
 ) -> None:
     result = cli("record", "add", "m", "-5")
     assert result.exit_code == 2
-    assert result.stderr == (
-        "oomrec record add: error: No such option: -5 (see 'oomrec record add --help')\n"
-    )
+    assert result.stderr == ("oomrec: error: No such option: -5 (see 'oomrec record add --help')\n")
 
 
 RECORDS = (

@@ -38,6 +38,12 @@ def is_tty(stream: TextIO | None = None) -> bool:
     return bool(isatty and isatty())
 
 
+def styled(stream: TextIO | None = None) -> bool:
+    """Whether `stream` gets the terminal's rendering (tables, colour): a terminal, or any
+    stream with --color always (`oomrec record list --color always | less -R`, as git does)."""
+    return STATE.color == "always" or is_tty(stream)
+
+
 def console(stream: TextIO | None = None) -> Console:
     """A rich console on `stream` (stdout by default) honouring --color and NO_COLOR."""
     # Imported here: a command that prints JSON or plain lines never loads rich (~13 ms).

@@ -6,7 +6,7 @@ import typer
 
 from oomrec.cli.apps import RecordOption, record_app
 from oomrec.cli.common import print_messages
-from oomrec.cli.output import info, is_tty
+from oomrec.cli.output import info, styled
 from oomrec.cli.render import Listing, plural, print_json, print_records
 
 
@@ -57,13 +57,13 @@ def list_command(
         info(f"no OOM records in {result.record}", err=True)
         return
     title = f"{result.record}: {plural(len(result.records), 'record')}"
-    if not is_tty():
+    if not styled():
         # Off a terminal stdout carries only records, so `| wc -l` and `| grep -c` count them.
         info(title, err=True)
     print_records(
         Listing(
             result.records,
-            title=title if is_tty() else None,
+            title=title if styled() else None,
             extra=((("from", result.origins),) if result.shared else ())
             + ((("status", result.statuses),) if result.statuses else ()),
         )

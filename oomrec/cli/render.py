@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from oomrec.cli.output import console, info, is_tty
+from oomrec.cli.output import console, info, styled
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -70,7 +70,7 @@ def print_records(
     """
     stream = stream or sys.stdout
     total = len(listing.records)
-    tty = is_tty(stream)
+    tty = styled(stream)
     if limit is None and tty:
         # Rich needs seconds for a few thousand rows, and nobody reads them on a screen.
         limit, more_hint = TTY_MAX_ROWS, "pipe it or use --json for all"

@@ -75,9 +75,10 @@ def _show(done: "ReportResult", html: Path | None, as_json: bool) -> None:
 
         write_result(done)
         return
+    from oomrec.cli.output import styled
     from oomrec.report import text as report_text
 
-    if not sys.stdout.isatty():
+    if not styled(sys.stdout):
         lines = (
             report_text.grid_lines(result, chosen)
             if chosen is not None

@@ -540,7 +540,7 @@ def _summary(stream: TextIO, outcome: "SweepOutcome", demo: bool) -> None:
     config, plan, result = outcome.config, outcome.plan, outcome.result
     per_model = outcome.per_model()
     totals = outcome.totals()
-    if per_model and not (output_state.is_tty(stream) or output_state.STATE.color == "always"):
+    if per_model and not output_state.styled(stream):
         # Off a terminal: plain aligned columns, no box drawing (a log file, a pipe to grep).
         tokens = _ordered_tokens(totals)
         rows = [["model", *tokens, "total"]]
