@@ -266,7 +266,7 @@ def _fast(
         ).slice(1)
     except Exception:
         return None
-    plain = raw_lines.get_column("text").str.contains(_PLAIN_LINE).fill_null(True)
+    plain = _plain_lines(raw_lines.get_column("text"))
     try:
         # Read as text, then made categorical: polars' CSV reader reads broken strings into a
         # categorical from some malformed input that it reads right as text.
@@ -379,6 +379,29 @@ def _fast(
         wanted_lines.setdefault(file, set()).add(line)
     slow = [_slow(by_file[file], roles, wanted, only=lines) for file, lines in wanted_lines.items()]
     return pl.concat([fast_rows, *slow], how="vertical").sort([FILE, LINE])
+
+
+def _plain_lines(lines: pl.Series) -> pl.Series:
+    """Whether each line is plain CSV (_PLAIN_LINE). The harness's lines hold no quote or one
+    quoted field (the prompt), told plain by literal searches; the grammar, a regex (~0.4 s a
+    million lines), runs on the rest."""
+    import polars as pl
+
+    frame = pl.DataFrame({"t": lines}).with_row_index("i")
+    text = pl.col("t")
+    quotes = text.str.count_matches('"', literal=True)
+    opens = (
+        pl.when(text.str.starts_with('"')).then(0).otherwise(text.str.find(',"', literal=True) + 1)
+    )
+    closes = text.str.find('",', literal=True)
+    simple = (quotes == 0) | ((quotes == 2) & (opens < closes))
+    flags = frame.select("i", simple.fill_null(False).alias("simple"))
+    rest = frame.filter(~flags.get_column("simple"))
+    if rest.height == 0:
+        return flags.get_column("simple")
+    checked = rest.select("i", text.str.contains(_PLAIN_LINE).fill_null(True).alias("ok"))
+    merged = flags.join(checked, on="i", how="left", maintain_order="left")
+    return merged.select(pl.col("simple") | pl.col("ok").fill_null(False)).to_series()
 
 
 def _mapped(column: pl.Expr, values: pl.Series, to: pl.Series) -> pl.Expr:
