@@ -21,7 +21,21 @@ The harness is not part of this repository: give the path of a checkout's
 models --output OUT` from the benchmark's folder, where its `scripts/bench_decode.sh` is the
 stand-in.
 
-Figures: see the end of this docstring.
+Figures, 2026-12-02, 2-core dev VM, --runs 1, no harness here (its figure from issue 24: a
+flat ~11 ms per cell on the same kind of machine):
+
+    cells   runner alone   oomrec overhead
+    100     1.05 ms        10.46 ms   (start-up, ~0.9 s, spread over few cells)
+    500     0.94 ms         5.54 ms
+    2,000   1.06 ms         4.19 ms   (x0.40 of 100 cells: target <= 1.3 met)
+    500, +1000 unrelated records    4.86 ms
+    500, every cell pre-skipped     1.36 ms
+
+Before the runner joined its cgroup through a shell (preexec_fn made subprocess fork the whole
+process), the same 500-cell sweep cost 11.5 ms a cell. Against the harness's ~11 ms oomrec is
+~0.4x: the 0.1x target is not met; what is left per cell is the shell's exec (~0.7 ms), the
+kill-evidence reads before and after (counters, the kernel log, the cell's cgroup), the tree
+walk for leftovers, the cgroup's creation and removal, and the row's and journal's fsyncs.
 """
 
 from __future__ import annotations
