@@ -574,3 +574,26 @@ def test_fleet_files_stay_out_of_git_status_and_no_literal_job_folder_is_left(
     assert not (jobs / "%j").exists()
     status = git(a, "status", "--porcelain", "--untracked-files=all").splitlines()
     assert not [line for line in status if ".oomrec" in line or ".oom-record" in line], status
+
+
+def test_two_pushes_of_one_clone_at_once_both_land(fleet: Fleet, cli: Cli) -> None:
+    """A fleet's shards on one machine push from one clone at the same moment: the notes ref
+    is written under a lock, so neither fast-import finds the other's ref in its way."""
+    a = fleet.on("A")
+    for length in ("512", "1024", "2048", "4096"):
+        assert cli("record", "add", "gemma-4-31b", length).exit_code == 0
+    pushes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "oomrec", "record", "push"],
+            cwd=a,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    for push in pushes:
+        out, err = push.communicate(timeout=300)
+        assert push.returncode == 0, out + err
+    shared = git(fleet.origin, "notes", "--ref", "refs/notes/oomrec/gb10-a", "list")
+    assert shared.strip()

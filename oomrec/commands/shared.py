@@ -99,8 +99,9 @@ def record_push(
         kept_back=list(plan.kept_back),
     )
     if not dry_run:
-        result.new = notes.write_notes(repo, plan)
-        result.pushed, _ = notes.push(repo, plan)
+        with notes.writing(repo):
+            result.new = notes.write_notes(repo, plan)
+            result.pushed, _ = notes.push(repo, plan)
     return result
 
 

@@ -24,7 +24,7 @@ import socket
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.records import (
@@ -319,9 +319,20 @@ def why_local(rec: OomRecord) -> str:
     return ""
 
 
+def writing(repo: git.Repo) -> Any:
+    """The lock (in the repository's git dir) a writer of this clone's notes refs holds."""
+    from filelock import FileLock
+
+    return FileLock(os.path.join(repo.common_dir, "oomrec-notes.lock"), timeout=300)
+
+
 def write_notes(repo: git.Repo, plan: PushPlan) -> int:
     """Merge the plan's lines into this host's notes ref, in one `git fast-import`. Returns how
-    many lines were new (0: nothing written, the ref unchanged)."""
+    many lines were new (0: nothing written, the ref unchanged).
+
+    Call it under `writing(repo)` (as `push` too): two writers of one clone (a fleet's shards
+    on one machine) would both read the same tip, and the second's fast-import then fails to
+    create or move the ref (`cannot lock ref ... reference already exists`)."""
     ref = local_ref(plan.host)
     old_tip = _tip(repo, ref)
     current = read_ref(repo, ref) if old_tip else {}
