@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from oomrec.core import schema
@@ -314,20 +314,19 @@ def _fast(
         known = known & (stripped[0] != "")
     # The last field: the named columns' last, or one or two after it.
     lasts = [rules(i) for i in (width - 1, width, width + 1)]
-    token = (
-        pl.when(at_w)
-        .then(lasts[0].token())
-        .when(at_w1)
-        .then(lasts[1].token())
-        .otherwise(lasts[2].token())
-    )
-    swallowed = (
-        pl.when(at_w)
-        .then(lasts[0].swallowed())
-        .when(at_w1)
-        .then(lasts[1].swallowed())
-        .otherwise(lasts[2].swallowed())
-    )
+
+    def of_last(rule: Callable[[_Rules], pl.Expr]) -> pl.Expr:
+        """`rule` of the line's last field, wherever the marker says it stands."""
+        return (
+            pl.when(at_w)
+            .then(rule(lasts[0]))
+            .when(at_w1)
+            .then(rule(lasts[1]))
+            .otherwise(rule(lasts[2]))
+        )
+
+    token = of_last(_Rules.token)
+    swallowed = of_last(_Rules.swallowed)
     placed = at_w1 | (at_w2 & (stripped[width] == ""))
     none = pl.lit(None, pl.Categorical)
     problem = (

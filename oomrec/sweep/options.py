@@ -487,24 +487,6 @@ def _path_setting(value: object, where: str) -> str:
     return value
 
 
-def _positive(value: object, where: str) -> float:
-    return _seconds(value, where, allow_zero=False)
-
-
-def _seconds(value: object, where: str, *, allow_zero: bool) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-        or (value == 0 and not allow_zero)
-    ):
-        # Any finite timeout works: the runner never sleeps longer than one sample interval.
-        low = ">= 0" if allow_zero else "> 0"
-        raise OomrecError(f"{where} must be a number of seconds {low}, not {shorten(str(value))}")
-    return float(value)
-
-
 def _cooldown(value: float, where: str = "--cooldown") -> float:
     # time.sleep overflows past ~292 years; a day between cells is already more than anyone means.
     if not math.isfinite(value) or not 0 <= value <= MAX_COOLDOWN_S:
