@@ -488,6 +488,11 @@ class _ProgressReporter(_LineReporter):
         )
 
         super().__init__(stream, total)
+        shown_on = output_state.console(stream)
+        # Two columns kept free: the terminal echoes Ctrl-C as `^C` after the bar, and a bar as
+        # wide as the terminal would wrap it onto a new line, so that the erase on stop clears
+        # the wrong line and leaves a frozen bar on the screen.
+        shown_on.width = max(20, shown_on.width - 2)
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -496,7 +501,7 @@ class _ProgressReporter(_LineReporter):
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=output_state.console(stream),
+            console=shown_on,
             transient=True,
         )
         self.task = self.progress.add_task("starting", total=total)
@@ -562,7 +567,9 @@ def _summary(stream: TextIO, outcome: "SweepOutcome", demo: bool) -> None:
             stream=stream,
         )
     elif per_model:
-        table = Table(title="cells per model and classification", title_justify="left")
+        # The title on a line of its own: as the table's title it wraps to the table's width.
+        title = "cells per model and classification"
+        table = Table()
         tokens = _ordered_tokens(totals)
         table.add_column("model")
         for token in tokens:
@@ -572,7 +579,9 @@ def _summary(stream: TextIO, outcome: "SweepOutcome", demo: bool) -> None:
             table.add_row(model, *(str(counts[t]) for t in tokens), str(counts.total()))
         table.add_row("all", *(str(totals[t]) for t in tokens), str(totals.total()), style="bold")
         if not output_state.STATE.quiet:
-            output_state.console(stream).print(table)
+            shown_on = output_state.console(stream)
+            shown_on.print(title, style="italic", markup=False, soft_wrap=True)
+            shown_on.print(table)
     new = len(outcome.new_records())
     known = len(outcome.already_recorded())
     also = f", {known} already recorded" if known else ""
