@@ -12,7 +12,7 @@ from oomrec.core.schema import RECORDED_TOKENS, Token, line_token
 from oomrec.sweep.cell.classify import verdict_from_exit, verdict_from_row
 from oomrec.sweep.cell.oomkill import KillEvidence, LoggedKill, OomCounters, compare, read_counters
 from oomrec.sweep.cell.signatures import match_signature
-from oomrec.sweep.grid import Action
+from oomrec.sweep.planner import Action
 from tests.conftest import SHARED_CORPUS
 
 # What the kernel's OOM-kill counters can say about a cell, with no kernel log to read.

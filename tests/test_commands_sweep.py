@@ -11,7 +11,8 @@ import pytest
 
 from oomrec.commands.sweep import SweepOptions, SweepOutcome, dry_run, prepare, sweep
 from oomrec.core.errors import OomrecError
-from oomrec.sweep.grid import Cell, CellResult
+from oomrec.sweep.grid import CellResult
+from oomrec.sweep.planner import Cell
 from tests.gitrepo import Repo
 
 # Exits 1 with an OOM message for one length, else writes nothing (FAIL:no_output is fine:

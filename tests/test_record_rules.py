@@ -33,7 +33,7 @@ from oomrec.core.records import (
     source_path,
 )
 from oomrec.staleness.verdict import APPLIES, Fix, Judgement, Status
-from oomrec.sweep.grid import JudgedLine, Planner
+from oomrec.sweep.planner import JudgedLine, Planner
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 

@@ -102,7 +102,7 @@ def read(path: Path) -> int:
 
 def plan(path: Path, record: Path) -> int:
     from oomrec.core.records import RecordFile
-    from oomrec.sweep.grid import Planner, gather_evidence
+    from oomrec.sweep.planner import Planner, gather_evidence
 
     os.chdir(path)
     record_file = RecordFile(record)

@@ -170,7 +170,7 @@ def plan(record: Path, content: bool = True) -> int:
     rule (before the content check), as the baseline the content check is measured against."""
     from oomrec.core.records import RecordFile
     from oomrec.staleness import verdict as stale
-    from oomrec.sweep.grid import Planner, gather_evidence
+    from oomrec.sweep.planner import Planner, gather_evidence
 
     record_file = RecordFile(record)
     loaded = record_file.load()

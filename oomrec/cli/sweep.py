@@ -20,8 +20,9 @@ from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS, PLA
 if TYPE_CHECKING:
     from oomrec.commands.sweep import Prepared, SweepOutcome
     from oomrec.core.records import RecordLine
-    from oomrec.sweep.grid import Cell, CellResult, Decision
+    from oomrec.sweep.grid import CellResult
     from oomrec.sweep.options import SweepConfig
+    from oomrec.sweep.planner import Cell, Decision
 
 # The sweep itself (its planner, runner and guard, psutil) and rich's progress bar and tables
 # are imported in the functions that use them: `oomrec sweep --help` needs none of them.
@@ -388,7 +389,7 @@ def _header(prepared: "Prepared", flag: str | None, dry_run: bool) -> list[str]:
             "(pass --models-dir or set models_dir in [tool.oomrec])"
         )
     else:
-        from oomrec.sweep.options import near_models
+        from oomrec.core.modelnames import near_models
 
         for m in plan.missing:
             near = near_models(m, config.models_dir)
@@ -398,7 +399,7 @@ def _header(prepared: "Prepared", flag: str | None, dry_run: bool) -> list[str]:
 
 
 def _plan_lines(decided: "list[tuple[Cell, Decision]]") -> list[str]:
-    from oomrec.sweep.grid import Action
+    from oomrec.sweep.planner import Action
 
     lines = []
     for cell, decision in decided:

@@ -94,7 +94,7 @@ def _unknown_model(model: str, models_dir: Path) -> list[str]:
     the sweep matches names exactly), with the names it looks like."""
     if not models_dir.is_dir() or (models_dir / model).is_dir():
         return []
-    from oomrec.sweep.options import near_models
+    from oomrec.core.modelnames import near_models
 
     near = near_models(model, models_dir)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""

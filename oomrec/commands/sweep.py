@@ -22,6 +22,7 @@ from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect, detect_memory
+from oomrec.core.modelnames import near_models
 from oomrec.core.records import Loaded, RecordFile
 from oomrec.core.schema import Token
 from oomrec.staleness.fixlog import trailer_key
@@ -30,15 +31,11 @@ from oomrec.store.locations import display_path, load_settings
 from oomrec.sweep import demo as demo_mod
 from oomrec.sweep.cell.guard import AvailableMemory, GpuLimit
 from oomrec.sweep.grid import (
-    Cell,
     CellResult,
-    Decision,
     Plan,
-    Planner,
     Reporter,
     Sweep,
     SweepResult,
-    gather_evidence,
     plan_cells,
     preview,
 )
@@ -46,10 +43,10 @@ from oomrec.sweep.options import (
     SweepConfig,
     SweepOptions,
     configure,
-    near_models,
     output_problem,
 )
 from oomrec.sweep.outlock import OutputLock
+from oomrec.sweep.planner import Cell, Decision, Planner, gather_evidence
 
 
 @dataclass(kw_only=True)

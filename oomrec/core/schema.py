@@ -152,3 +152,7 @@ def line_token(line: str) -> str | None:
     last = line.rsplit(",", 1)[-1].rstrip()
     # Tokens hold no quote: `"..., SKIP:oom"` is the end of a quoted prompt, not a token.
     return last if _TOKEN.fullmatch(last) and '"' not in last else None
+
+
+# The harness's testing hook: `MODEL:LEN[,...]` cells treated as true OOMs without a launch.
+FAKE_OOM_ENV = "MLXCEL_BENCH_FAKE_OOM"

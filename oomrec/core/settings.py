@@ -170,6 +170,10 @@ def parse_bool(text: str, where: str) -> bool:
     )
 
 
+# The harness's switch, and oomrec's: launch cells the record would pre-skip.
+IGNORE_RECORD_ENVS = ("MLXCEL_BENCH_IGNORE_OOM_RECORD", "OOMREC_IGNORE_RECORD")
+
+
 def env_flag(names: Iterable[str]) -> str | None:
     """The first of the environment variables `names` set to a true value, or None."""
     for name in names:

@@ -18,30 +18,22 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.gcpause import no_cycle_collection
+from oomrec.core.modelnames import model_name
 from oomrec.core.records import (
     KIND_FAKE,
     KIND_GUARD,
     UNKNOWN_COMMIT,
-    Applicability,
-    Loaded,
     OomRecord,
-    RecordFile,
-    applicability,
     evidence_key,
     format_line,
-    last_part,
-    short_commit,
     source_field,
     source_path,
 )
 from oomrec.core.schema import FAKE_OOM_PROMPT, HEADER, RECORDED_TOKENS, Token, line_token, skip_row
-from oomrec.staleness.verdict import APPLIES, Judgement
 from oomrec.sweep import resume
 from oomrec.sweep.cell import cellcsv
 from oomrec.sweep.cell.classify import (
@@ -53,50 +45,16 @@ from oomrec.sweep.cell.classify import (
 )
 from oomrec.sweep.cell.runner import CellRun, run_cell
 from oomrec.sweep.cellfolder import cell_folder
-from oomrec.sweep.options import (
-    FAKE_OOM_ENV,
-    SweepConfig,
-    check_before_launch,
-    model_name,
+from oomrec.sweep.options import SweepConfig, check_before_launch
+from oomrec.sweep.planner import (
+    Action,
+    Cell,
+    Decision,
+    Planner,
 )
 
 if TYPE_CHECKING:
-    from oomrec.store.archive import ArchivedLine
-
-
-class Action(StrEnum):
-    """What the sweep does with a cell before launching anything (a dry run's `action`)."""
-
-    RUN = "run"
-    # Skipped without launching: the token its row gets.
-    BACKSTOP = Token.OOM_BACKSTOP
-    RECORD = Token.OOM_RECORD
-    # Not launched either: --fake-oom, a true OOM as far as the backstop and the record know.
-    FAKE_OOM = Token.TRUE_OOM
-    # With --resume: an earlier run did it; no row is written.
-    DONE = "done"
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    model: str
-    length: int
-    # As the harness writes it into rows and passes it to the runner: `<models dir>/<model>`.
-    model_path: str
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What to do with a cell before launching anything, and why."""
-
-    action: Action
-    reason: str = ""
-    # `path:lineno: line` of the record that pre-skips the cell (or, to run, that a fix lifted).
-    record_line: str | None = None
-
-    @property
-    def fake(self) -> bool:
-        return self.action == Action.FAKE_OOM
+    pass
 
 
 @dataclass(frozen=True)
@@ -119,217 +77,6 @@ def plan_cells(config: SweepConfig) -> Plan:
         else:
             missing.append(model)
     return Plan(tuple(cells), tuple(missing), dir_missing)
-
-
-class JudgedLine(NamedTuple):
-    """A record line (of the record or its archive) and its judgement at HEAD.
-
-    A NamedTuple: a sweep over a 100k-line record builds one per line before its first cell.
-    """
-
-    source: str
-    lineno: int
-    text: str
-    record: OomRecord
-    judgement: Judgement = APPLIES
-
-    @property
-    def length(self) -> int:
-        return self.record.prompt_target_len
-
-    @property
-    def where(self) -> str:
-        # A line of a shared note has no line number: its source names host and commit.
-        return f"{self.source}:{self.lineno}" if self.lineno else self.source
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.text}"
-
-
-class Planner:
-    """Decides each cell before launch: backstop, then record, then fake OOM, else run."""
-
-    def __init__(
-        self,
-        evidence: Sequence[JudgedLine],
-        hardware: str,
-        *,
-        ignore_record: bool = False,
-        ignore_guard_records: bool = False,
-        fake_oom: frozenset[tuple[str, int]] = frozenset(),
-        host_mem: int | None = None,
-    ) -> None:
-        self.ignore_record = ignore_record
-        self.fake_oom = fake_oom
-        self.oom_min: dict[str, int] = {}
-        # How the smallest of oom_min was known, for the backstop's reason.
-        self.oom_token: dict[str, str] = {}
-        # Per model, the records of this hardware (or of none) and memory, smallest length
-        # first: those that apply at HEAD, and those a fix in effect at HEAD lifted (for the
-        # dry run's why).
-        self.records: dict[str, list[JudgedLine]] = {}
-        self.lifted: dict[str, list[JudgedLine]] = {}
-        # applicability() reads only these three: decided once per distinct triple.
-        reaches: dict[tuple[str | None, int | None, bool], Applicability] = {}
-        for item in evidence:
-            rec = item.record
-            key = (rec.hardware, rec.mem_bytes, item.judgement.applies)
-            reach = reaches.get(key)
-            if reach is None:
-                reach = reaches[key] = applicability(rec, hardware, host_mem, item.judgement)
-            if not reach.on_host:
-                continue
-            # Guard stops are the operator's budget: lifted alone when the budget changed.
-            if ignore_guard_records and rec.kind == KIND_GUARD:
-                continue
-            into = self.records if reach == Applicability.APPLIES else self.lifted
-            into.setdefault(rec.model, []).append(item)
-        for hits in (*self.records.values(), *self.lifted.values()):
-            hits.sort(key=_length)
-
-    @property
-    def applicable_records(self) -> int:
-        return sum(len(hits) for hits in self.records.values())
-
-    @property
-    def lifted_records(self) -> int:
-        return sum(len(hits) for hits in self.lifted.values())
-
-    def record_hit(self, model: str, length: int) -> JudgedLine | None:
-        """The applying record with the smallest length <= `length` for `model`, if any."""
-        return _first_hit(self.records, model, length)
-
-    def lifted_hit(self, model: str, length: int) -> JudgedLine | None:
-        """The lifted record with the smallest length <= `length` for `model`, if any."""
-        return _first_hit(self.lifted, model, length)
-
-    def shared_last_parts(self, models: Sequence[str]) -> list[str]:
-        """Warnings for records that name a last part two or more of `models` share: such a
-        record (earlier oomrec versions wrote a nested model's last part) applies to all of them."""
-        sharing: dict[str, list[str]] = {}
-        for model in models:
-            sharing.setdefault(last_part(model), []).append(model)
-        said = []
-        for part, names in sharing.items():
-            if len(names) < 2 or part not in self.records:
-                continue
-            listed = " and ".join(sorted(names))
-            for item in self.records[part]:
-                said.append(
-                    f"warning: {item.where}: model {part!r} is the last part of {listed}: "
-                    f"the record applies to each of them (the safe side); if it is one "
-                    f"model's, rewrite its first field as that model's name under the models "
-                    f"dir (e.g. {sorted(n for n in names if n != part)[0]})"
-                )
-        return said
-
-    def decide(self, cell: Cell) -> Decision:
-        oom_at = self.oom_min.get(cell.model)
-        if oom_at is not None and cell.length >= oom_at:
-            token = self.oom_token.get(cell.model, Token.TRUE_OOM)
-            return Decision(
-                Action.BACKSTOP,
-                f"{cell.model} was {token} at {oom_at} <= {cell.length} tokens in this sweep",
-            )
-        if not self.ignore_record:
-            hit = self.record_hit(cell.model, cell.length)
-            if hit is not None:
-                return Decision(
-                    Action.RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
-                )
-        if (cell.model, cell.length) in self.fake_oom or (
-            (last_part(cell.model), cell.length) in self.fake_oom
-        ):
-            return Decision(Action.FAKE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
-        lifted = self.lifted_hit(cell.model, cell.length)
-        if lifted is not None:
-            return Decision(
-                Action.RUN,
-                f"recorded OOM at {lifted.length} {lifted.judgement}",
-                str(lifted),
-            )
-        return Decision(Action.RUN)
-
-    def note_oom(self, model: str, length: int, token: str = Token.TRUE_OOM) -> None:
-        """`model` ran out of memory (`token`: SKIP:oom, or SKIP:oom_guard) at `length`."""
-        if length <= self.oom_min.get(model, length):
-            self.oom_min[model] = length
-            self.oom_token[model] = token
-
-
-def _first_hit(table: dict[str, list[JudgedLine]], model: str, length: int) -> JudgedLine | None:
-    """The record of `table` with the smallest length <= `length` for `model`: its own, or for
-    a nested model one under its last part (written by earlier oomrec versions, or by hand)."""
-    hits = table.get(model)
-    best = hits[0] if hits and hits[0].length <= length else None
-    if "/" in model:
-        older = table.get(last_part(model))
-        if older and older[0].length <= length and (best is None or older[0].length < best.length):
-            best = older[0]
-    return best
-
-
-def gather_evidence(
-    record_file: RecordFile,
-    loaded: Loaded,
-    key: str,
-    hardware: str,
-    judge: bool = True,
-    parked: Sequence[ArchivedLine] | None = None,
-    warnings: list[str] | None = None,
-) -> list[JudgedLine]:
-    """Every record line of the record, its archive (`parked`, read here when None) and (when
-    `judge`) the other hosts' shared notes, judged at HEAD (when `judge`); a line in two of
-    them is read once. What of the shared notes cannot be read goes to `warnings`."""
-    with no_cycle_collection():
-        return _gather(record_file, loaded, key, hardware, judge, parked, warnings)
-
-
-def _gather(
-    record_file: RecordFile,
-    loaded: Loaded,
-    key: str,
-    hardware: str,
-    judge: bool,
-    parked: Sequence[ArchivedLine] | None,
-    warnings: list[str] | None = None,
-) -> list[JudgedLine]:
-    from oomrec.store import archive
-
-    shown = record_file.shown_as
-    items = [
-        (shown, line.lineno, line.text, line.record)
-        for line in loaded.lines
-        if line.record is not None
-    ]
-    shown = archive.archive_file(record_file).shown_as
-    archived = archive.load(record_file, loaded) if parked is None else parked
-    items += [
-        (shown, line.lineno, line.original, line.record)
-        for line in archive.in_play(archived)
-        if line.record is not None
-    ]
-    if judge:
-        from oomrec.store import notes
-
-        known = [item[3] for item in items]
-        items += [
-            (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record)
-            for line in notes.shared(known, hardware, warnings, archive.events(archived))
-            if line.record is not None
-        ]
-    records = [item[3] for item in items]
-    if judge and records:
-        from oomrec.staleness.verdict import judge_all, open_history
-
-        judgements = judge_all(open_history(key, {r.commit for r in records}), records)
-    else:
-        judgements = [APPLIES] * len(records)
-    return [JudgedLine(*item, j) for item, j in zip(items, judgements, strict=True)]
-
-
-def _length(item: JudgedLine) -> int:
-    return item.record.prompt_target_len
 
 
 def preview(

@@ -18,9 +18,14 @@ from typing import Any
 
 from oomrec.core import amounts
 from oomrec.core.errors import OomrecError
+from oomrec.core.modelnames import (
+    check_model_path,
+    normalize_models,
+)
 from oomrec.core.pathkind import kind as file_kind
-from oomrec.core.records import RecordFile, bounded_int, check_model_name, shorten
-from oomrec.core.settings import env_flag
+from oomrec.core.records import RecordFile, bounded_int, shorten
+from oomrec.core.schema import FAKE_OOM_ENV
+from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
 from oomrec.store.locations import Settings, display_path
 from oomrec.sweep import demo
 from oomrec.sweep.cell.guard import GuardLimits, host_total, parse_gpu_limit, parse_limit
@@ -43,8 +48,6 @@ DEFAULT_RUNNER_ARGS = (
     "--warmup-tokens {warmup_tokens} --cooldown {cooldown} --big-cooldown {big_cooldown} "
     "--output {cell_csv}"
 )
-IGNORE_RECORD_ENVS = ("MLXCEL_BENCH_IGNORE_OOM_RECORD", "OOMREC_IGNORE_RECORD")
-FAKE_OOM_ENV = "MLXCEL_BENCH_FAKE_OOM"
 
 
 @dataclass(frozen=True)
@@ -102,67 +105,9 @@ def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def check_model_path(name: str) -> str:
-    """A model as the harness takes it: a directory under the models dir, nested (`org/model`)
-    or not; never absolute and never `..`. Its rows and records name it so (`model_name`)."""
-    if name.startswith("/"):
-        raise OomrecError(f"model {name!r} is an absolute path; name it under the models dir")
-    parts = name.rstrip("/").split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise OomrecError(f"model {name!r} has an empty, '.' or '..' part; name its directory")
-    for part in parts:
-        check_model_name(part)
-    return name
-
-
-def model_name(name: str) -> str:
-    """A model's identity in rows, records, the backstop and fake-OOM keys: its directory as
-    given under the models dir (`org/moe-30b`), as the harness names it."""
-    return name.rstrip("/")
-
-
 def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
     """Prompt lengths as core.amounts reads them (`512 2048`, `512,2k`); a repeat runs once."""
     return amounts.parse_lengths(value, where)[0]
-
-
-def normalize_models(
-    models: Sequence[str], models_dir: Path, models_dir_shown: str
-) -> tuple[list[str], list[str]]:
-    """Models as people type them: `./models/x/` or `models/x` (the harness's `model_path`
-    form, tab-completed) is model `x` when `<models dir>/x` exists and no nested `models/x`
-    does. Returns the names and a note for each one read so."""
-    shown = models_dir_shown.removeprefix("./").rstrip("/")
-    prefixes = [
-        p for p in dict.fromkeys((shown, str(models_dir).rstrip("/"), models_dir.name)) if p
-    ]
-    out: list[str] = []
-    notes: list[str] = []
-    for name in models:
-        bare = name.rstrip("/").removeprefix("./")
-        chosen = name
-        for prefix in prefixes:
-            if bare.startswith(prefix + "/"):
-                tail = bare[len(prefix) + 1 :]
-                if tail and (models_dir / tail).is_dir() and not (models_dir / bare).is_dir():
-                    chosen = tail
-                    notes.append(
-                        f"note: model {name!r} read as {tail!r} (under {models_dir_shown})"
-                    )
-                break
-        out.append(chosen)
-    return out, notes
-
-
-def near_models(missing: str, models_dir: Path) -> list[str]:
-    """Model directories named like `missing` (a typo): up to three, closest first."""
-    import difflib
-
-    try:
-        names = [p.name for p in models_dir.iterdir() if p.is_dir()]
-    except OSError:
-        return []
-    return difflib.get_close_matches(missing.rsplit("/", 1)[-1], names, n=3, cutoff=0.6)
 
 
 def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
