@@ -1,7 +1,8 @@
 """The `oomrec` console script. `oomrec hook post-merge|post-rewrite` runs here without loading
 the command line (Typer, GitPython), so a git hook with nothing to flag stays under 200 ms;
-`oomrec -V` alone is answered here too (Typer's import alone is twice Python's start-up); every
-other command goes to `oomrec.cli`.
+`oomrec -V` alone and the plain forms of `oomrec check` (in front of every hand run) are
+answered here too (Typer's import alone is twice Python's start-up); every other command goes
+to `oomrec.cli`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ def _main(args: list[str]) -> int:
 
         if args[1] in hooks.EVENTS:
             return hooks.run(args[1], args[2:], sys.stdin)
+    if args and args[0] == "check" and not _completing():
+        from oomrec.cli import check_plain
+
+        status = check_plain.run(args[1:])
+        if status is not None:
+            return status
     from oomrec.cli import main as cli_main
 
     if not args or args[0] not in _QUICK_EXIT:

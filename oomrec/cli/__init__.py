@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 # Every command module, in the order their commands are listed in the help.
 MODULES = (
+    "check",
     "fleet",
     "hook",
     "record_add",
@@ -41,6 +42,7 @@ MODULES = (
 # The modules that register each top-level command's subcommands (`record push` and `pull`
 # live in remote.py).
 BY_COMMAND = {
+    "check": ("check",),
     "fleet": ("fleet",),
     "hook": ("hook",),
     "record": (*(m for m in MODULES if m.startswith("record_")), "remote"),

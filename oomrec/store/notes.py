@@ -37,6 +37,7 @@ from oomrec.core.records import (
     read_commit,
     short_commit,
 )
+from oomrec.store.noterefs import LOCAL_PREFIX
 from oomrec.store.retractions import (
     NOTE_RESTORED,
     NOTE_RETRACTED,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     import git
 
 HOST_ENV = "OOMREC_HOST"
-LOCAL_PREFIX = "refs/notes/oomrec/"
 PUSH_TRIES = 3
 _SAFE = re.compile(r"[^a-z0-9._-]+")
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")

@@ -1,0 +1,147 @@
+"""`oomrec check`: may this cell launch here and now? The sweep's own decision before a launch
+(sweep/planner.py), for one cell, on this host's hardware and memory, with the record, its
+archive and the shared notes judged at HEAD: what a sweep would do with the cell, without the
+sweep (no runner, guard or psutil is loaded; it sits in front of every hand run).
+
+The backstop is a sweep's own (earlier cells of the same sweep), so it has no part here; the
+fake-OOM hook is the sweep's testing hook and has none either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oomrec.commands import Result
+from oomrec.commands.common import record_warnings
+from oomrec.core import amounts
+from oomrec.core.errors import OomrecError
+from oomrec.core.hardware import detect, detect_memory
+from oomrec.core.modelnames import check_model_path, model_name, normalize_models
+from oomrec.core.records import Loaded, last_part, shorten
+from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
+from oomrec.store import archive, noterefs
+from oomrec.store.archive import ArchivedLine
+from oomrec.store.locations import open_record
+from oomrec.sweep.planner import Action, Cell, JudgedLine, Planner, gather_evidence
+
+
+@dataclass(kw_only=True)
+class CheckResult(Result):
+    model: str
+    length: int
+    hardware: str
+    host_mem: int | None
+    record: str
+    # Action.RUN, or Action.RECORD (the token a sweep's row would get: SKIP:oom_record).
+    verdict: str
+    reason: str
+    # `path:lineno: line` of the record that applies (or, to run, that a fix lifted).
+    record_line: str | None
+    # The env var that turned the record off, as the sweep honours it.
+    ignored_by: str | None = None
+
+    @property
+    def may_launch(self) -> bool:
+        return self.verdict == Action.RUN
+
+    def json_body(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "length": self.length,
+            "hardware": self.hardware,
+            "host_mem_bytes": self.host_mem,
+            "record": self.record,
+            "may_launch": self.may_launch,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "record_line": self.record_line,
+            "record_ignored_by": self.ignored_by,
+        }
+
+    def line(self) -> str:
+        """The one line a script's log shows: the verdict, the cell, why."""
+        cell = f"{self.model} @ {self.length} on {self.hardware}"
+        if self.ignored_by:
+            return f"run: {cell}: the record is ignored (${self.ignored_by} is set)"
+        if self.record_line is None:
+            return f"run: {cell}: no OOM record applies ({self.record})"
+        if self.may_launch:
+            return f"run: {cell}: {self.reason} ({self.record_line})"
+        return f"{self.verdict}: {cell}: {self.reason} ({self.record_line})"
+
+
+def check(*, model: str, length: str | int, record: Path | None = None) -> CheckResult:
+    """Whether the cell (`model`, `length`) may launch on this host now, and why."""
+    prompt_length = amounts.parse_length(str(length).strip())
+    if prompt_length is None:
+        raise OomrecError(
+            f"length {shorten(str(length))} is not a prompt length; give a token count, e.g. "
+            "32768 or 32k (k = 1024)"
+        )
+    record_file, settings = open_record(record)
+    typed = model
+    # As the sweep reads --models: `./models/x/` (a hand run's model path) is model `x`.
+    (model,), read_as = normalize_models([model], settings.base / "models", "./models")
+    name = model_name(check_model_path(model))
+    hardware = detect()
+    host_mem = detect_memory()
+    shown = record_file.shown_as
+    ignored_by = env_flag(IGNORE_RECORD_ENVS)
+    if ignored_by:
+        return CheckResult(
+            notices=read_as,
+            model=name,
+            length=prompt_length,
+            hardware=hardware,
+            host_mem=host_mem,
+            record=shown,
+            verdict=Action.RUN,
+            reason="record ignored",
+            record_line=None,
+            ignored_by=ignored_by,
+        )
+    loaded = record_file.load()
+    parked, warnings = record_warnings(loaded, record_file)
+    # The cell's own lines, and for a nested model those under its last part (the sweep reads
+    # both: planner._first_hit).
+    wanted = {name, last_part(name)}
+    evidence: list[JudgedLine] = []
+    if _any_line(wanted, loaded, parked) or noterefs.maybe_any_refs():
+        # Only then is there anything to judge at HEAD (GitPython and the history: ~60 ms).
+        from oomrec.staleness.fixlog import trailer_key
+
+        evidence = gather_evidence(
+            record_file,
+            loaded,
+            trailer_key(settings),
+            hardware,
+            parked=parked,
+            warnings=warnings,
+            models=wanted,
+        )
+    planner = Planner(evidence, hardware, host_mem=host_mem)
+    decision = planner.decide(Cell(name, prompt_length, typed))
+    return CheckResult(
+        warnings=warnings,
+        notices=read_as,
+        model=name,
+        length=prompt_length,
+        hardware=hardware,
+        host_mem=host_mem,
+        record=shown,
+        verdict=str(decision.action),
+        reason=decision.reason,
+        record_line=decision.record_line,
+    )
+
+
+def _any_line(models: set[str], loaded: Loaded, parked: Sequence[ArchivedLine]) -> bool:
+    """Whether the record or its archive (the lines still in play) names one of `models`."""
+    if any(line.record is not None and line.record.model in models for line in loaded.lines):
+        return True
+    return any(
+        line.record is not None and line.record.model in models for line in archive.in_play(parked)
+    )

@@ -1,0 +1,190 @@
+"""`oomrec check MODEL LENGTH`: may this cell launch here and now? Against real records in real
+repositories: the hardware and memory a record applies to, a fix that lifts it, a record
+shared by another host, and the sweep's own dry run as the yardstick. Both ways in are tested:
+the plain forms (answered without Typer, entry.py) and the full command line (CliRunner)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.helpers import dry_run_verdicts
+from tests.test_shared import Fleet, fleet  # noqa: F401  (the fixture)
+from tests.test_stale_content import AFTER, BEFORE, TRAILER
+
+Cli = Callable[..., CliResult]
+GIB = 1024**3
+MODEL = "gemma-4-31b"
+
+
+def check(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m oomrec check ARGS` as a script runs it (the plain path of entry.py)."""
+    return subprocess.run(
+        [sys.executable, "-m", "oomrec", "check", *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def verdict(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    result = check(*args, "--json", env=env)
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+@pytest.fixture
+def gemma(repo: Repo) -> Repo:
+    (repo.path / "models" / MODEL).mkdir(parents=True)
+    return repo
+
+
+def test_no_record_may_launch_and_an_applying_record_may_not(gemma: Repo, cli: Cli) -> None:
+    result = check(MODEL, "32768")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"run: {MODEL} @ 32768 on testhw: no OOM record applies " \
+        "(benchmarks/.oom-record)\n"  # fmt: skip
+    assert cli("record", "add", MODEL, "8192").exit_code == 0
+    below = check(MODEL, "4096")
+    assert below.returncode == 0, below.stderr
+    refused = check(MODEL, "32k")
+    assert refused.returncode == 1
+    line = (gemma.path / "benchmarks" / ".oom-record").read_text().strip()
+    assert refused.stdout == (
+        f"SKIP:oom_record: {MODEL} @ 32768 on testhw: recorded OOM at 8192 <= 32768 "
+        f"(benchmarks/.oom-record:1: {line})\n"
+    )
+    assert refused.stderr == ""
+    # The same cells as the sweep decides them.
+    assert dry_run_verdicts(cli, gemma.path, lengths="4096 32768")[1] == ["run", "SKIP:oom_record"]
+    code, body = verdict(MODEL, "8192")
+    assert code == 1
+    assert body["verdict"] == "SKIP:oom_record" and body["may_launch"] is False
+    assert body["record_line"] == f"benchmarks/.oom-record:1: {line}"
+    assert body["schema_version"] == 1
+
+
+def test_a_record_applies_only_to_its_hardware_and_to_no_more_memory(gemma: Repo, cli: Cli) -> None:
+    host = {"OOMREC_MEM_BYTES": str(128 * GIB)}
+    cli("record", "add", MODEL, "8192", "--hardware", "otherhw", "--mem", "128GiB")
+    assert verdict(MODEL, "8192", env=host)[0] == 0  # another machine class
+    cli("record", "add", MODEL, "16384", "--mem", "64GiB")
+    # Ran out of memory with 64 GiB: this host's 128 GiB is not where it is evidence.
+    assert verdict(MODEL, "16384", env=host)[0] == 0
+    assert verdict(MODEL, "16384", env={"OOMREC_MEM_BYTES": str(64 * GIB)})[0] == 1
+    assert verdict(MODEL, "16384", env={"OOMREC_MEM_BYTES": str(32 * GIB)})[0] == 1
+    cli("record", "add", MODEL, "32768", "--any-hardware")
+    code, body = verdict(MODEL, "32768", env=host)
+    assert code == 1 and body["hardware"] == "testhw" and body["host_mem_bytes"] == 128 * GIB
+
+
+def test_a_fix_in_the_tree_lifts_the_record_and_says_so(gemma: Repo, cli: Cli) -> None:
+    gemma.commit("add the prefill", {"prefill.py": BEFORE})
+    cli("record", "add", MODEL, "8192")
+    assert verdict(MODEL, "8192")[0] == 1
+    fix = gemma.commit(f"Chunk the prefill\n\n{TRAILER}\n", {"prefill.py": AFTER})
+    result = check(MODEL, "8192")
+    assert result.returncode == 0, result.stderr
+    assert f"no longer applies: fix {fix[:7]}" in result.stdout
+    # A hand revert of the fix's change puts the record back in play.
+    gemma.commit("Revert the chunking by hand", {"prefill.py": BEFORE})
+    assert verdict(MODEL, "8192")[0] == 1
+    assert dry_run_verdicts(cli, gemma.path, lengths="8192")[1] == ["SKIP:oom_record"]
+
+
+def test_a_record_shared_by_another_host_applies(fleet: Fleet, cli: Cli) -> None:  # noqa: F811
+    fleet.on("A")
+    cli("record", "add", "gemma-4-31b", "8192")
+    assert cli("record", "push").exit_code == 0
+    b = fleet.on("B")
+    assert verdict("gemma-4-31b", "8192")[0] == 0  # not pulled yet
+    cli("remote", "setup")
+    cli("record", "pull")
+    assert not (b / "benchmarks" / ".oom-record").exists()  # only in the notes
+    code, body = verdict("gemma-4-31b", "16384")
+    assert code == 1, body
+    assert body["record_line"].startswith("notes gb10-a@")
+    fleet.on("C")  # another machine class
+    cli("remote", "setup")
+    cli("record", "pull")
+    assert verdict("gemma-4-31b", "16384")[0] == 0
+
+
+def test_model_paths_as_typed_and_nested_models(gemma: Repo, cli: Cli) -> None:
+    cli("record", "add", MODEL, "8192")
+    result = check(f"./models/{MODEL}/", "8192")
+    assert result.returncode == 1
+    assert f"note: model './models/{MODEL}/' read as '{MODEL}'" in result.stderr
+    (gemma.path / "models" / "org" / "nested").mkdir(parents=True)
+    cli("record", "add", "org/nested", "512")
+    assert verdict("org/nested", "512")[0] == 1
+    assert verdict("org/other", "512")[0] == 0
+
+
+def test_the_record_ignored_by_the_harness_switch_says_so(gemma: Repo, cli: Cli) -> None:
+    cli("record", "add", MODEL, "8192")
+    result = check(MODEL, "8192", env={"MLXCEL_BENCH_IGNORE_OOM_RECORD": "1"})
+    assert result.returncode == 0
+    assert "record is ignored ($MLXCEL_BENCH_IGNORE_OOM_RECORD is set)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((MODEL, "2x"), "length '2x' is not a prompt length"),
+        ((MODEL, "0"), "length '0' is not a prompt length"),
+        (("/abs", "512"), "absolute path"),
+        ((MODEL,), "Missing argument 'LENGTH'"),
+        ((MODEL, "512", "--bogus"), "No such option: --bogus"),
+        ((MODEL, "512", "--record", "/no/such/dir/rec"), "/no/such/dir"),
+    ],
+    ids=["bad length", "zero", "absolute model", "no length", "unknown option", "no folder"],
+)
+def test_usage_errors_are_one_line_and_status_2(
+    gemma: Repo, args: tuple[str, ...], said: str
+) -> None:
+    result = check(*args)
+    assert result.returncode == 2, result
+    assert result.stdout == ""
+    assert result.stderr.startswith("oomrec: error: ") and said in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_the_plain_path_and_the_full_command_line_agree(gemma: Repo, cli: Cli) -> None:
+    cli("record", "add", MODEL, "8192")
+    for length, status in (("4096", 0), ("8192", 1)):
+        plain = check(MODEL, length, "--json")
+        full = cli("check", MODEL, length, "--json")
+        assert plain.returncode == full.exit_code == status
+        assert json.loads(plain.stdout) == json.loads(full.stdout)
+    # -q: a yes says nothing, a no still says why.
+    quiet_yes = subprocess.run(
+        [sys.executable, "-m", "oomrec", "-q", "check", MODEL, "512"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (quiet_yes.returncode, quiet_yes.stdout) == (0, "")
+    quiet_no = cli("-q", "check", MODEL, "8192")
+    assert quiet_no.exit_code == 1 and quiet_no.stdout.startswith("SKIP:oom_record: ")
+
+
+def test_outside_git_with_a_record_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    record = tmp_path / "rec"
+    record.write_text(f"{MODEL},8192,2026-07-03,unknown,,s.csv,testhw\n")
+    assert check(MODEL, "4096", "--record", str(record)).returncode == 0
+    refused = check(MODEL, "8192", f"--record={record}")
+    assert refused.returncode == 1, refused.stderr
+    assert f"{record}:1: {MODEL},8192," in refused.stdout
+    inside = subprocess.run(["git", "rev-parse"], cwd=tmp_path, capture_output=True, check=False)
+    assert inside.returncode != 0  # truly outside any repository
