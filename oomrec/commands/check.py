@@ -20,12 +20,12 @@ from oomrec.core import amounts
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect, detect_memory
 from oomrec.core.modelnames import check_model_path, model_name, normalize_models
-from oomrec.core.records import Loaded, last_part, shorten
+from oomrec.core.records import Loaded, RecordFile, last_part, shorten
 from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
 from oomrec.store import archive, noterefs
 from oomrec.store.archive import ArchivedLine
-from oomrec.store.locations import open_record
-from oomrec.sweep.planner import Action, Cell, JudgedLine, Planner, gather_evidence
+from oomrec.store.locations import Settings, open_record
+from oomrec.sweep.planner import Action, Cell, Decision, JudgedLine, Planner, gather_evidence
 
 
 @dataclass(kw_only=True)
@@ -88,26 +88,45 @@ def check(*, model: str, length: str | int, record: Path | None = None) -> Check
     name = model_name(check_model_path(model))
     hardware = detect()
     host_mem = detect_memory()
-    shown = record_file.shown_as
     ignored_by = env_flag(IGNORE_RECORD_ENVS)
+    warnings: list[str] = []
     if ignored_by:
-        return CheckResult(
-            notices=read_as,
-            model=name,
-            length=prompt_length,
-            hardware=hardware,
-            host_mem=host_mem,
-            record=shown,
-            verdict=Action.RUN,
-            reason="record ignored",
-            record_line=None,
-            ignored_by=ignored_by,
+        decision = Decision(Action.RUN, "record ignored")
+    else:
+        decision = _decide(
+            record_file, settings, Cell(name, prompt_length, typed), hardware, host_mem, warnings
         )
+    return CheckResult(
+        warnings=warnings,
+        notices=read_as,
+        model=name,
+        length=prompt_length,
+        hardware=hardware,
+        host_mem=host_mem,
+        record=record_file.shown_as,
+        verdict=str(decision.action),
+        reason=decision.reason,
+        record_line=decision.record_line,
+        ignored_by=ignored_by,
+    )
+
+
+def _decide(
+    record_file: RecordFile,
+    settings: Settings,
+    cell: Cell,
+    hardware: str,
+    host_mem: int | None,
+    warnings: list[str],
+) -> Decision:
+    """The planner's decision for `cell` over the evidence of its model; the record's and the
+    notes' warnings go to `warnings`."""
     loaded = record_file.load()
-    parked, warnings = record_warnings(loaded, record_file)
+    parked, said = record_warnings(loaded, record_file)
+    warnings.extend(said)
     # The cell's own lines, and for a nested model those under its last part (the sweep reads
     # both: planner._first_hit).
-    wanted = {name, last_part(name)}
+    wanted = {cell.model, last_part(cell.model)}
     evidence: list[JudgedLine] = []
     if _any_line(wanted, loaded, parked) or noterefs.maybe_any_refs():
         # Only then is there anything to judge at HEAD (GitPython and the history: ~60 ms).
@@ -122,20 +141,7 @@ def check(*, model: str, length: str | int, record: Path | None = None) -> Check
             warnings=warnings,
             models=wanted,
         )
-    planner = Planner(evidence, hardware, host_mem=host_mem)
-    decision = planner.decide(Cell(name, prompt_length, typed))
-    return CheckResult(
-        warnings=warnings,
-        notices=read_as,
-        model=name,
-        length=prompt_length,
-        hardware=hardware,
-        host_mem=host_mem,
-        record=shown,
-        verdict=str(decision.action),
-        reason=decision.reason,
-        record_line=decision.record_line,
-    )
+    return Planner(evidence, hardware, host_mem=host_mem).decide(cell)
 
 
 def _any_line(models: set[str], loaded: Loaded, parked: Sequence[ArchivedLine]) -> bool:
