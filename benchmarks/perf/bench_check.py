@@ -14,19 +14,21 @@ Target (issue 26): at most 3x `python -c pass` (PASS/FAIL beside each).
 
     python benchmarks/perf/bench_check.py [--runs 15]
 
-2026-12-02, 2-core VM, Python 3.11.7, median of 15 (ms, and x `python -c pass`; the baseline
-moved between 22 and 32 ms across runs of the same day, so the ratio is the figure to read):
+2026-12-02, 2-core VM, Python 3.11.7, median of 21 (ms, and x `python -c pass`; the baseline
+moved between 22 and 33 ms across runs of the same day, so the ratio is the figure to read),
+after tempfile, platform, tomllib and difflib were made lazy:
 
-      32.1 ms    1.0x python-start  python -c pass (baseline)
-      31.2 ms    1.0x python-start  oomrec -V (for scale)
-      99.2 ms    3.1x python-start  check: no record file  FAIL (<= 3x)
-     103.3 ms    3.2x python-start  check: 1000 lines, none of this model  FAIL (<= 3x)
-     199.3 ms    6.2x python-start  check: a record applies  FAIL (<= 3x)
-     219.1 ms    6.8x python-start  check: a record lifted by a fix  FAIL (<= 3x)
+      32.8 ms    1.0x python-start  python -c pass (baseline)
+      30.1 ms    0.9x python-start  oomrec -V (for scale)
+      87.0 ms    2.6x python-start  check: no record file  PASS (<= 3x)
+     100.3 ms    3.1x python-start  check: 1000 lines, none of this model  FAIL (<= 3x)
+     214.2 ms    6.5x python-start  check: a record applies  FAIL (<= 3x)
+     219.8 ms    6.7x python-start  check: a record lifted by a fix  FAIL (<= 3x)
 
-An earlier run of the same tree: 2.7x, 3.2x, 6.1x, 6.5x (baseline 27.6 ms).
+The run before (median of 15): 2.6x, 2.4x, 6.0x, 6.0x. Before those imports were lazy: 3.1x,
+3.2x, 6.2x, 6.8x (baseline 32.1 ms) and 2.7x, 3.2x, 6.1x, 6.5x (baseline 27.6 ms).
 
-Where the time goes (`python -X importtime -m oomrec check ...`): ~45 ms of imports beyond
+Where the time goes (`python -X importtime -m oomrec check ...`): ~40 ms of imports beyond
 Python's own (the record's parser and its dataclasses, the settings, the archive, the planner),
 ~5 ms of probes (hardware, memory, one `git for-each-ref` for shared notes); with a line of
 this model, GitPython's import (~50 ms) and the history (~40 ms).

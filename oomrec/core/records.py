@@ -21,7 +21,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -955,6 +954,8 @@ class RecordFile:
         directory = target.parent
         directory.mkdir(parents=True, exist_ok=True)
         mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644
+        import tempfile  # here: only a rewrite needs it (~4 ms of every start-up otherwise)
+
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:

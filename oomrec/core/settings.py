@@ -8,7 +8,6 @@ docs/configuration.md are generated from, and how a boolean environment variable
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -153,6 +152,8 @@ def check_tool_keys(tool: Mapping[str, Any], where: str) -> None:
     for key in tool:
         if key in known:
             continue
+        import difflib
+
         close = difflib.get_close_matches(str(key), known, n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
         raise OomrecError(f"{where}: unknown key {str(key)[:60]!r} in [tool.oomrec]; {hint}")

@@ -7,7 +7,6 @@ needed by commands (and `--help`-speed paths) that must not pay GitPython's impo
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +120,8 @@ def load_settings(start: Path | None = None) -> Settings:
     pyproject = (root or (start or Path.cwd())) / "pyproject.toml"
     if not pyproject.is_file():
         return Settings(repo_root=root)
+    import tomllib  # here: most runs have no pyproject.toml to read (~3 ms of `oomrec check`)
+
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     # RecursionError: a deeply nested table or array; MemoryError: a huge one. Any of them is
