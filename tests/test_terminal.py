@@ -16,6 +16,7 @@ import pytest
 from tests.gitrepo import Repo, git
 from tests.scripted_runner import Runner
 from tests.test_help_80 import _source_words
+from tests.test_startup_imports import COMMANDS
 from tests.tty import Screen, run_in_terminal
 
 BOX = set("┏┓┗┛┃━┡┩┯┷│─└┘┼╇┳┻")
@@ -139,19 +140,20 @@ def test_an_error_is_one_line_with_one_prefix_on_a_terminal_and_in_a_pipe(
     assert result.stderr.count("oomrec: error: ") == 1
 
 
-def test_the_sweep_help_reads_whole_on_an_80x24_terminal(repo: Repo) -> None:
-    status, screen, raw = run_in_terminal("sweep", "--help", cwd=repo.path)
+@pytest.mark.parametrize("path", COMMANDS, ids=[" ".join(p) or "root" for p in COMMANDS])
+def test_every_help_reads_whole_on_an_80x24_terminal(repo: Repo, path: tuple[str, ...]) -> None:
+    status, screen, raw = run_in_terminal(*path, "--help", cwd=repo.path)
     assert status == 0, raw
-    shown = screen.text()
     fits(screen)
-    text = "\n".join(shown)
+    text = "\n".join(screen.text())
     assert "%%" not in text
-    assert "{cooldown}" in text and "{big_cooldown}" in text
     # No word or flag cut at the margin (the `benchmar` / `ks/...` split): every word of the
     # command's own help texts is whole on the screen.
     flat = " ".join(text.split())
-    for word in _source_words(("sweep",)):
+    for word in _source_words(path):
         assert word in flat, f"{word!r} is cut across lines on an 80x24 terminal"
+    if path == ("sweep",):
+        assert "{cooldown}" in text and "{big_cooldown}" in text
 
 
 def test_retract_and_list_archived_on_a_terminal_and_in_a_pipe(two: Repo, runner: Runner) -> None:
