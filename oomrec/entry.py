@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
-from oomrec.core.errors import EXIT_INTERRUPTED
+from oomrec.core.errors import EXIT_INTERRUPTED, EXIT_USAGE, OomrecError
 
 _HELP = {"-h", "--help"}
 _VERSION = {"-V", "--version"}
@@ -30,7 +31,7 @@ def main() -> int:
 
 def _main(args: list[str]) -> int:
     if len(args) == 1 and args[0] in _VERSION and sys.stdout is not None and not _completing():
-        return _version()
+        return _answered(_version) or 0
     if len(args) >= 2 and args[0] == "hook" and not _HELP & set(args):
         from oomrec.hooks import check as hooks
 
@@ -39,7 +40,7 @@ def _main(args: list[str]) -> int:
     if args and args[0] == "check" and not _completing():
         from oomrec.cli import check_plain
 
-        status = check_plain.run(args[1:])
+        status = _answered(lambda: check_plain.run(args[1:]))
         if status is not None:
             return status
     from oomrec.cli import main as cli_main
@@ -56,26 +57,32 @@ def _main(args: list[str]) -> int:
     ending.leave(code)
 
 
-def _version() -> int:
-    """`oomrec -V`: what the root's --version prints, and how a failed write ends it there
-    (cli/apps.py: one line and status 2, or status 1 and no message for a reader gone away).
-    Anything with it on the command line (`-q -V`, `-V sweep`) goes through the command line.
-    """
-    from oomrec import __version__
-
+def _answered(answer: Callable[[], int | None]) -> int | None:
+    """A command answered here, without the command line, ending as the command line ends one
+    (cli/apps.py, and click for a reader gone away): an error a user can cause (a bad
+    argument, a full disk under stdout) in one line and status 2, a reader gone away status 1
+    and no message. None: `answer` leaves the command to the command line."""
     try:
-        sys.stdout.write(f"oomrec {__version__}\n")
-        sys.stdout.flush()
+        return answer()
     except BrokenPipeError:
         _silence_stdout()
         return 1
-    except OSError as exc:
-        from oomrec.cli.ending import FULL, cannot_write
+    except (OomrecError, OSError) as exc:
+        from oomrec.cli import ending
 
         _silence_stdout()
-        why = cannot_write(exc) if exc.errno in FULL else exc.strerror or str(exc)
-        print(f"oomrec: error: {why}", file=sys.stderr)
-        return 2
+        message = ending.describe(exc) if isinstance(exc, OSError) else str(exc)
+        print(ending.error_line(message), file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _version() -> int:
+    """`oomrec -V`: what the root's --version prints. Anything with it on the command line
+    (`-q -V`, `-V sweep`) goes through the command line."""
+    from oomrec import __version__
+
+    sys.stdout.write(f"oomrec {__version__}\n")
+    sys.stdout.flush()
     return 0
 
 

@@ -188,3 +188,30 @@ def test_outside_git_with_a_record_file(tmp_path: Path, monkeypatch: pytest.Monk
     assert f"{record}:1: {MODEL},8192," in refused.stdout
     inside = subprocess.run(["git", "rev-parse"], cwd=tmp_path, capture_output=True, check=False)
     assert inside.returncode != 0  # truly outside any repository
+
+
+def test_stdout_on_a_full_disk_or_gone_is_one_line_or_silent(gemma: Repo, cli: Cli) -> None:
+    cli("record", "add", MODEL, "8192")
+    for args in ((MODEL, "512"), (MODEL, "8192", "--json")):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-m", "oomrec", "check", *args],
+                stdout=full, stderr=subprocess.PIPE, text=True, check=False,
+            )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == (
+            "oomrec: error: cannot write the output: No space left on device; free space or "
+            "send it elsewhere\n"
+        )
+    # A reader gone away (`| head -0`): status 1 and no message, as every command ends then.
+    # Its end is closed before oomrec starts, so every write fails, however busy the machine.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        gone = subprocess.run(
+            [sys.executable, "-m", "oomrec", "check", MODEL, "512"],
+            stdout=write_end, stderr=subprocess.PIPE, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (gone.returncode, gone.stderr) == (1, b"")

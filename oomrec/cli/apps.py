@@ -54,13 +54,7 @@ class OneLineErrors(TyperGroup):
             _error(str(exc))
             code = EXIT_USAGE
         except OSError as exc:
-            # An I/O failure the code did not foresee is still the user's environment, not a bug.
-            if exc.filename is None and exc.errno in ending.FULL:
-                # A write to no named file: stdout, on a full disk or /dev/full.
-                _error(ending.cannot_write(exc))
-            else:
-                where = f": {exc.filename}" if exc.filename else ""
-                _error(f"{exc.strerror or exc}{where}")
+            _error(ending.describe(exc))
             code = EXIT_USAGE
         except (typer.Abort, KeyboardInterrupt):
             code = EXIT_INTERRUPTED
@@ -255,9 +249,7 @@ def _escape_unshowable_output() -> None:
 
 
 def _error(message: str, where: str = "oomrec") -> None:
-    # One line, whatever the message held.
-    flat = " ".join(message.split())
-    typer.echo(f"{where}: error: {flat}", err=True)
+    typer.echo(ending.error_line(message, where), err=True)
 
 
 def _version(value: bool) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from oomrec.core.errors import EXIT_USAGE, OomrecError
+if TYPE_CHECKING:
+    from oomrec.commands.check import CheckResult
 
 # Exit status: 0 the cell may launch, 1 a record applies (so `oomrec check m 32k && run` runs
 # nothing), 2 usage.
@@ -52,24 +54,13 @@ def run(args: list[str]) -> int | None:
     model, length, record, as_json = parsed
     from oomrec.commands.check import check
 
-    try:
-        result = check(model=model, length=length, record=record)
-    except OomrecError as exc:
-        print(f"oomrec: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        where = f": {exc.filename}" if exc.filename else ""
-        print(f"oomrec: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return EXIT_USAGE
-    return render(result, as_json, quiet=False)
+    # Errors (a bad argument, stdout on a full disk) end as entry.py's _answered ends them.
+    return render(check(model=model, length=length, record=record), as_json, quiet=False)
 
 
-def render(result: object, as_json: bool, quiet: bool) -> int:
+def render(result: CheckResult, as_json: bool, quiet: bool) -> int:
     """Print a check's result (its warnings and notices on stderr, then its one line, or its
     JSON, on stdout); its exit status."""
-    from oomrec.commands.check import CheckResult
-
-    assert isinstance(result, CheckResult)
     for notice in result.notices:
         if not quiet:
             print(notice, file=sys.stderr)

@@ -58,6 +58,21 @@ def leave(code: object) -> NoReturn:
     os._exit(status)
 
 
+def error_line(message: str, where: str = "oomrec") -> str:
+    """The one line every error a user can cause ends in: one prefix, the message flattened."""
+    return f"{where}: error: {' '.join(message.split())}"
+
+
+def describe(exc: OSError) -> str:
+    """What an I/O failure the code did not foresee says: it is still the user's environment
+    (a full disk, a file gone), not a bug."""
+    if exc.filename is None and exc.errno in FULL:
+        # A write to no named file: stdout, on a full disk or /dev/full.
+        return cannot_write(exc)
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
 def cannot_write(exc: OSError) -> str:
     """What to say when stdout refuses what a command printed (a full disk, /dev/full)."""
     return f"cannot write the output: {exc.strerror or exc}; free space or send it elsewhere"

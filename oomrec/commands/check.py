@@ -9,6 +9,7 @@ fake-OOM hook is the sweep's testing hook and has none either.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,8 +147,5 @@ def _decide(
 
 def _any_line(models: set[str], loaded: Loaded, parked: Sequence[ArchivedLine]) -> bool:
     """Whether the record or its archive (the lines still in play) names one of `models`."""
-    if any(line.record is not None and line.record.model in models for line in loaded.lines):
-        return True
-    return any(
-        line.record is not None and line.record.model in models for line in archive.in_play(parked)
-    )
+    lines = itertools.chain(loaded.lines, archive.in_play(parked))
+    return any(line.record is not None and line.record.model in models for line in lines)

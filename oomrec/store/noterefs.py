@@ -14,14 +14,13 @@ def maybe_any_refs() -> bool:
     read then decides, and says what is wrong)."""
     import subprocess
 
-    from oomrec.staleness.fixlog import GIT_CONFIG
+    from oomrec.staleness.fixlog import git_config_args
 
-    config = [arg for item in GIT_CONFIG for arg in ("-c", item)]
     try:
         out = subprocess.run(
             [
                 "git",
-                *config,
+                *git_config_args(),
                 "for-each-ref",
                 "--format=%(refname)",
                 LOCAL_PREFIX,

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, Any, Protocol
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import model_name
@@ -52,9 +52,6 @@ from oomrec.sweep.planner import (
     Decision,
     Planner,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
