@@ -292,10 +292,16 @@ def show_apart(a: int, b: int) -> tuple[str, str]:
         return shown
     unit, scale = ("MiB", 2**20) if max(a, b) < GIB else ("GiB", GIB)
     for digits in (1, 2, 3):
-        pair = f"{a / scale:.{digits}f} {unit}", f"{b / scale:.{digits}f} {unit}"
+        # Trailing zeros dropped, so a round limit reads as typed (`512.5 MiB passed 512 MiB`).
+        pair = _trimmed(a / scale, digits, unit), _trimmed(b / scale, digits, unit)
         if pair[0] != pair[1]:
             return pair
     return f"{a:,} bytes", f"{b:,} bytes"
+
+
+def _trimmed(value: float, digits: int, unit: str) -> str:
+    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    return f"{text} {unit}"
 
 
 class NotARecord(ValueError):
