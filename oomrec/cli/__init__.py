@@ -37,6 +37,7 @@ MODULES = (
     "record_stale",
     "remote",
     "report",
+    "run",
     "sweep",
 )
 # The modules that register each top-level command's subcommands (`record push` and `pull`
@@ -48,6 +49,7 @@ BY_COMMAND = {
     "record": (*(m for m in MODULES if m.startswith("record_")), "remote"),
     "remote": ("remote",),
     "report": ("report",),
+    "run": ("run",),
     "sweep": ("sweep",),
 }
 # Root options that take a value: the word after them is not a command.

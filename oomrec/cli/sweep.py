@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 # The sweep itself (its planner, runner and guard, psutil) and rich's progress bar and tables
 # are imported in the functions that use them: `oomrec sweep --help` needs none of them.
 
-MIB = 1024 * 1024
-
 
 @app.command("sweep")
 def sweep_command(
@@ -421,24 +419,10 @@ def _plan_lines(decided: "list[tuple[Cell, Decision]]") -> list[str]:
 
 def _cell_line(done: int, total: int, result: "CellResult") -> str:
     """One finished cell, as the log shows it."""
-    from oomrec.core.schema import Token
+    from oomrec.cli.cellline import cell_details
 
     line = f"[{done}/{total}] {result.cell.model} @ {result.cell.length}: {result.token}"
-    details = []
-    if result.launched and result.seconds is not None:
-        details.append(f"{result.seconds:.1f} s")
-    if result.peak_rss_bytes is not None:
-        details.append(f"peak {result.peak_rss_bytes / MIB:.0f} MiB")
-    elif result.launched:
-        details.append("peak unknown")
-    if result.token != Token.SUCCESS:
-        reason = result.reason
-        if result.record_line:
-            reason += f": {result.record_line}"
-        details.append(reason)
-    if result.oom_evidence is not None:
-        details.append(f"OOM evidence: {result.oom_evidence}")
-    details.extend(result.notes)
+    details = cell_details(result)
     if details:
         line += f" ({'; '.join(details)})"
     return line

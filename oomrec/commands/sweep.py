@@ -208,9 +208,12 @@ class Prepared:
         decided = preview(self.plan, self.planner, sweep.prior_cells(self.plan))
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=True, decided=decided)
 
-    def run(self, reporter: Reporter | None = None) -> SweepOutcome:
+    def run(
+        self, reporter: Reporter | None = None, echo: Callable[[bytes], None] | None = None
+    ) -> SweepOutcome:
         """Run the cells, one at a time; SIGINT/SIGTERM stop the running cell and return what
-        was done (`interrupted`). Raises the `empty` error when there is nothing to run."""
+        was done (`interrupted`). Raises the `empty` error when there is nothing to run.
+        `echo`: each chunk of a runner's output, as it is read."""
         if self.empty is not None:
             raise self.empty
         reporter = reporter or QuietReporter()
@@ -223,7 +226,7 @@ class Prepared:
             # As the harness: nothing to run (a missing models dir too) is an empty CSV, exit 0.
             plan = replace(plan, models_dir_missing=False)
             empty_csv = self.config.resume is None
-        result = Sweep(self.config, self.planner, reporter).run(plan, empty_csv=empty_csv)
+        result = Sweep(self.config, self.planner, reporter, echo).run(plan, empty_csv=empty_csv)
         for notice in self.lock_notices:
             reporter.log(notice)
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=False, result=result)

@@ -143,6 +143,16 @@ def skip_row(
     return f'{model},{model_path},,,,,,,{date},,,,{max_tokens},"{prompt}",{length},{token}'
 
 
+# The prompt of the row a runner that writes no row of its own gets for a clean exit.
+NO_ROW_PROMPT = "(ran; the command writes no row)"
+
+
+def ran_row(model: str, model_path: str, date: str, max_tokens: int | str, length: int) -> str:
+    """A metric-less row of a cell that ran and exited 0 without writing a row (a hand runner
+    given no {cell_csv}): the 15 named columns, no token, so every reader reads it as a run."""
+    return f'{model},{model_path},,,,,,,{date},,,,{max_tokens},"{NO_ROW_PROMPT}",{length}'
+
+
 def line_token(line: str) -> str | None:
     """The trailing token of one raw row, read as the harness reads it (awk's `$NF`).
 

@@ -16,13 +16,14 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import model_name
+from oomrec.core.provenance import read_entry_list, sidecar_path
 from oomrec.core.records import (
     KIND_FAKE,
     KIND_GUARD,
@@ -33,7 +34,15 @@ from oomrec.core.records import (
     source_field,
     source_path,
 )
-from oomrec.core.schema import FAKE_OOM_PROMPT, HEADER, RECORDED_TOKENS, Token, line_token, skip_row
+from oomrec.core.schema import (
+    FAKE_OOM_PROMPT,
+    HEADER,
+    RECORDED_TOKENS,
+    Token,
+    line_token,
+    ran_row,
+    skip_row,
+)
 from oomrec.sweep import resume
 from oomrec.sweep.cell import cellcsv
 from oomrec.sweep.cell.classify import (
@@ -132,9 +141,57 @@ class CellResult:
         }
 
 
+# The verdicts that put a length on the OOM side of a model's frontier: seen (a true OOM, a guard
+# stop) or known before the launch (the record, the backstop).
+OOM_SIDE = frozenset({Token.TRUE_OOM, Token.OOM_GUARD, Token.OOM_RECORD, Token.OOM_BACKSTOP})
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """A model's frontier after --refine: the largest length that ran, the smallest on the OOM
+    side (None where the sweep has none), and how many probes narrowed it."""
+
+    model: str
+    ran: int | None
+    oom: int | None
+    probes: int
+    # Why refining stopped before its probes were spent (a probe failed), else None.
+    stopped: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "largest_ok": self.ran,
+            "smallest_oom": self.oom,
+            "probes": self.probes,
+            "stopped": self.stopped,
+        }
+
+    def describe(self) -> str:
+        probes = f"{self.probes} probe{'s' if self.probes != 1 else ''}"
+        if self.ran is None or self.oom is None:
+            side = "nothing ran" if self.ran is None else "nothing ran out of memory"
+            return f"{self.model}: no bracket ({side})"
+        line = f"{self.model}: runs at {self.ran}, OOM at {self.oom} ({probes}"
+        return line + (f"; {self.stopped})" if self.stopped else ")")
+
+
+def refine_midpoint(ran: int, oom: int, step: int) -> int | None:
+    """The probe between `ran` and `oom`: the multiple of `step` strictly between them nearest
+    their middle, or None when no multiple is left (the bracket is as fine as the step)."""
+    low = ran // step + 1
+    high = (oom - 1) // step
+    if low > high:
+        return None
+    middle = (ran + oom) / 2 / step
+    return min(max(round(middle), low), high) * step
+
+
 @dataclass
 class SweepResult:
     results: list[CellResult] = field(default_factory=list)
+    # Per model, with --refine: its frontier's bracket after the probes.
+    brackets: list[Bracket] = field(default_factory=list)
     interrupted: bool = False
     # The cell whose runner the interrupt killed, if one was running.
     killed_cell: Cell | None = None
@@ -211,8 +268,16 @@ class AggregateCsv:
 class Sweep:
     """Runs a planned sweep: one cell at a time, rows and records written as cells end."""
 
-    def __init__(self, config: SweepConfig, planner: Planner, reporter: Reporter) -> None:
+    def __init__(
+        self,
+        config: SweepConfig,
+        planner: Planner,
+        reporter: Reporter,
+        echo: Callable[[bytes], None] | None = None,
+    ) -> None:
+        """`echo`: the runner's output, chunk by chunk as it is read (`oomrec run`)."""
         self.config = config
+        self.echo = echo
         self.planner = planner
         self.reporter = reporter
         self.csv = AggregateCsv(config.output)
@@ -250,11 +315,10 @@ class Sweep:
         try:
             with _sigterm_as_interrupt(), cell_folder() as tmp:
                 cell_csv = Path(tmp) / "cell.csv"
-                for done, cell in enumerate(plan.cells):
-                    self.reporter.cell_started(done, cell)
-                    result = self._one(cell, cell_csv)
-                    self.result.results.append(result)
-                    self.reporter.cell_done(done + 1, result)
+                for cell in plan.cells:
+                    self._step(cell, cell_csv)
+                if self.config.refine:
+                    self._refine(plan, cell_csv)
         except KeyboardInterrupt:
             self.result.interrupted = True
         finally:
@@ -262,6 +326,85 @@ class Sweep:
             if self.sidecar is not None:
                 self.sidecar.close()
         return self.result
+
+    def _step(self, cell: Cell, cell_csv: Path) -> CellResult:
+        done = len(self.result.results)
+        self.reporter.cell_started(done, cell)
+        result = self._one(cell, cell_csv)
+        self.result.results.append(result)
+        self.reporter.cell_done(done + 1, result)
+        return result
+
+    def _refine(self, plan: Plan, cell_csv: Path) -> None:
+        """Bisect each model's frontier: up to `refine` probes between the largest length that
+        ran and the smallest on the OOM side, each a normal cell (the record, the backstop and
+        the guard decide it as any other), so no probe launches at or above a known OOM."""
+        c = self.config
+        paths = {cell.model: cell.model_path for cell in plan.cells}
+        for model, model_path in paths.items():
+            ran, oom = self._frontier(model)
+            probes, stopped = 0, None
+            while ran is not None and oom is not None and probes < c.refine:
+                length = refine_midpoint(ran, oom, c.refine_step)
+                if length is None:
+                    break
+                probes += 1
+                token = self._probe(Cell(model, length, model_path), cell_csv)
+                if token == Token.SUCCESS:
+                    ran = length
+                elif token in OOM_SIDE:
+                    oom = length
+                else:
+                    # A failure says nothing about memory: a guess past it could be wrong.
+                    stopped = f"stopped: {token} at {length}"
+                    break
+            self.result.brackets.append(Bracket(model, ran, oom, probes, stopped))
+
+    def _probe(self, cell: Cell, cell_csv: Path) -> str:
+        """Run one refine probe (or, resumed, take the earlier run's row of it); its token."""
+        earlier = self._earlier_token(cell.model, cell.length)
+        if earlier is not None:
+            self._step_done(cell, f"done in an earlier run: earlier {earlier}")
+            return earlier
+        return self._step(cell, cell_csv).token
+
+    def _step_done(self, cell: Cell, reason: str) -> None:
+        done = len(self.result.results)
+        self.reporter.cell_started(done, cell)
+        result = CellResult(cell, Action.DONE, reason)
+        self.result.results.append(result)
+        self.reporter.cell_done(done + 1, result)
+
+    def _frontier(self, model: str) -> tuple[int | None, int | None]:
+        """The model's largest length that ran and its smallest on the OOM side above it."""
+        seen: dict[int, str] = {}
+        for r in self.result.results:
+            if r.cell.model == model:
+                token = r.token
+                if token == Action.DONE:
+                    token = self._earlier_token(model, r.cell.length) or token
+                seen[r.cell.length] = token
+        ran = max((n for n, t in seen.items() if t == Token.SUCCESS), default=None)
+        above = [n for n, t in seen.items() if t in OOM_SIDE and (ran is None or n > ran)]
+        return ran, min(above, default=None)
+
+    def _earlier_token(self, model: str, length: int) -> str | None:
+        """With --resume, the token of the earlier run's row for the cell, when it is done."""
+        if self.config.resume is None:
+            return None
+        prior = self._prior
+        entry = prior.entries.get((model, length))
+        if entry is not None:
+            row_token: str | None = entry.token
+        elif (model, length) in prior.unknown:
+            row_token = line_token(prior.unknown[(model, length)]) or Token.SUCCESS
+        else:
+            return None
+        c = self.config
+        earlier = resume.prior_cell(
+            prior, model, length, self.provenance(), rerun_failed=c.rerun_failed, mode=c.resume
+        )
+        return row_token if earlier is not None and earlier.done else None
 
     def provenance(self) -> resume.Provenance:
         c = self.config
@@ -302,6 +445,9 @@ class Sweep:
     def _start_csv(self, plan: Plan) -> None:
         """A fresh CSV and provenance file; with --resume, the earlier run's rows of the cells
         that are done (and of cells not in this plan) kept byte for byte, the others dropped."""
+        if self.config.append:
+            self._continue_csv()
+            return
         earlier = self.prior_cells(plan)
         if not earlier and self.config.resume is None:
             self.sidecar = resume.Sidecar(self.config.output, [])
@@ -319,6 +465,20 @@ class Sweep:
             self.config.output, [e for e in prior.entries.values() if e.row in kept_rows]
         )
         self.done = {key: v for key, v in earlier.items() if v.done}
+
+    def _continue_csv(self) -> None:
+        """`oomrec run`: the CSV is a log, so its rows stay and the cell's row follows them (a
+        torn last line, from a run killed mid-write, moved aside first, as --resume does)."""
+        path = self.config.output
+        torn = _ends_torn(path)
+        prior = resume.load(path)
+        if prior.header is None:
+            self.sidecar = resume.Sidecar(path, [])
+            return
+        if torn:
+            resume.rewrite_csv(path, prior.header, prior.rows)
+        self.csv = AggregateCsv(path, continued_header=prior.header)
+        self.sidecar = resume.Sidecar(path, read_entry_list(sidecar_path(path)))
 
     def _one(self, cell: Cell, cell_csv: Path) -> CellResult:
         done = self.done.get((cell.model, cell.length))
@@ -377,7 +537,7 @@ class Sweep:
             }
         )
         self.result.killed_cell = cell
-        run = run_cell(argv, self.config.timeout, guard=self.config.guard)
+        run = run_cell(argv, self.config.timeout, guard=self.config.guard, echo=self.echo)
         self.result.killed_cell = None
         written = cellcsv.read_cell_csv(cell_csv, cell.model, cell.length)
         cellcsv.remove(cell_csv)
@@ -396,6 +556,10 @@ class Sweep:
         elif written.rows:
             verdict = verdict_from_row(written.rows[0])
             rows, header = list(written.rows), written.header or HEADER
+        elif self._writes_no_row(run):
+            # Given no {cell_csv}, the command cannot write a row: a clean exit is its result.
+            verdict = Verdict(Token.SUCCESS, "exit 0 (the command writes no row)")
+            rows, header = [self._ran_row(cell)], HEADER
         else:
             verdict = _verdict_without_row(run)
             rows, header = [self._skip_row(cell, verdict.token)], HEADER
@@ -410,6 +574,18 @@ class Sweep:
             notes=tuple(notes),
         )
         return result, rows, header
+
+    def _writes_no_row(self, run: CellRun) -> bool:
+        return (
+            run.returncode == 0
+            and not run.timed_out
+            and run.exec_error is None
+            and not self.config.runner.uses("cell_csv")
+        )
+
+    def _ran_row(self, cell: Cell) -> str:
+        c = self.config
+        return ran_row(cell.model, cell.model_path, c.date, c.max_tokens, cell.length)
 
     def _skip_row(self, cell: Cell, token: str, prompt: str = "") -> str:
         c = self.config
@@ -488,6 +664,18 @@ def weights_bytes(model_dir: Path) -> int:
 def _seconds_arg(value: float) -> int | float:
     # `30`, not `30.0`: what a user typed, and what `sleep` in any shell accepts.
     return int(value) if value.is_integer() else value
+
+
+def _ends_torn(path: Path) -> bool:
+    """Whether the file's last line lacks its line ending (a write killed midway)."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.seek(0, os.SEEK_END) == 0:
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 def _check_writable(output: Path) -> None:

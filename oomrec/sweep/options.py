@@ -39,6 +39,10 @@ from oomrec.sweep.defaults import (
 from oomrec.sweep.resume import Mode
 
 MAX_COOLDOWN_S = 86400.0
+DEFAULT_REFINE_STEP = 256
+# The default CSV of `oomrec run` is named `{backend}_{hw}_{date}_oomrec-run.csv`.
+RUN_LOG = "oomrec-run"
+MAX_REFINE = 64
 
 # The harness's own cell runner and how bench_longprompt.sh calls it.
 DEFAULT_RUNNER_SCRIPT = Path("scripts") / "bench_decode.sh"
@@ -85,6 +89,12 @@ class SweepConfig:
     rerun_failed: bool = False
     # The memory guard's limits (both off by default).
     guard: GuardLimits = field(default_factory=GuardLimits)
+    # Append to the CSV (`oomrec run`'s log of hand runs) instead of replacing it.
+    append: bool = False
+    # `--refine N`: up to N bisection probes per model between its frontier's two ladder points,
+    # at multiples of `refine_step`.
+    refine: int = 0
+    refine_step: int = DEFAULT_REFINE_STEP
 
 
 def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
@@ -173,6 +183,15 @@ class SweepOptions:
     allow_empty: bool = False
     # The built-in synthetic models under a real memory limit, in ./oomrec-demo/.
     demo: bool = False
+    # False: a model runs without a directory under the models dir (`oomrec run`: a hand
+    # command may take its model from anywhere).
+    models_need_dirs: bool = True
+    # `oomrec run`: the CSV is a log of hand runs, appended to, never replaced.
+    append: bool = False
+    # What the user calls the runner, for its errors (`oomrec run`: its COMMAND).
+    runner_named: str = "--runner"
+    refine: int = 0
+    refine_step: int | str | None = None
 
 
 def configure(
@@ -201,8 +220,8 @@ def configure(
             raise OomrecError("--demo runs the built-in demo runner; drop --runner or --demo")
         runner = RunnerTemplate.parse(demo.runner_template(hardware), "the demo runner")
     elif opts.runner is not None:
-        runner = RunnerTemplate.parse(opts.runner, "--runner")
-        runner.check_executable("--runner")
+        runner = RunnerTemplate.parse(opts.runner, opts.runner_named)
+        runner.check_executable(opts.runner_named)
     elif "runner" in tool:
         runner = _configured_runner(tool["runner"], f"{where} runner", settings.base)
     elif (settings.base / DEFAULT_RUNNER_SCRIPT).is_file():
@@ -257,6 +276,12 @@ def configure(
         output = opts.output
     elif demo_dirs is not None:
         output = demo_dirs.output
+    elif opts.append:
+        from oomrec.core.hardware import detect_backend
+
+        # Hand runs have a log of their own, one per host and day: a sweep's CSV (which a sweep
+        # replaces) never holds them, and they never replace one.
+        output = settings.base / "benchmarks" / f"{detect_backend()}_{hardware}_{day}_{RUN_LOG}.csv"
     elif "output" in tool:
         output = settings.base / _path_setting(tool["output"], f"{where} output")
     else:
@@ -302,7 +327,9 @@ def configure(
         ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
         ignore_guard_records=opts.ignore_guard_records,
         fake_oom=fake,
-        provided_models=frozenset(demo.BY_NAME) if demo_dirs is not None else frozenset(),
+        provided_models=frozenset(demo.BY_NAME)
+        if demo_dirs is not None
+        else frozenset(() if opts.models_need_dirs else models),
         repo_root=settings.repo_root,
         host_mem=host_mem,
         shard=shard,
@@ -310,7 +337,34 @@ def configure(
         resume=_resume_mode(opts.resume),
         rerun_failed=opts.rerun_failed,
         guard=guard,
+        append=opts.append,
+        refine=_refine(opts.refine),
+        refine_step=_refine_step(opts.refine_step, tool, where),
     )
+
+
+def _refine(value: int) -> int:
+    if not 0 <= value <= MAX_REFINE:
+        raise OomrecError(
+            f"--refine {value}: give 0 to {MAX_REFINE} probes per model (each halves the "
+            "bracket; 4 narrow it to a sixteenth)"
+        )
+    return value
+
+
+def _refine_step(value: int | str | None, tool: dict[str, Any], where: str) -> int:
+    """The grain of refined lengths: a positive token count (`256`, `1k`)."""
+    named = "--refine-step"
+    if value is None and "refine_step" in tool:
+        value, named = tool["refine_step"], f"{where} refine_step"
+    if value is None:
+        return DEFAULT_REFINE_STEP
+    step = amounts.parse_length(str(value).strip())
+    if step is None or step < 1:
+        raise OomrecError(
+            f"{named} {shorten(str(value))}: give a positive token count, e.g. 256 or 1k"
+        )
+    return step
 
 
 def _resume_mode(value: str | None) -> Mode | None:

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,8 +193,12 @@ def run_cell(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     guard: GuardLimits | None = None,
+    echo: Callable[[bytes], None] | None = None,
 ) -> CellRun:
     """Run `argv` in a new session (its own process group) and wait for it.
+
+    `echo`: each chunk of the runner's output as it is read (`oomrec run` passes it through
+    live); what it raises (a closed pipe) stops the echo, never the cell.
 
     On timeout the whole group is killed. With a `guard` on, the tree's memory and the host's
     available memory are checked every CHECK_S; a breach sends SIGTERM to every process of the
@@ -236,7 +240,7 @@ def run_cell(
     watch = _GuardWatch(guard, tree, watcher, scope) if guard is not None and guard.on else None
     cell_peak = cell_kills = None
     try:
-        timed_out = _pump(proc.stdout.fileno(), watcher, tree, scanner, tail, deadline, watch)
+        timed_out = _pump(proc.stdout.fileno(), watcher, tree, scanner, tail, deadline, watch, echo)
     finally:
         _kill_group(proc.pid)
         tree.kill_all()
@@ -291,6 +295,7 @@ def _pump(
     tail: bytearray,
     deadline: float | None,
     watch: _GuardWatch | None = None,
+    echo: Callable[[bytes], None] | None = None,
 ) -> bool:
     """Read the child's output (scanned for signatures, its tail kept) until it exits and its
     pipe closes, sampling the tree's memory (and guarding it) meanwhile; True on timeout."""
@@ -344,6 +349,12 @@ def _pump(
                         scanner.feed(chunk)
                         tail += chunk
                         del tail[:-OUTPUT_TAIL_BYTES]
+                        if echo is not None:
+                            try:
+                                echo(chunk)
+                            except (OSError, ValueError):
+                                # The reader went away: the cell and its evidence go on.
+                                echo = None
                     else:
                         sel.unregister(out_fd)
                         pipe_open = False

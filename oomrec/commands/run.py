@@ -1,0 +1,153 @@
+"""`oomrec run MODEL LENGTH -- COMMAND...`: one hand-run cell through the sweep's own cell
+pipeline (commands/sweep.py with a one-cell grid): the record's pre-skip, the launch in the
+cell's own scope, the classification, a true OOM or a guard stop recorded with this host's tag
+and memory, what the command leaves running killed.
+
+A one-cell sweep, not a copy of one: whatever a sweep decides about a cell, a run decides the
+same way. Two things differ, because a hand run is not a grid: the model needs no directory
+under the models dir (the command may take it from anywhere), and the CSV is a log of hand runs,
+appended to and never replaced (`benchmarks/{backend}_{hw}_{date}_oomrec-run.csv`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oomrec.commands import Result
+from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
+from oomrec.core import amounts
+from oomrec.core.errors import OomrecError
+from oomrec.core.records import shorten
+from oomrec.core.schema import Token
+from oomrec.sweep.grid import CellResult, Reporter
+
+EXAMPLE = "oomrec run m 32768 -- scripts/bench_decode.sh {model_path} --prompt-tokens {length}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """One cell to run by hand; None means "as a sweep would": `[tool.oomrec]`, then defaults
+    (the CSV excepted: a run's default is its own log)."""
+
+    model: str
+    length: str | int
+    # The command and its arguments, with the sweep's placeholders ({model}, {length}, ...).
+    command: Sequence[str]
+    record: Path | None = None
+    output: Path | None = None
+    models_dir: str | None = None
+    timeout: float | str | None = None
+    max_cell_memory: str | None = None
+    min_available: str | None = None
+    max_cell_gpu_memory: str | None = None
+    min_gpu_available: str | None = None
+    # Launch even where a record applies (a new OOM is still recorded: "already recorded" when
+    # the record holds it).
+    ignore_record: bool = False
+
+
+@dataclass(kw_only=True)
+class RunResult(Result):
+    """The cell's outcome: `cell` is None when the run was interrupted before it ended."""
+
+    outcome: SweepOutcome
+
+    @property
+    def cell(self) -> CellResult | None:
+        results = self.outcome.result.results
+        return results[0] if results else None
+
+    @property
+    def verdict(self) -> str | None:
+        return None if self.cell is None else self.cell.token
+
+    @property
+    def succeeded(self) -> bool:
+        return self.verdict == Token.SUCCESS
+
+    @property
+    def interrupted(self) -> bool:
+        return self.outcome.interrupted
+
+    def json_body(self) -> dict[str, Any]:
+        config = self.outcome.config
+        cell = self.cell
+        body: dict[str, Any] = {
+            "model": config.models[0],
+            "length": config.lengths[0],
+            "hardware": config.hardware,
+            "host_mem_bytes": config.host_mem,
+            "record": config.record.shown_as,
+            "output": str(config.output) if self.outcome.result.output else None,
+            "runner": config.runner.text,
+            "interrupted": self.interrupted,
+        }
+        if cell is None:
+            return {
+                **body,
+                "verdict": None,
+                "launched": self.outcome.result.killed_cell is not None,
+            }
+        cell_keys = cell.to_dict()
+        return {**body, **{k: v for k, v in cell_keys.items() if k not in body}}
+
+
+def prepare_run(options: RunOptions) -> Prepared:
+    """The one-cell sweep, planned and not started (its output's lock held until release())."""
+    return prepare(_sweep_options(options), lock=True)
+
+
+def run(
+    options: RunOptions,
+    reporter: Reporter | None = None,
+    echo: Callable[[bytes], None] | None = None,
+) -> RunResult:
+    """Run the cell (or pre-skip it); `echo` gets the command's output as it is read."""
+    prepared = prepare_run(options)
+    try:
+        return finish(prepared, reporter, echo)
+    finally:
+        prepared.release()
+
+
+def finish(
+    prepared: Prepared,
+    reporter: Reporter | None = None,
+    echo: Callable[[bytes], None] | None = None,
+) -> RunResult:
+    outcome = prepared.run(reporter, echo)
+    return RunResult(warnings=list(prepared.warnings), outcome=outcome)
+
+
+def _sweep_options(options: RunOptions) -> SweepOptions:
+    if not options.command:
+        raise OomrecError(f"no command to run: give it after --, e.g. {EXAMPLE}")
+    length = amounts.parse_length(str(options.length).strip())
+    if length is None:
+        raise OomrecError(
+            f"length {shorten(str(options.length))} is not a prompt length; give a token "
+            "count, e.g. 32768 or 32k (k = 1024)"
+        )
+    # The template is the command's own argv: shlex.join quotes each argument so that the
+    # sweep's split gives it back whole.
+    return SweepOptions(
+        models=[options.model],
+        lengths=[length],
+        runner=shlex.join(options.command),
+        runner_named="the command",
+        models_dir=options.models_dir,
+        output=options.output,
+        record=options.record,
+        timeout=options.timeout,
+        max_cell_memory=options.max_cell_memory,
+        min_available=options.min_available,
+        max_cell_gpu_memory=options.max_cell_gpu_memory,
+        min_gpu_available=options.min_gpu_available,
+        ignore_record=options.ignore_record,
+        models_need_dirs=False,
+        append=True,
+    )

@@ -1,0 +1,232 @@
+"""`oomrec run MODEL LENGTH -- COMMAND...`: one hand-run cell through the sweep's own cell
+pipeline, with real commands, real records and real processes: the pre-skip that launches
+nothing, a real OOM recorded once (and "already recorded" the next time), the guard, the
+command's output passed through live, the exit codes, and the CSV it appends to."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from oomrec.core.schema import HEADER
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.test_runner import SEGV_AT_LIMIT
+
+Cli = Callable[..., CliResult]
+PY = sys.executable
+MODEL = "gemma-4-31b"
+RECORD = Path("benchmarks") / ".oom-record"
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m oomrec run ARGS` as a shell runs it: real stdout and stderr pipes."""
+    return subprocess.run(
+        [PY, "-m", "oomrec", "run", *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        check=False,
+        timeout=600,
+    )
+
+
+def record_lines(repo: Repo) -> list[str]:
+    path = repo.path / RECORD
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def log_csv(repo: Repo) -> Path:
+    (found,) = (repo.path / "benchmarks").glob("*_oomrec-run.csv")
+    return found
+
+
+def test_a_recorded_oom_is_pre_skipped_and_nothing_launches(repo: Repo, cli: Cli) -> None:
+    assert cli("record", "add", MODEL, "8192").exit_code == 0
+    marker = repo.path / "launched"
+    done = run(MODEL, "32k", "--", "touch", str(marker))
+    assert done.returncode == 1, done.stderr
+    assert not marker.exists()
+    assert done.stdout == ""
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"SKIP:oom_record: {MODEL} @ 32768 on testhw (recorded OOM at 8192")
+    assert record_lines(repo)[0] in first
+    # Below the record, the same command launches; it writes no row: its exit is its result.
+    below = run(MODEL, "4096", "--", "touch", str(marker))
+    assert below.returncode == 0, below.stderr
+    assert marker.exists()
+    assert below.stderr.startswith(f"ok: {MODEL} @ 4096 on testhw (")
+    rows = log_csv(repo).read_text().splitlines()
+    assert rows[1].endswith(",32768,SKIP:oom_record")
+    assert rows[2].endswith(",4096") and "(ran; the command writes no row)" in rows[2]
+
+
+def test_a_real_oom_is_recorded_once_then_already_recorded(repo: Repo) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS is enforced by Linux only")
+    command = ["--", PY, "-c", SEGV_AT_LIMIT, "256"]
+    first = run(MODEL, "2048", *command)
+    assert first.returncode == 1, first.stderr
+    assert first.stderr.startswith(f"SKIP:oom: {MODEL} @ 2048 on testhw (")
+    assert "OOM evidence: address-space limit" in first.stderr
+    (line,) = record_lines(repo)
+    assert line.startswith(f"{MODEL},2048,") and line.split(",")[6] == "testhw"
+    assert f"  recorded: {line}" in first.stderr.splitlines()
+    # The record now pre-skips it; launched anyway, the same OOM is not recorded twice.
+    again = run(MODEL, "2048", "--ignore-record", *command)
+    assert again.returncode == 1, again.stderr
+    assert again.stderr.startswith(f"SKIP:oom: {MODEL} @ 2048")
+    assert f"  already recorded: {line}" in again.stderr.splitlines()
+    assert record_lines(repo) == [line]
+
+
+# Touches MIB MiB, then sleeps (until the guard stops it).
+HOLD = "import sys, time\nb = bytearray(int(sys.argv[1]) << 20)\nb[::4096] = b'x' * (len(b) // 4096)\ntime.sleep(60)\n"  # noqa: E501
+
+
+def test_the_guard_stops_the_cell_and_records_it(repo: Repo) -> None:
+    done = run(MODEL, "512", "--max-cell-memory", "128M", "--json", "--", PY, "-c", HOLD, "400")
+    assert done.returncode == 1, done.stderr
+    body = json.loads(done.stdout)
+    assert body["verdict"] == "SKIP:oom_guard" and body["launched"] is True
+    assert body["oom_evidence"] == "memory guard"
+    assert "passed --max-cell-memory 128 MiB" in body["reason"]
+    assert body["seconds"] < 60
+    (line,) = record_lines(repo)
+    assert line == body["recorded"] and line.endswith(",guard")
+
+
+def test_the_output_passes_through_live_and_json_keeps_stdout_clean(repo: Repo) -> None:
+    shown = run(MODEL, "512", "--", "sh", "-c", "echo out {model} {length}; echo err >&2")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == f"out {MODEL} 512\nerr\n"
+    as_json = run(MODEL, "512", "--json", "--", "sh", "-c", "echo out; echo err >&2")
+    assert json.loads(as_json.stdout)["verdict"] == "ok"
+    assert as_json.stderr.startswith("out\nerr\n")
+
+
+def test_output_is_shown_while_the_command_still_runs(repo: Repo, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    script = f"echo first; while [ ! -e {go} ]; do sleep 0.05; done; echo second"
+    proc = subprocess.Popen(
+        [PY, "-m", "oomrec", "run", MODEL, "512", "--", "sh", "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    try:
+        # The first line arrives while the command waits for `go`: passed through, not at the end.
+        assert proc.stdout.readline() == b"first\n"
+        go.touch()
+        assert proc.stdout.read() == b"second\n"
+    finally:
+        go.touch()
+        proc.wait(timeout=300)
+    assert proc.returncode == 0
+
+
+def test_placeholders_and_a_row_of_the_commands_own(repo: Repo) -> None:
+    row = f'{MODEL},./models/{MODEL},512,32,1.0,512.0,2.0,16.0,2026-12-02,testhw,0.1,release,32,"hi, there",512'  # noqa: E501
+    script = "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + '\\n')"
+    header = HEADER
+    command = ["--", PY, "-c", script, "{cell_csv}", f"{header}\n{row}"]
+    for _ in range(2):
+        done = run(MODEL, "512", *command)
+        assert done.returncode == 0, done.stderr
+    # A log of hand runs: each run's row appended, none replaced.
+    assert log_csv(repo).read_text() == f"{header}\n{row}\n{row}\n"
+
+
+def test_a_failing_command_is_exit_1_with_its_verdict(repo: Repo) -> None:
+    done = run(MODEL, "512", "--", "sh", "-c", "echo 'Segmentation fault?' ; exit 3")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"FAIL:bench: {MODEL} @ 512 on testhw (")
+    assert record_lines(repo) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([MODEL, "512"], "no command to run: give it after --"),
+        ([MODEL, "lots", "--", "true"], "length 'lots' is not a prompt length"),
+        ([MODEL, "512", "--", "no-such-program-here"], "is not an executable on PATH"),
+        ([MODEL, "512", "--", "echo", "{nope}"], "unknown placeholder {nope}"),
+        ([MODEL, "512", "--timeout", "soon", "--", "true"], "--timeout"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(repo: Repo, args: list[str], says: str) -> None:
+    done = run(*args)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("oomrec: error: ") and says in line
+    assert "Traceback" not in done.stderr
+
+
+def test_an_interrupted_run_is_130_and_kills_the_command(repo: Repo, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f"echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; exec sleep 300"
+    proc = subprocess.Popen(
+        [PY, "-m", "oomrec", "run", MODEL, "512", "--", "sh", "-c", script],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    while not pid_file.exists():
+        assert proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.02)
+    child = int(pid_file.read_text())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert f"interrupted: {MODEL} @ 512 on testhw: the command was killed" in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    assert record_lines(repo) == []
+
+
+def test_a_torn_last_line_is_kept_aside_and_rows_stay(repo: Repo) -> None:
+    out = repo.path / "hand.csv"
+    header = HEADER
+    kept = 'x,./models/x,,,,,,,2026-01-01,,,,32,"",512,SKIP:oom'
+    out.write_text(f"{header}\n{kept}\nx,./models/x,,,,")
+    done = run(MODEL, "512", "--output", str(out), "--", "true")
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    assert lines[:2] == [header, kept]
+    assert lines[2].startswith(f"{MODEL},./models/{MODEL},") and len(lines) == 3
+    assert (repo.path / "hand.csv.torn").read_text() == "x,./models/x,,,,\n"
+
+
+def test_a_closed_stdout_does_not_stop_the_cell_or_its_record(repo: Repo) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS is enforced by Linux only")
+    # Megabytes of output into a reader that stops at once, then the OOM.
+    script = (
+        f"import sys\nfor _ in range(20000): print('x' * 200)\nsys.stdout.flush()\n{SEGV_AT_LIMIT}"
+    )
+    shell = (
+        f'{PY} -m oomrec run {MODEL} 2048 -- {PY} -c "$SCRIPT" 256 | head -c 10 >/dev/null; '
+        "exit ${PIPESTATUS[0]}"
+    )
+    done = subprocess.run(
+        ["bash", "-c", shell],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SCRIPT": script},
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"SKIP:oom: {MODEL} @ 2048" in done.stderr
+    assert len(record_lines(repo)) == 1
