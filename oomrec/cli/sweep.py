@@ -204,6 +204,28 @@ def sweep_command(
             "free memory falls under SIZE (2G, 3%, off). Default: off.",
         ),
     ] = None,
+    refine: Annotated[
+        int,
+        typer.Option(
+            "--refine",
+            metavar="N",
+            min=0,
+            max=64,
+            help="After the ladder, find each model's frontier between its largest length "
+            "that ran and its smallest that ran out of memory (or was stopped by the guard): "
+            "up to N more cells by bisection, as normal cells (record, backstop and guard "
+            "apply). Use it with the memory guard on, which stops each probe before the "
+            "machine nears OOM.",
+        ),
+    ] = 0,
+    refine_step: Annotated[
+        str | None,
+        typer.Option(
+            "--refine-step",
+            metavar="TOKENS",
+            help="Probe lengths are multiples of this (256, 1k). Default: 256.",
+        ),
+    ] = None,
     allow_empty: Annotated[
         bool,
         typer.Option(
@@ -257,6 +279,8 @@ def sweep_command(
             min_gpu_available=min_gpu_available,
             allow_empty=allow_empty,
             demo=demo,
+            refine=refine,
+            refine_step=refine_step,
         ),
         lock=not dry_run,
         on_wait=lambda message: info(message, stream=sys.stderr),
@@ -275,7 +299,7 @@ def sweep_command(
         if as_json:
             print_json(outcome.to_json())
         else:
-            _say(log, *_plan_lines(outcome.decided))
+            _say(log, *_plan_lines(outcome.decided), *_refine_plan(prepared.config, outcome))
         for refusal in (prepared.empty, prepared.refused):
             if refusal is not None:
                 raise refusal
@@ -284,6 +308,9 @@ def sweep_command(
         if prepared.empty is not None:
             raise prepared.empty
         total = len(prepared.plan.cells)
+        # With --refine, the most cells the sweep can run (probes stop early once the
+        # bracket is as fine as the step).
+        total += prepared.config.refine * len({c.model for c in prepared.plan.cells})
         fancy = log.isatty() and not output_state.STATE.quiet
         reporter = _ProgressReporter(log, total) if fancy else _LineReporter(log, total)
         try:
@@ -414,6 +441,29 @@ def _plan_lines(decided: "list[tuple[Cell, Decision]]") -> list[str]:
         f"dry run: {already}{to_run} to run, {len(decided) - to_run - done} to skip; "
         "nothing launched, nothing written"
     )
+    return lines
+
+
+def _refine_plan(config: "SweepConfig", outcome: "SweepOutcome") -> list[str]:
+    """What --refine would probe, as far as the plan knows it before anything runs."""
+    if not config.refine:
+        return []
+    from oomrec.sweep.grid import OOM_SIDE
+
+    lines = [
+        f"refine: then up to {plural(config.refine, 'probe')} per model by bisection (lengths "
+        f"at multiples of {config.refine_step}) between the largest length that runs and the "
+        "smallest that runs out of memory; which, the ladder's outcomes decide"
+    ]
+    for model in dict.fromkeys(cell.model for cell, _ in outcome.decided):
+        known = [
+            (cell.length, d.action)
+            for cell, d in outcome.decided
+            if cell.model == model and d.action in OOM_SIDE
+        ]
+        if known:
+            length, action = min(known)
+            lines.append(f"  {model}: no probe at or above {length} ({action})")
     return lines
 
 
@@ -567,6 +617,12 @@ def _summary(stream: TextIO, outcome: "SweepOutcome", demo: bool) -> None:
             shown_on = output_state.console(stream)
             shown_on.print(title, style="italic", markup=False, soft_wrap=True)
             shown_on.print(table)
+    if result.brackets:
+        info(
+            "frontier after --refine:",
+            *(f"  {bracket.describe()}" for bracket in result.brackets),
+            stream=stream,
+        )
     new = len(outcome.new_records())
     known = len(outcome.already_recorded())
     also = f", {known} already recorded" if known else ""

@@ -112,6 +112,11 @@ class SweepOutcome(Result):
             "guard_stops": sum(1 for r in self.result.results if r.token == Token.OOM_GUARD),
             "new_records": self.new_records(),
             "already_recorded": self.already_recorded(),
+            "refine": {"probes": config.refine, "step": config.refine_step}
+            if config.refine
+            else None,
+            # Per model, after --refine: its frontier's bracket (empty in a dry run).
+            "frontier": [bracket.to_dict() for bracket in self.result.brackets],
         }
 
 

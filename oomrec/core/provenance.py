@@ -15,7 +15,7 @@ from typing import NamedTuple
 from oomrec.core.errors import OomrecError
 from oomrec.core.regular import NotRead
 from oomrec.core.regular import read_regular as read_regular_bytes
-from oomrec.core.schema import RECORDED_TOKENS, split_row
+from oomrec.core.schema import split_row
 
 # Where the provenance file is: `<csv>` + this.
 SIDECAR_SUFFIX = ".oomrec.json"
@@ -56,7 +56,7 @@ class Measured(NamedTuple):
 
 
 def measured_on(csv_path: Path) -> dict[tuple[str, int], Measured]:
-    """Where each OOM row of a sweep's CSV was measured, by (the row's model field, length),
+    """Where each row of a sweep's CSV was measured, by (the row's model field, length),
     from its provenance file; {} when it has none or it cannot be read (the import then asks
     git, as for any CSV)."""
     try:
@@ -65,9 +65,8 @@ def measured_on(csv_path: Path) -> dict[tuple[str, int], Measured]:
         return {}
     out = {}
     for entry in entries.values():
-        # Only OOM rows' provenance is asked for (entries of the wrong types are already out).
-        if entry.token not in RECORDED_TOKENS:
-            continue
+        # Every row's: a skip row or a runner's row with no hardware column is still of the
+        # machine that ran the sweep (no phantom machine class `any` in the report).
         fields = split_row(entry.row)
         if not fields:
             continue
