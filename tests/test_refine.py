@@ -187,3 +187,62 @@ def test_the_midpoint_is_a_multiple_of_the_step_strictly_inside(
     ran: int, oom: int, step: int, probe: int | None
 ) -> None:
     assert refine_midpoint(ran, oom, step) == probe
+
+
+# Below the hidden length it fits (16 MiB) and writes an ok row; from it on it keeps growing
+# until something stops it: only the memory guard can, so every such probe is a guard stop.
+GROWS = r"""#!/usr/bin/env python3
+import json, sys, time
+from pathlib import Path
+
+here = Path(__file__).parent
+model, model_path, length, cell_csv = sys.argv[1:5]
+with open(here / "launched.txt", "a") as log:
+    log.write(f"{model}:{length}\n")
+held = [bytearray(16 << 20)]
+if int(length) >= json.loads((here / "hidden.json").read_text())[model]:
+    while True:
+        block = bytearray(8 << 20)
+        block[::4096] = b"x" * (len(block) // 4096)
+        held.append(block)
+        time.sleep(0.01)
+tail = f'2026-07-03,testhw,0.3.3,release,32,"Hello",{length}'
+Path(cell_csv).write_text(f"HEADER\n{model},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}\n")
+""".replace("HEADER", HEADER_15)
+
+
+def test_with_the_guard_each_probe_past_the_frontier_is_stopped_and_recorded(
+    repo: Repo, cli: Cli, tmp_path: Path
+) -> None:
+    (repo.path / "models" / "m").mkdir(parents=True)
+    runner = Threshold(tmp_path / "runner", {"m": 13000})
+    runner.script.write_text(GROWS)
+    result = sweep(
+        cli, runner, "--models", "m", "--lengths", LADDER, "--refine", "4",
+        "--max-cell-memory", "200M", "--timeout", "600",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    (bracket,) = body["frontier"]
+    assert bracket["largest_ok"] < 13000 <= bracket["smallest_oom"], bracket
+    assert bracket["smallest_oom"] - bracket["largest_ok"] <= (32768 - 8192) / 16 + 256
+    stopped = [c for c in body["cells"] if c["verdict"] == "SKIP:oom_guard"]
+    assert [c["length"] for c in stopped] == [n for n in runner.launched("m") if n >= 13000]
+    assert all(c["recorded"].endswith(",guard") for c in stopped)
+    no_launch_at_or_above_a_known_oom(runner.launched("m"), 13000)
+
+
+def test_a_resumed_refine_takes_the_earlier_probes_and_launches_nothing_again(
+    repo: Repo, cli: Cli, tmp_path: Path
+) -> None:
+    (repo.path / "models" / "m").mkdir(parents=True)
+    runner = Threshold(tmp_path / "runner", {"m": 13000})
+    first = sweep(cli, runner, "--models", "m", "--lengths", LADDER, "--refine", "4")
+    assert first.exit_code == 0, first.stderr
+    launched = runner.launched("m")
+    csv = (repo.path / "benchmarks" / "out.csv").read_text()
+    again = sweep(cli, runner, "--models", "m", "--lengths", LADDER, "--refine", "4", "--resume")
+    assert again.exit_code == 0, again.stderr
+    assert runner.launched("m") == launched
+    assert json.loads(again.stdout)["frontier"] == json.loads(first.stdout)["frontier"]
+    assert (repo.path / "benchmarks" / "out.csv").read_text() == csv

@@ -166,7 +166,7 @@ def test_the_journal_holds_each_cell_until_the_sweep_folds_it_in(tmp_path: Path)
         out.write('{"model": "c", "length": 5')
     prior = resume.load(csv_path)
     assert set(prior.entries) == {("a", 512), ("a", 2048), ("b", 512)}
-    assert set(resume.measured_on(csv_path)) == {("b", 512)}
+    assert set(resume.measured_on(csv_path)) == {("a", 512), ("a", 2048), ("b", 512)}
     side.close()
     assert not journal.exists()
     cells = json.loads(resume.sidecar_path(csv_path).read_text())["cells"]

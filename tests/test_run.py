@@ -230,3 +230,69 @@ def test_a_closed_stdout_does_not_stop_the_cell_or_its_record(repo: Repo) -> Non
     assert done.returncode == 1, done.stderr
     assert f"SKIP:oom: {MODEL} @ 2048" in done.stderr
     assert len(record_lines(repo)) == 1
+
+
+def test_a_sweep_csv_is_never_written_by_a_run(repo: Repo) -> None:
+    (repo.path / "pyproject.toml").write_text('[tool.oomrec]\noutput = "benchmarks/sweep.csv"\n')
+    sweep_csv = repo.path / "benchmarks" / "sweep.csv"
+    sweep_csv.parent.mkdir()
+    sweep_csv.write_text(f"{HEADER}\n")
+    done = run(MODEL, "512", "--", "true")
+    assert done.returncode == 0, done.stderr
+    assert sweep_csv.read_text() == f"{HEADER}\n"
+    assert log_csv(repo).read_text().count("\n") == 2
+
+
+@pytest.mark.parametrize("kind", ["record", "fifo"])
+def test_an_output_that_would_lose_evidence_or_hang_is_refused(repo: Repo, kind: str) -> None:
+    target = repo.path / ("benchmarks/.oom-record" if kind == "record" else "pipe.csv")
+    target.parent.mkdir(exist_ok=True)
+    if kind == "record":
+        target.write_text("")
+    else:
+        os.mkfifo(target)
+    marker = repo.path / "launched"
+    done = run(MODEL, "512", "--output", str(target), "--", "touch", str(marker))
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("oomrec: error: ")
+    assert not marker.exists()
+
+
+def test_what_the_command_leaves_running_is_killed(repo: Repo, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    done = run(MODEL, "512", "--", "sh", "-c", f"sleep 300 & echo $! > {pid_file}")
+    assert done.returncode == 0, done.stderr
+    assert "killed" in done.stderr.splitlines()[0]
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_second_hand_run_waits_for_the_first_then_runs(repo: Repo, tmp_path: Path) -> None:
+    go, started = tmp_path / "go", tmp_path / "started"
+    first = subprocess.Popen(
+        [PY, "-m", "oomrec", "run", MODEL, "512", "--", "sh", "-c",
+         f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        while not started.exists():
+            assert first.poll() is None
+            time.sleep(0.02)
+        second = subprocess.Popen(
+            [PY, "-m", "oomrec", "run", MODEL, "1024", "--", "true"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            text=True,
+        )  # fmt: skip
+        assert second.stderr is not None
+        # It says it waits (one cell at a time), and launches only once the first is done.
+        assert second.stderr.readline().startswith("waiting for the oomrec writing ")
+        go.touch()
+        assert first.wait(timeout=300) == 0
+        assert second.wait(timeout=300) == 0
+        assert second.stderr.read().startswith(f"ok: {MODEL} @ 1024")
+    finally:
+        go.touch()
+        first.wait(timeout=300)
+    rows = log_csv(repo).read_text().splitlines()
+    assert [row.rsplit(",", 1)[1] for row in rows[1:]] == ["512", "1024"]

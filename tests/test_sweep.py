@@ -300,7 +300,10 @@ def test_a_missing_models_dir_is_said_once_and_stops_the_sweep(
         "or set models_dir in [tool.oomrec]\n"
     )
     assert "[miss]" not in result.stderr
-    assert not (repo.path / "benchmarks").exists()
+    # No CSV; the output's lock (made with its folder, so that a second sweep sees it) stays
+    # out of `git status`.
+    assert not (repo.path / "benchmarks" / "out.csv").exists()
+    assert repo.git("status", "--porcelain") == ""
 
 
 def test_a_model_name_is_one_argument_and_never_a_command(
@@ -771,7 +774,7 @@ def test_a_second_sweep_on_the_same_csv_stops_at_once_and_a_resume_waits_for_the
     # It says it waits on the lock (a real condition: its own line), and is still running.
     assert waiting.stderr is not None
     said = waiting.stderr.readline()
-    assert said.startswith("waiting for the sweep writing "), said
+    assert said.startswith("waiting for the oomrec writing "), said
     assert waiting.poll() is None
     runner.behave({})
     first.send_signal(signal.SIGINT)

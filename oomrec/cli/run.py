@@ -138,7 +138,8 @@ def run_command(
             max_cell_gpu_memory=max_cell_gpu_memory,
             min_gpu_available=min_gpu_available,
             ignore_record=ignore_record,
-        )
+        ),
+        on_wait=lambda message: print(message, file=sys.stderr, flush=True),
     )
     for warning in prepared.warnings:
         typer.echo(warning, err=True)

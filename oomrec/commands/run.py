@@ -96,9 +96,10 @@ class RunResult(Result):
         return {**body, **{k: v for k, v in cell_keys.items() if k not in body}}
 
 
-def prepare_run(options: RunOptions) -> Prepared:
-    """The one-cell sweep, planned and not started (its output's lock held until release())."""
-    return prepare(_sweep_options(options), lock=True)
+def prepare_run(options: RunOptions, on_wait: Callable[[str], None] | None = None) -> Prepared:
+    """The one-cell sweep, planned and not started, its output's lock held until release():
+    another oomrec writing that CSV is waited for (`on_wait` says so)."""
+    return prepare(_sweep_options(options), lock=True, on_wait=on_wait)
 
 
 def run(

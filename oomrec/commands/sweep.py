@@ -274,7 +274,12 @@ def prepare(
         from oomrec.sweep import outlock
 
         held = outlock.acquire(
-            config.output, wait=options.resume is not None, on_wait=on_wait, notices=lock_notices
+            config.output,
+            # A resume continues what the other wrote; a hand run waits its turn, as one cell at
+            # a time keeps each cell's memory its own.
+            wait=options.resume is not None or options.append,
+            on_wait=on_wait,
+            notices=lock_notices,
         )
     loaded = record_file.load()
     parked, warnings = record_warnings(loaded, record_file)

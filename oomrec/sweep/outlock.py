@@ -8,6 +8,7 @@ time, for the message of the sweep that finds it taken.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -58,6 +59,10 @@ def acquire(
     said = exclude_sweep_files(csv_path)
     if said and notices is not None:
         notices.append(said)
+    # The CSV's folder made now, not at the first row: else the first oomrec into a new folder
+    # would hold no lock, and a second one writing the same CSV would not see it.
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
@@ -81,7 +86,7 @@ def acquire(
                     "--output"
                 ) from None
             if on_wait is not None:
-                on_wait(f"waiting for the sweep writing {csv_path} to end ({holder})")
+                on_wait(f"waiting for the oomrec writing {csv_path} to end ({holder})")
             fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
