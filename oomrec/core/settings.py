@@ -58,6 +58,12 @@ TOOL_KEYS: tuple[Setting, ...] = (
         "Seconds before a cell's process group is killed, as --timeout.",
     ),
     Setting(
+        "refine_step",
+        "token count (256, 1k)",
+        "256",
+        "What sweep --refine rounds each probe's length to a multiple of, as --refine-step.",
+    ),
+    Setting(
         "fix_trailer",
         "string",
         "OOM-Fix",

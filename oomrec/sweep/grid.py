@@ -635,7 +635,12 @@ class Sweep:
         for notice in record_file.notices:
             self.reporter.log(f"warning: {notice}")
         record_file.notices.clear()
-        return format_line(record), bool(added)
+        if added:
+            return format_line(record), True
+        # Said as the record holds it (its peak, its source), not as this cell would have.
+        key = evidence_key(record)
+        held = next((r for r in record_file.load().records if evidence_key(r) == key), record)
+        return format_line(held), False
 
     def _head(self) -> str:
         if self._commit is None:
