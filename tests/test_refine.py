@@ -5,6 +5,7 @@ dry run and the report say."""
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -246,3 +247,39 @@ def test_a_resumed_refine_takes_the_earlier_probes_and_launches_nothing_again(
     assert runner.launched("m") == launched
     assert json.loads(again.stdout)["frontier"] == json.loads(first.stdout)["frontier"]
     assert (repo.path / "benchmarks" / "out.csv").read_text() == csv
+
+
+def test_a_refine_resumed_on_another_commit_probes_afresh_with_one_row_per_cell(
+    repo: Repo, cli: Cli, tmp_path: Path
+) -> None:
+    (repo.path / "models" / "m").mkdir(parents=True)
+    runner = Threshold(tmp_path / "runner", {"m": 30000})
+    args = ("--models", "m", "--lengths", "512 32768", "--refine", "2")
+    assert sweep(cli, runner, *args).exit_code == 0
+    repo.commit("another commit")
+    again = sweep(cli, runner, *args, "--resume")
+    assert again.exit_code == 0, again.stderr
+    rows = list(csv.reader((repo.path / "benchmarks" / "out.csv").open()))[1:]
+    cells = [(row[0], row[14]) for row in rows]
+    assert len(cells) == len(set(cells)), rows
+    assert {length for _, length in cells} >= {"512", "32768"}
+
+
+def test_a_record_between_rungs_bounds_the_bracket_and_spends_no_probe(
+    repo: Repo, cli: Cli, tmp_path: Path
+) -> None:
+    (repo.path / "models" / "m").mkdir(parents=True)
+    assert cli("record", "add", "m", "16384").exit_code == 0
+    runner = Threshold(tmp_path / "runner", {"m": 12000})
+    args = ("--models", "m", "--lengths", "8192 32768", "--refine", "4")
+    planned = cli("sweep", "--runner", runner.template, *args, "--dry-run")
+    assert "  m: no probe at or above 16384 (SKIP:oom_record)" in planned.stderr
+    result = sweep(cli, runner, *args)
+    assert result.exit_code == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    probes = [c for c in cells if c["length"] not in (8192, 32768)]
+    # Every probe launched, inside (8192, 16384): none spent on a cell the record skips.
+    assert len(probes) == 4 and all(c["launched"] for c in probes), probes
+    assert all(8192 < c["length"] < 16384 for c in probes)
+    (bracket,) = json.loads(result.stdout)["frontier"]
+    assert bracket["smallest_oom"] - bracket["largest_ok"] <= (16384 - 8192) / 16 + 256

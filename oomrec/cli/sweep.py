@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from oomrec.core.records import RecordLine
     from oomrec.sweep.grid import CellResult
     from oomrec.sweep.options import SweepConfig
-    from oomrec.sweep.planner import Cell, Decision
+    from oomrec.sweep.planner import Cell, Decision, Planner
 
 # The sweep itself (its planner, runner and guard, psutil) and rich's progress bar and tables
 # are imported in the functions that use them: `oomrec sweep --help` needs none of them.
@@ -299,7 +299,11 @@ def sweep_command(
         if as_json:
             print_json(outcome.to_json())
         else:
-            _say(log, *_plan_lines(outcome.decided), *_refine_plan(prepared.config, outcome))
+            _say(
+                log,
+                *_plan_lines(outcome.decided),
+                *_refine_plan(prepared.config, prepared.planner, outcome),
+            )
         for refusal in (prepared.empty, prepared.refused):
             if refusal is not None:
                 raise refusal
@@ -444,7 +448,7 @@ def _plan_lines(decided: "list[tuple[Cell, Decision]]") -> list[str]:
     return lines
 
 
-def _refine_plan(config: "SweepConfig", outcome: "SweepOutcome") -> list[str]:
+def _refine_plan(config: "SweepConfig", planner: "Planner", outcome: "SweepOutcome") -> list[str]:
     """What --refine would probe, as far as the plan knows it before anything runs."""
     if not config.refine:
         return []
@@ -457,13 +461,16 @@ def _refine_plan(config: "SweepConfig", outcome: "SweepOutcome") -> list[str]:
     ]
     for model in dict.fromkeys(cell.model for cell, _ in outcome.decided):
         known = [
-            (cell.length, d.action)
+            (cell.length, str(d.action))
             for cell, d in outcome.decided
             if cell.model == model and d.action in OOM_SIDE
         ]
+        recorded = planner.known_oom(model)
+        if recorded is not None:
+            known.append(recorded)
         if known:
-            length, action = min(known)
-            lines.append(f"  {model}: no probe at or above {length} ({action})")
+            length, how = min(known)
+            lines.append(f"  {model}: no probe at or above {length} ({how})")
     return lines
 
 

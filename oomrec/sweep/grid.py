@@ -341,9 +341,16 @@ class Sweep:
         the guard decide it as any other), so no probe launches at or above a known OOM."""
         c = self.config
         paths = {cell.model: cell.model_path for cell in plan.cells}
+        planned = {(cell.model, cell.length) for cell in plan.cells}
         for model, model_path in paths.items():
+            # Resumed: the probes the earlier run made are this sweep's, and count.
+            earlier = self._earlier_probes(model, planned)
+            for length, token in earlier:
+                self._step_done(
+                    Cell(model, length, model_path), f"done in an earlier run: earlier {token}"
+                )
             ran, oom = self._frontier(model)
-            probes, stopped = 0, None
+            probes, stopped = len(earlier), None
             while ran is not None and oom is not None and probes < c.refine:
                 length = refine_midpoint(ran, oom, c.refine_step)
                 if length is None:
@@ -359,6 +366,40 @@ class Sweep:
                     stopped = f"stopped: {token} at {length}"
                     break
             self.result.brackets.append(Bracket(model, ran, oom, probes, stopped))
+
+    def _stale_probes(self, plan: Plan) -> set[tuple[str, int]]:
+        """The earlier run's cells of planned models beyond the plan (its refine probes) that
+        are not done (another commit or runner): this refine probes afresh, so their rows go,
+        as a planned cell's row of another commit does, and no cell has two rows."""
+        prior, c = self._prior, self.config
+        models = {cell.model for cell in plan.cells}
+        planned = {(cell.model, cell.length) for cell in plan.cells}
+        stale = set()
+        for model, length in (*prior.entries, *prior.unknown):
+            if model not in models or (model, length) in planned:
+                continue
+            earlier = resume.prior_cell(
+                prior, model, length, self.provenance(), rerun_failed=c.rerun_failed, mode=c.resume
+            )
+            if earlier is not None and not earlier.done:
+                stale.add((model, length))
+        return stale
+
+    def _earlier_probes(self, model: str, planned: set[tuple[str, int]]) -> list[tuple[int, str]]:
+        """With --resume, the done cells of `model` the earlier run had beyond the plan (its
+        refine probes), by length, with their tokens."""
+        if self.config.resume is None:
+            return []
+        prior = self._prior
+        lengths = {n for m, n in (*prior.entries, *prior.unknown) if m == model}
+        found = []
+        for length in sorted(lengths):
+            if (model, length) in planned:
+                continue
+            token = self._earlier_token(model, length)
+            if token is not None:
+                found.append((length, token))
+        return found
 
     def _probe(self, cell: Cell, cell_csv: Path) -> str:
         """Run one refine probe (or, resumed, take the earlier run's row of it); its token."""
@@ -386,6 +427,11 @@ class Sweep:
                 seen[r.cell.length] = token
         ran = max((n for n, t in seen.items() if t == Token.SUCCESS), default=None)
         above = [n for n, t in seen.items() if t in OOM_SIDE and (ran is None or n > ran)]
+        # A record between two rungs bounds the bracket too: a probe at or above it would be
+        # pre-skipped, a probe spent.
+        known = self.planner.known_oom(model)
+        if known is not None and (ran is None or known[0] > ran):
+            above.append(known[0])
         return ran, min(above, default=None)
 
     def _earlier_token(self, model: str, length: int) -> str | None:
@@ -454,6 +500,8 @@ class Sweep:
             return
         prior = self._prior
         redo = {key for key, v in earlier.items() if not v.done}
+        if self.config.refine:
+            redo |= self._stale_probes(plan)
         drop = {e.row for key, e in prior.entries.items() if key in redo}
         drop |= {row for key, row in prior.unknown.items() if key in redo}
         kept = [row for row in prior.rows if row not in drop]

@@ -193,6 +193,18 @@ class Planner:
             )
         return Decision(Action.RUN)
 
+    def known_oom(self, model: str) -> tuple[int, str] | None:
+        """The smallest length at which `model` is known to run out of memory here, and how
+        (the backstop's token, or SKIP:oom_record): every cell at or above it is skipped."""
+        known = []
+        if model in self.oom_min:
+            known.append((self.oom_min[model], self.oom_token.get(model, Token.TRUE_OOM)))
+        if not self.ignore_record:
+            hit = self.record_hit(model, 2**63 - 1)
+            if hit is not None:
+                known.append((hit.length, Token.OOM_RECORD))
+        return min(known, default=None)
+
     def note_oom(self, model: str, length: int, token: str = Token.TRUE_OOM) -> None:
         """`model` ran out of memory (`token`: SKIP:oom, or SKIP:oom_guard) at `length`."""
         if length <= self.oom_min.get(model, length):
