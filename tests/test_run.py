@@ -162,9 +162,16 @@ def test_a_failing_command_is_exit_1_with_its_verdict(repo: Repo) -> None:
         ([MODEL, "512", "--", "no-such-program-here"], "is not an executable on PATH"),
         ([MODEL, "512", "--", "echo", "{nope}"], "unknown placeholder {nope}"),
         ([MODEL, "512", "--timeout", "soon", "--", "true"], "--timeout"),
+        # A sweep's --models reads "a b" as two models; a hand run is one cell.
+        (["a b", "512", "--", "true"], "MODEL 'a b' is not one model name"),
+        (["a\nb", "512", "--", "true"], "is not one model name"),
+        (["a,b", "512", "--", "true"], "MODEL: model name 'a,b' contains ','"),
+        ([MODEL, "512", "--", "/"], "/ is a directory, not a program"),
+        ([MODEL, "512", "--output", "notes.txt", "--", "true"], "is not a CSV of the harness's"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(repo: Repo, args: list[str], says: str) -> None:
+    (repo.path / "notes.txt").write_text("my notes")
     done = run(*args)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.splitlines()
@@ -296,3 +303,106 @@ def test_a_second_hand_run_waits_for_the_first_then_runs(repo: Repo, tmp_path: P
         first.wait(timeout=300)
     rows = log_csv(repo).read_text().splitlines()
     assert [row.rsplit(",", 1)[1] for row in rows[1:]] == ["512", "1024"]
+
+
+def test_a_disk_that_fills_during_the_cell_still_gets_the_verdict_and_the_record(
+    repo: Repo, tmp_path: Path
+) -> None:
+    from tests.test_disk_full import small_tmpfs
+
+    with small_tmpfs(tmp_path / "small") as disk:
+        # The command fills the disk the CSV is on, then runs out of memory.
+        script = (
+            f"cat /dev/zero > {disk}/filler 2>/dev/null; head -c 4096 /dev/zero >> {disk}/f2; "
+            "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'; exit 1"
+        )
+        done = run(MODEL, "512", "--output", str(disk / "hand.csv"), "--", "sh", "-c", script)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"SKIP:oom: {MODEL} @ 512 on testhw (")
+    (line,) = record_lines(repo)
+    assert f"  recorded: {line}" in lines
+    assert lines[-1].startswith("oomrec: error: ")
+    assert "cannot write the row of" in lines[-1] and "its OOM is in the record" in lines[-1]
+
+
+def test_a_torn_line_repaired_keeps_the_files_mode_and_its_symlink(repo: Repo) -> None:
+    target = repo.path / "kept.csv"
+    target.write_text(f"{HEADER}\nx,./models/x,,,,")
+    target.chmod(0o664)
+    link = repo.path / "link.csv"
+    link.symlink_to(target.name)
+    done = run(MODEL, "512", "--output", str(link), "--", "true")
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink()
+    assert (target.stat().st_mode & 0o777) == 0o664
+    assert target.read_text().splitlines()[1].startswith(f"{MODEL},")
+
+
+def test_a_dangling_symlink_output_is_written_through(repo: Repo) -> None:
+    link = repo.path / "dang.csv"
+    link.symlink_to(repo.path / "later" / "hand.csv")
+    done = run(MODEL, "512", "--output", str(link), "--", "true")
+    assert done.returncode == 0, done.stderr
+    assert (repo.path / "later" / "hand.csv").read_text().startswith(HEADER)
+
+
+def _started(pid_file: Path, proc: subprocess.Popen[str]) -> None:
+    while not pid_file.exists():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+
+
+def test_interrupted_json_has_the_cells_keys(repo: Repo, tmp_path: Path) -> None:
+    done = run(MODEL, "512", "--json", "--", "true")
+    keys = list(json.loads(done.stdout))
+    pid_file = tmp_path / "pid"
+    proc = subprocess.Popen(
+        [PY, "-m", "oomrec", "run", MODEL, "512", "--json", "--", "sh", "-c",
+         f"touch {pid_file}; exec sleep 300"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    _started(pid_file, proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    body = json.loads(out)
+    assert sorted(body) == sorted(keys)
+    assert body["interrupted"] is True and body["verdict"] is None and body["launched"] is True
+
+
+def test_sigterm_while_waiting_for_the_lock_is_130(repo: Repo, tmp_path: Path) -> None:
+    go, started = tmp_path / "go", tmp_path / "started"
+    first = subprocess.Popen(
+        [PY, "-m", "oomrec", "run", MODEL, "512", "--", "sh", "-c",
+         f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        _started(started, first)
+        second = subprocess.Popen(
+            [PY, "-m", "oomrec", "run", MODEL, "1024", "--", "true"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            text=True,
+        )  # fmt: skip
+        assert second.stderr is not None
+        assert second.stderr.readline().startswith("waiting for the oomrec writing ")
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=300) == 130
+    finally:
+        go.touch()
+        first.wait(timeout=300)
+
+
+def test_output_a_reader_does_not_take_is_dropped_and_counted(repo: Repo) -> None:
+    # 50 MB into a pipe nobody reads until the run is over: the cell is not held up (it is
+    # timed out by its own --timeout, not by the reader), and what was dropped is said.
+    script = (
+        "import sys,time; [sys.stdout.write('z' * 1000000) for _ in range(50)]; time.sleep(300)"
+    )
+    shell = f'{PY} -m oomrec run {MODEL} 512 --timeout 3 -- {PY} -c "{script}" | (sleep 8; wc -c)'
+    done = subprocess.run(
+        ["bash", "-c", shell], capture_output=True, text=True, check=False, timeout=600
+    )
+    assert "FAIL:timeout" in done.stderr
+    assert "bytes of the command's output were not shown" in done.stderr

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from oomrec.cli.apps import RecordOption, app
+from oomrec.cli.ending import error_line
 from oomrec.cli.output import info
 from oomrec.cli.render import print_json
-from oomrec.core.errors import EXIT_FOUND, EXIT_INTERRUPTED
+from oomrec.core.errors import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from oomrec.commands.run import RunResult
@@ -123,24 +124,27 @@ def run_command(
     Example: oomrec run m 32k -- ./bench.sh {model_path} --prompt-tokens {length}
     """
     from oomrec.commands.run import RunOptions, finish, prepare_run
+    from oomrec.sweep.grid import sigterm_as_interrupt
 
-    prepared = prepare_run(
-        RunOptions(
-            model=model,
-            length=length,
-            command=command or [],
-            record=record,
-            output=output,
-            models_dir=models_dir,
-            timeout=timeout,
-            max_cell_memory=max_cell_memory,
-            min_available=min_available,
-            max_cell_gpu_memory=max_cell_gpu_memory,
-            min_gpu_available=min_gpu_available,
-            ignore_record=ignore_record,
-        ),
-        on_wait=lambda message: print(message, file=sys.stderr, flush=True),
+    options = RunOptions(
+        model=model,
+        length=length,
+        command=command or [],
+        record=record,
+        output=output,
+        models_dir=models_dir,
+        timeout=timeout,
+        max_cell_memory=max_cell_memory,
+        min_available=min_available,
+        max_cell_gpu_memory=max_cell_gpu_memory,
+        min_gpu_available=min_gpu_available,
+        ignore_record=ignore_record,
     )
+    # While it waits for another oomrec's lock, SIGTERM ends the wait as Ctrl-C does (130).
+    with sigterm_as_interrupt():
+        prepared = prepare_run(
+            options, on_wait=lambda message: print(message, file=sys.stderr, flush=True)
+        )
     for warning in prepared.warnings:
         typer.echo(warning, err=True)
     echo = _LiveEcho(sys.stderr if as_json else sys.stdout)
@@ -157,6 +161,11 @@ def run_command(
         print(message, file=sys.stderr, flush=True)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+    if result.write_error is not None:
+        # Said after the verdict (an OOM still recorded); a cell that ran well but whose row
+        # is lost is an error of its own.
+        print(error_line(result.write_error), file=sys.stderr, flush=True)
+        raise typer.Exit(EXIT_FOUND if not result.succeeded else EXIT_USAGE)
     if not result.succeeded:
         raise typer.Exit(EXIT_FOUND)
 
@@ -247,8 +256,15 @@ class _LiveEcho:
         try:
             self._chunks.put(None, timeout=1.0)
         except queue.Full:
-            return
-        self._thread.join(timeout=5.0)
+            pass
+        else:
+            self._thread.join(timeout=5.0)
+        while True:
+            try:
+                left = self._chunks.get_nowait()
+            except queue.Empty:
+                break
+            self.dropped += len(left or b"")
         if self.dropped:
             print(
                 f"oomrec run: {self.dropped} bytes of the command's output were not shown "

@@ -209,13 +209,12 @@ def sweep_command(
         typer.Option(
             "--refine",
             metavar="N",
-            min=0,
-            max=64,
+            show_default=False,
             help="After the ladder, find each model's frontier between its largest length "
             "that ran and its smallest that ran out of memory (or was stopped by the guard): "
             "up to N more cells by bisection, as normal cells (record, backstop and guard "
             "apply). Use it with the memory guard on, which stops each probe before the "
-            "machine nears OOM.",
+            "machine nears OOM. Default: 0 (off).",
         ),
     ] = 0,
     refine_step: Annotated[
@@ -569,6 +568,15 @@ class _ProgressReporter(_LineReporter):
         self.progress.update(self.task, completed=done)
 
 
+def _done_count(results: "Sequence[CellResult]", planned: "Sequence[Cell]") -> str:
+    """`4 of 6 cells done`, and the refine probes apart: they are not of the grid's count."""
+    grid = {(c.model, c.length) for c in planned}
+    ladder = sum(1 for r in results if (r.cell.model, r.cell.length) in grid)
+    probes = len(results) - ladder
+    done = f"{ladder} of {plural(len(planned), 'cell')} done"
+    return done + (f", and {plural(probes, 'refine probe')}" if probes else "")
+
+
 def _ordered_tokens(counts: Counter[str]) -> list[str]:
     from oomrec.core.schema import Token
 
@@ -649,7 +657,7 @@ def _summary(stream: TextIO, outcome: "SweepOutcome", demo: bool) -> None:
         # Said even with --quiet: the sweep did not finish, and this is how to finish it.
         _say(
             stream,
-            f"interrupted: {what}{len(result.results)} of {len(plan.cells)} cells done",
+            f"interrupted: {what}{_done_count(result.results, plan.cells)}",
             f"resume with: {_resume_command()}",
         )
     elif demo:

@@ -21,9 +21,11 @@ from oomrec.commands import Result
 from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
 from oomrec.core import amounts
 from oomrec.core.errors import OomrecError
+from oomrec.core.modelnames import check_model_path
 from oomrec.core.records import shorten
 from oomrec.core.schema import Token
 from oomrec.sweep.grid import CellResult, Reporter
+from oomrec.sweep.planner import Cell
 
 EXAMPLE = "oomrec run m 32768 -- scripts/bench_decode.sh {model_path} --prompt-tokens {length}"
 
@@ -73,6 +75,11 @@ class RunResult(Result):
     def interrupted(self) -> bool:
         return self.outcome.interrupted
 
+    @property
+    def write_error(self) -> str | None:
+        """Why the cell's row could not be written (a full disk), or None."""
+        return self.outcome.result.write_error
+
     def json_body(self) -> dict[str, Any]:
         config = self.outcome.config
         cell = self.cell
@@ -85,13 +92,20 @@ class RunResult(Result):
             "output": str(config.output) if self.outcome.result.output else None,
             "runner": config.runner.text,
             "interrupted": self.interrupted,
+            "write_error": self.write_error,
         }
         if cell is None:
-            return {
-                **body,
-                "verdict": None,
-                "launched": self.outcome.result.killed_cell is not None,
+            # Interrupted: the same keys, unknown (the command was killed, if it had launched).
+            killed = self.outcome.result.killed_cell
+            shape = CellResult(Cell(config.models[0], config.lengths[0], ""), "", "").to_dict()
+            path = killed.model_path if killed is not None else None
+            cell_keys = {
+                **dict.fromkeys(shape),
+                "model_path": path,
+                "launched": killed is not None,
+                "notes": [],
             }
+            return {**body, **{k: v for k, v in cell_keys.items() if k not in body}}
         cell_keys = cell.to_dict()
         return {**body, **{k: v for k, v in cell_keys.items() if k not in body}}
 
@@ -120,13 +134,14 @@ def finish(
     reporter: Reporter | None = None,
     echo: Callable[[bytes], None] | None = None,
 ) -> RunResult:
-    outcome = prepared.run(reporter, echo)
+    outcome = prepared.run(reporter, echo, raise_write_error=False)
     return RunResult(warnings=list(prepared.warnings), outcome=outcome)
 
 
 def _sweep_options(options: RunOptions) -> SweepOptions:
     if not options.command:
         raise OomrecError(f"no command to run: give it after --, e.g. {EXAMPLE}")
+    model = _one_model(options.model, options.models_dir)
     length = amounts.parse_length(str(options.length).strip())
     if length is None:
         raise OomrecError(
@@ -136,7 +151,7 @@ def _sweep_options(options: RunOptions) -> SweepOptions:
     # The template is the command's own argv: shlex.join quotes each argument so that the
     # sweep's split gives it back whole.
     return SweepOptions(
-        models=[options.model],
+        models=[model],
         lengths=[length],
         runner=shlex.join(options.command),
         runner_named="the command",
@@ -152,3 +167,23 @@ def _sweep_options(options: RunOptions) -> SweepOptions:
         models_need_dirs=False,
         append=True,
     )
+
+
+def _one_model(typed: str, models_dir: str | None) -> str:
+    """The model of a hand run: one name; `./models/x/` (the model path a hand command takes)
+    is `x` whether or not that directory exists, as the command may load it from anywhere."""
+    if not typed.strip() or any(ch.isspace() for ch in typed):
+        # A sweep reads "a b" as two models; a hand run is one cell.
+        raise OomrecError(
+            f"MODEL {shorten(typed)} is not one model name (it holds whitespace or nothing); "
+            "give the name of one model"
+        )
+    prefix = (models_dir or "models").removeprefix("./").rstrip("/") + "/"
+    name = typed.removeprefix("./")
+    if name.startswith(prefix) and name[len(prefix) :].strip("/"):
+        name = name[len(prefix) :]
+    name = name.rstrip("/")
+    try:
+        return check_model_path(name)
+    except OomrecError as exc:
+        raise OomrecError(f"MODEL: {exc}") from None

@@ -214,11 +214,16 @@ class Prepared:
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=True, decided=decided)
 
     def run(
-        self, reporter: Reporter | None = None, echo: Callable[[bytes], None] | None = None
+        self,
+        reporter: Reporter | None = None,
+        echo: Callable[[bytes], None] | None = None,
+        *,
+        raise_write_error: bool = True,
     ) -> SweepOutcome:
         """Run the cells, one at a time; SIGINT/SIGTERM stop the running cell and return what
-        was done (`interrupted`). Raises the `empty` error when there is nothing to run.
-        `echo`: each chunk of a runner's output, as it is read."""
+        was done (`interrupted`). Raises the `empty` error when there is nothing to run, and
+        an OomrecError when a row could not be written (unless not `raise_write_error`: then
+        it is the outcome's `result.write_error`). `echo`: a runner's output, as it is read."""
         if self.empty is not None:
             raise self.empty
         reporter = reporter or QuietReporter()
@@ -234,6 +239,8 @@ class Prepared:
         result = Sweep(self.config, self.planner, reporter, echo).run(plan, empty_csv=empty_csv)
         for notice in self.lock_notices:
             reporter.log(notice)
+        if result.write_error is not None and raise_write_error:
+            raise OomrecError(result.write_error)
         return SweepOutcome(config=self.config, plan=self.plan, dry_run=False, result=result)
 
 

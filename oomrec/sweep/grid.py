@@ -187,9 +187,18 @@ def refine_midpoint(ran: int, oom: int, step: int) -> int | None:
     return min(max(round(middle), low), high) * step
 
 
+class _RowNotWritten(Exception):
+    def __init__(self, result: CellResult, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.result = result
+        self.cause = cause
+
+
 @dataclass
 class SweepResult:
     results: list[CellResult] = field(default_factory=list)
+    # Why the sweep stopped early: a cell's row could not be written (its result is the last).
+    write_error: str | None = None
     # Per model, with --refine: its frontier's bracket after the probes.
     brackets: list[Bracket] = field(default_factory=list)
     interrupted: bool = False
@@ -313,7 +322,7 @@ class Sweep:
         elif empty_csv:
             write_header_only(self.config.output)
         try:
-            with _sigterm_as_interrupt(), cell_folder() as tmp:
+            with sigterm_as_interrupt(), cell_folder() as tmp:
                 cell_csv = Path(tmp) / "cell.csv"
                 for cell in plan.cells:
                     self._step(cell, cell_csv)
@@ -321,10 +330,25 @@ class Sweep:
                     self._refine(plan, cell_csv)
         except KeyboardInterrupt:
             self.result.interrupted = True
+        except _RowNotWritten as failed:
+            result = failed.result
+            self.result.results.append(result)
+            self.reporter.cell_done(len(self.result.results), result)
+            kept = (
+                "; its OOM is in the record" if result.recorded or result.already_recorded else ""
+            )
+            self.result.write_error = (
+                f"{self.config.output}: cannot write the row of {result.cell.model} @ "
+                f"{result.cell.length} ({failed.cause.strerror or failed.cause}){kept}; free "
+                "space or pass another --output"
+            )
         finally:
-            self.csv.close()
-            if self.sidecar is not None:
-                self.sidecar.close()
+            # After a failed write the disk is still full: closing must not hide the cell.
+            with contextlib.suppress(*((OSError,) if self.result.write_error else ())):
+                self.csv.close()
+            with contextlib.suppress(*((OSError,) if self.result.write_error else ())):
+                if self.sidecar is not None:
+                    self.sidecar.close()
         return self.result
 
     def _step(self, cell: Cell, cell_csv: Path) -> CellResult:
@@ -354,6 +378,7 @@ class Sweep:
             while ran is not None and oom is not None and probes < c.refine:
                 length = refine_midpoint(ran, oom, c.refine_step)
                 if length is None:
+                    stopped = f"as fine as --refine-step {c.refine_step} allows"
                     break
                 probes += 1
                 token = self._probe(Cell(model, length, model_path), cell_csv)
@@ -535,8 +560,9 @@ class Sweep:
         decision = self.planner.decide(cell)
         if decision.action in (Action.BACKSTOP, Action.RECORD):
             token = Token(decision.action)
-            self._write([self._skip_row(cell, token)], HEADER, token, cell)
-            return CellResult(cell, token, decision.reason, record_line=decision.record_line)
+            result = CellResult(cell, token, decision.reason, record_line=decision.record_line)
+            self._write_row(result, [self._skip_row(cell, token)], HEADER)
+            return result
         if decision.fake:
             result = CellResult(cell, Token.TRUE_OOM, decision.reason, oom_evidence=HowKnown.FAKE)
             rows, header = [self._skip_row(cell, Token.TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
@@ -558,7 +584,7 @@ class Sweep:
                 result.recorded = line
             else:
                 result.already_recorded = line
-        self._write(rows, header, result.token, cell)
+        self._write_row(result, rows, header)
         return result
 
     def _launch(self, cell: Cell, cell_csv: Path) -> tuple[CellResult, list[str], str]:
@@ -640,6 +666,14 @@ class Sweep:
         return skip_row(
             cell.model, cell.model_path, c.date, c.max_tokens, cell.length, token, prompt
         )
+
+    def _write_row(self, result: CellResult, rows: Sequence[str], header: str) -> None:
+        """Write the cell's rows; a failed write (a full disk) ends the sweep with the cell's
+        result kept, so what it was (and that its OOM is in the record) is still said."""
+        try:
+            self._write(rows, header, result.token, result.cell)
+        except OSError as exc:
+            raise _RowNotWritten(result, exc) from exc
 
     def _write(self, rows: Sequence[str], header: str, token: str, cell: Cell) -> None:
         warning = self.csv.add(rows, header)
@@ -732,7 +766,9 @@ def _ends_torn(path: Path) -> bool:
 
 
 def _check_writable(output: Path) -> None:
-    """Fail before the first launch, not after a cell has run, when the CSV cannot be written."""
+    """Fail before the first launch, not after a cell has run, when the CSV cannot be written.
+    A symlink is followed: the folder that must exist is its target's."""
+    output = Path(os.path.realpath(output))
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -762,7 +798,7 @@ def _verdict_without_row(run: CellRun) -> Verdict:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM ends a sweep as Ctrl-C does: the running cell killed, the CSV left valid."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -305,6 +305,8 @@ def configure(
         fake = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV)
 
     guard = _guard_limits(opts, tool, where)
+    if opts.refine_step is not None and not opts.refine and warnings is not None:
+        warnings.append("warning: --refine-step does nothing without --refine N")
 
     return SweepConfig(
         models=models,
@@ -469,7 +471,22 @@ def output_problem(config: SweepConfig) -> str | None:
     if not stat.S_ISREG(mode):
         kind = file_kind(mode)
         return f"{config.output}: is {kind}, not a regular file; pass --output PATH of a CSV"
+    if config.append and not _starts_as_a_harness_csv(config.output):
+        return (
+            f"{config.output}: is not a CSV of the harness's layout (its first line is not a "
+            "header starting model,); oomrec run appends its row to one: pass another --output"
+        )
     return None
+
+
+def _starts_as_a_harness_csv(path: Path) -> bool:
+    """Whether the file is empty or its first line is a harness header (`model,...`)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return True  # what cannot be read is said by the write itself
+    return not head or head.lstrip(b"\xef\xbb\xbf").startswith(b"model,")
 
 
 def _configured_runner(value: object, where: str, base: Path) -> RunnerTemplate:

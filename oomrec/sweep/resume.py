@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -258,9 +259,17 @@ class Sidecar:
 
 
 def rewrite_csv(csv_path: Path, header: str, rows: Iterable[str]) -> None:
-    """Replace the CSV with `header` and `rows` (the rows kept, byte for byte), atomically."""
+    """Replace the CSV with `header` and `rows` (the rows kept, byte for byte), atomically.
+    A symlinked CSV stays a symlink (its target is replaced), and the file keeps its mode."""
+    csv_path = Path(os.path.realpath(csv_path))
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(csv_path).st_mode)
+    except OSError:
+        mode = None
     fd, tmp = tempfile.mkstemp(prefix=f".{csv_path.name}.", dir=csv_path.parent)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
             out.write(header + "\n" + "".join(row + "\n" for row in rows))
             out.flush()

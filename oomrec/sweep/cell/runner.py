@@ -119,8 +119,10 @@ class RunnerTemplate:
                 )
             return
         path = Path(program)
+        if path.is_dir():
+            raise OomrecError(f"{where}: {program} is a directory, not a program; give its path")
         if not path.is_file():
-            raise OomrecError(f"{where}: {program} does not exist; give the runner's path")
+            raise OomrecError(f"{where}: {program} does not exist; give the program's path")
         if not os.access(path, os.X_OK):
             raise OomrecError(f"{where}: {program} is not executable; run chmod +x {program}")
 
