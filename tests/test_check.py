@@ -215,3 +215,52 @@ def test_stdout_on_a_full_disk_or_gone_is_one_line_or_silent(gemma: Repo, cli: C
     finally:
         os.close(write_end)
     assert (gone.returncode, gone.stderr) == (1, b"")
+
+
+def checked_imports(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    from tests.test_startup_imports import imported
+
+    return imported(["check", *args, "--json"], Path.cwd())
+
+
+def test_a_history_known_to_hold_no_fix_is_judged_without_gitpython(gemma: Repo, cli: Cli) -> None:
+    gemma.commit("add the prefill", {"prefill.py": BEFORE})
+    cli("record", "add", MODEL, "8192")
+    # The first judgement reads the history with GitPython and keeps what it found (no fix).
+    first, modules = checked_imports(MODEL, "32768")
+    assert first.returncode == 1 and "git" in modules
+    again, modules = checked_imports(MODEL, "32768")
+    assert again.returncode == 1, again.stderr
+    assert json.loads(again.stdout) == json.loads(first.stdout)
+    assert "git" not in modules
+    # A fix committed since: HEAD was never scanned, so the full judgement runs and lifts it.
+    fix = gemma.commit(f"Chunk the prefill\n\n{TRAILER}\n", {"prefill.py": AFTER})
+    lifted, modules = checked_imports(MODEL, "32768")
+    assert lifted.returncode == 0, lifted.stderr
+    assert f"fix {fix[:7]}" in json.loads(lifted.stdout)["reason"] and "git" in modules
+    # With a fix in the history the cache proves nothing: every later check judges in full.
+    later, modules = checked_imports(MODEL, "32768")
+    assert later.returncode == 0 and "git" in modules
+
+
+@pytest.mark.parametrize("spoil", ["cut", "shallow", "unknown commit"])
+def test_what_the_cache_cannot_prove_is_judged_in_full(
+    gemma: Repo, cli: Cli, tmp_path: Path, spoil: str
+) -> None:
+    gemma.commit("add the prefill", {"prefill.py": BEFORE})
+    cli(
+        "record",
+        "add",
+        MODEL,
+        "8192",
+        *(["--commit", "unknown"] if spoil == "unknown commit" else []),
+    )
+    assert checked_imports(MODEL, "32768")[0].returncode == 1
+    (cache,) = (gemma.path / ".git" / "oomrec").glob("events-*")
+    if spoil == "cut":
+        cache.write_text(cache.read_text()[:-3])
+    elif spoil == "shallow":
+        (gemma.path / ".git" / "shallow").write_text(gemma.git("rev-parse", "HEAD").strip() + "\n")
+    done, modules = checked_imports(MODEL, "32768")
+    assert done.returncode == 1, done.stderr
+    assert "git" in modules

@@ -7,31 +7,38 @@ with a 1000-line record on this host's tag:
 
 - no record file at all;
 - the 1000-line record, none of its lines this model's (the common case of a hand run);
-- a record line of this model applies (its commit judged at HEAD: GitPython and the history);
-- a record of this model that a fix in the tree lifted (the same, and the fix's content).
+- a record line of this model applies (judged at HEAD): the history was read before (the warm-up
+  round) and holds no fix, which the event cache proves without GitPython;
+- the same, but a new commit before each run: HEAD was never scanned, so the history is read
+  (GitPython and the log), what the first check after every commit pays;
+- a record of this model that a fix in the tree lifted (the history and the fix's content).
 
 Target (issue 26): at most 3x `python -c pass` (PASS/FAIL beside each).
 
     python benchmarks/perf/bench_check.py [--runs 15]
 
-2026-12-02, 2-core VM, Python 3.11.7, median of 21 (ms, and x `python -c pass`; the baseline
-moved between 22 and 33 ms across runs of the same day, so the ratio is the figure to read),
-after tempfile, platform, tomllib and difflib were made lazy:
+2026-12-02 (third stop), 2-core VM, Python 3.11.7, median of 15 (ms, and x `python -c pass`;
+the baseline moves between 22 and 39 ms across runs of the same day, so the ratio is the
+figure to read):
 
-      32.8 ms    1.0x python-start  python -c pass (baseline)
-      30.1 ms    0.9x python-start  oomrec -V (for scale)
-      87.0 ms    2.6x python-start  check: no record file  PASS (<= 3x)
-     100.3 ms    3.1x python-start  check: 1000 lines, none of this model  FAIL (<= 3x)
-     214.2 ms    6.5x python-start  check: a record applies  FAIL (<= 3x)
-     219.8 ms    6.7x python-start  check: a record lifted by a fix  FAIL (<= 3x)
+      38.5 ms    1.0x python-start  python -c pass (baseline)
+      37.0 ms    1.0x python-start  oomrec -V (for scale)
+     106.8 ms    2.8x python-start  check: no record file  PASS (<= 3x)
+     115.0 ms    3.0x python-start  check: 1000 lines, none of this model  PASS (<= 3x)
+     146.3 ms    3.8x python-start  check: a record applies  FAIL (<= 3x)
+     254.9 ms    6.6x python-start  check: a record applies, first after a commit  FAIL (<= 3x)
+     258.8 ms    6.7x python-start  check: a record lifted by a fix  FAIL (<= 3x)
 
-The run before (median of 15): 2.6x, 2.4x, 6.0x, 6.0x. Before those imports were lazy: 3.1x,
-3.2x, 6.2x, 6.8x (baseline 32.1 ms) and 2.7x, 3.2x, 6.1x, 6.5x (baseline 27.6 ms).
+Before the event cache's proof (the same day, median of 15, baseline 33.3 ms): 2.7x, 3.2x,
+6.0x for "a record applies" (every check then read the history), 7.2x lifted. Earlier stops:
+2.6x, 3.1x, 6.5x, 6.7x; before tempfile, platform, tomllib and difflib were lazy: 3.1x, 3.2x,
+6.2x, 6.8x.
 
 Where the time goes (`python -X importtime -m oomrec check ...`): ~40 ms of imports beyond
 Python's own (the record's parser and its dataclasses, the settings, the archive, the planner),
 ~5 ms of probes (hardware, memory, one `git for-each-ref` for shared notes); with a line of
-this model, GitPython's import (~50 ms) and the history (~40 ms).
+this model, one `git rev-parse` and the cache file (~10 ms) when the cache proves there is no
+fix, else GitPython's import (~60-80 ms) and the history (~40 ms).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 BASELINE = "python -c pass (baseline)"
@@ -61,10 +69,18 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def measure(cases: dict[str, tuple[list[str], Path]], runs: int, env: dict[str, str]) -> dict:
+def measure(
+    cases: dict[str, tuple[list[str], Path]],
+    runs: int,
+    env: dict[str, str],
+    before: dict[str, Callable[[], None]] | None = None,
+) -> dict:
+    """`before`: per case, what to do (untimed) before each of its runs."""
     times: dict[str, list[float]] = {name: [] for name in cases}
     for i in range(runs + 1):
         for name, (argv, cwd) in cases.items():
+            if before and name in before:
+                before[name]()
             start = time.perf_counter()
             done = subprocess.run(
                 argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
@@ -112,6 +128,7 @@ def main() -> None:
         bare = repository(root, "bare", [])
         busy = repository(root, "busy", others)
         applies = repository(root, "applies", [*others, mine])
+        moved = repository(root, "moved", [*others, mine])
         lifted = repository(root, "lifted", [*others, mine])
         (lifted / "prefill.py").write_text("def prefill(t):\n    return run_chunked(t, 512)\n")
         git(lifted, "commit", "-q", "-am", "Chunk the prefill\n\nOOM-Fix: m")
@@ -123,13 +140,22 @@ def main() -> None:
             "check: no record file": (check, bare),
             "check: 1000 lines, none of this model": (check, busy),
             "check: a record applies": (check, applies),
+            "check: a record applies, first after a commit": (check, moved),
             "check: a record lifted by a fix": (check, lifted),
         }
         for name, (argv, cwd) in cases.items():
             if name.startswith("check"):
                 said = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
                 print(f"  {name}: exit {said.returncode}: {said.stdout.strip()[:90]}")
-        results = measure(cases, args.runs, env)
+        counter = iter(range(10**6))
+
+        def new_commit() -> None:
+            # HEAD was never scanned: the event cache proves nothing, the history is read.
+            git(moved, "commit", "-q", "--allow-empty", "-m", f"work {next(counter)}")
+
+        results = measure(
+            cases, args.runs, env, {"check: a record applies, first after a commit": new_commit}
+        )
     base = results[BASELINE]
     print(f"median of {args.runs} runs each, {sys.version.split()[0]}")
     for name, seconds in results.items():

@@ -338,6 +338,9 @@ def main() -> None:
     parser.add_argument("--oom-rows", type=int, default=200, help="its rows per file (half OOM)")
     args = parser.parse_args()
 
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+
     tmp = Path(tempfile.mkdtemp(prefix="oomrec-bench-", dir=args.keep))
     try:
         repo = tmp / "synthetic"

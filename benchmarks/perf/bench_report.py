@@ -131,6 +131,9 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="a folder with another version's oomrec")
     args = parser.parse_args()
 
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+
     tmp = Path(tempfile.mkdtemp(prefix="oomrec-bench-report-", dir=args.keep))
     try:
         for rows in args.rows:

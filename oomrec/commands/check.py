@@ -21,7 +21,7 @@ from oomrec.core import amounts
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect, detect_memory
 from oomrec.core.modelnames import check_model_path, model_name, normalize_models
-from oomrec.core.records import Loaded, RecordFile, last_part, shorten
+from oomrec.core.records import Loaded, OomRecord, RecordFile, last_part, shorten
 from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
 from oomrec.store import archive, noterefs
 from oomrec.store.archive import ArchivedLine
@@ -129,15 +129,21 @@ def _decide(
     # both: planner._first_hit).
     wanted = {cell.model, last_part(cell.model)}
     evidence: list[JudgedLine] = []
-    if _any_line(wanted, loaded, parked) or noterefs.maybe_any_refs():
-        # Only then is there anything to judge at HEAD (GitPython and the history: ~60 ms).
+    lines = _lines_of(wanted, loaded, parked)
+    shared = noterefs.maybe_any_refs()
+    if lines or shared:
+        # Only then is there anything to judge at HEAD (GitPython and the history: ~90 ms),
+        # unless the history is known to hold no fix at all (then every record applies).
         from oomrec.staleness.fixlog import trailer_key
 
+        key = trailer_key(settings)
+        proven = not shared and _no_fix_can_apply(settings, key, lines)
         evidence = gather_evidence(
             record_file,
             loaded,
-            trailer_key(settings),
+            key,
             hardware,
+            judge=not proven,
             parked=parked,
             warnings=warnings,
             models=wanted,
@@ -145,7 +151,55 @@ def _decide(
     return Planner(evidence, hardware, host_mem=host_mem).decide(cell)
 
 
-def _any_line(models: set[str], loaded: Loaded, parked: Sequence[ArchivedLine]) -> bool:
-    """Whether the record or its archive (the lines still in play) names one of `models`."""
+def _no_fix_can_apply(settings: Settings, key: str, records: Sequence[OomRecord]) -> bool:
+    """Whether it is proven, without GitPython, that no fix is in effect at HEAD for these
+    records: the repository's event cache (staleness/eventcache.py, written by every full
+    judgement) scanned HEAD and each record's commit and found no fix, pick or revert commit.
+    Anything it cannot prove (a shallow clone, an abbreviated or unknown commit, no cache, a
+    new HEAD) is False: the full judgement runs, as it always may."""
+    import subprocess
+
+    from oomrec.staleness.eventcache import proves_no_event
+    from oomrec.staleness.fixlog import git_config_args
+
+    if settings.repo_root is None:
+        return False
+    try:
+        out = subprocess.run(
+            [
+                "git",
+                *git_config_args(),
+                "rev-parse",
+                "--is-shallow-repository",
+                "--git-common-dir",
+                "--verify",
+                "-q",
+                "HEAD",
+            ],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            cwd=settings.repo_root,
+            check=False,
+        )
+    except OSError:
+        return False
+    said = out.stdout.splitlines()
+    if out.returncode or len(said) != 3 or said[0] != "false":
+        return False
+    common = Path(said[1])
+    if not common.is_absolute():
+        common = settings.repo_root / common
+    commits = {r.commit.lower() for r in records}
+    if not all(len(c) in (40, 64) and all(x in "0123456789abcdef" for x in c) for c in commits):
+        return False
+    return proves_no_event(common, key, {said[2], *commits})
+
+
+def _lines_of(models: set[str], loaded: Loaded, parked: Sequence[ArchivedLine]) -> list[OomRecord]:
+    """The records of the record file and of its archive (the lines still in play) that name
+    one of `models`."""
     lines = itertools.chain(loaded.lines, archive.in_play(parked))
-    return any(line.record is not None and line.record.model in models for line in lines)
+    return [
+        line.record for line in lines if line.record is not None and line.record.model in models
+    ]

@@ -72,6 +72,18 @@ def events(repo: git.Repo, tips: Collection[str], key: str, shallow: bool) -> li
     return parse_log(combined, key)
 
 
+def proves_no_event(common_dir: Path, key: str, shas: Collection[str]) -> bool:
+    """Whether this cache alone proves that no fix, pick or revert commit is in the history of
+    any of `shas` (full SHAs): each was scanned as a tip, and the scans found no event. Then no
+    fix can be in effect there and every record applies, known without GitPython (`oomrec
+    check`'s fast path). False whenever the cache cannot say (absent, cut short, a tip not
+    scanned): the full judgement decides then."""
+    if not shas:
+        return False
+    tips, body = _read(common_dir / "oomrec" / f"events-{key}", key)
+    return set(shas) <= set(tips) and not parse_log(body, key)
+
+
 def _path(repo: git.Repo, key: str) -> Path | None:
     try:
         common = Path(repo.common_dir)
