@@ -264,3 +264,47 @@ def test_what_the_cache_cannot_prove_is_judged_in_full(
     done, modules = checked_imports(MODEL, "32768")
     assert done.returncode == 1, done.stderr
     assert "git" in modules
+
+
+def test_a_replaced_history_is_judged_in_full(gemma: Repo, cli: Cli) -> None:
+    """`git replace` changes a commit's history without changing its SHA: the cache cannot
+    vouch for it (a replacement that brings a fix below HEAD lifts the record)."""
+    gemma.commit("add the prefill", {"prefill.py": BEFORE})
+    cli("record", "add", MODEL, "8192")
+    chunk = gemma.commit("Chunk the prefill", {"prefill.py": AFTER})
+    assert checked_imports(MODEL, "32768")[0].returncode == 1
+    assert "git" not in checked_imports(MODEL, "32768")[1]
+    tree = gemma.git("rev-parse", "HEAD^{tree}").strip()
+    parent = gemma.git("rev-parse", "HEAD~1").strip()
+    fixed = gemma.git(
+        "commit-tree", "-p", parent, "-m", "Chunk the prefill", "-m", TRAILER, tree
+    ).strip()
+    gemma.git("replace", chunk, fixed)
+    done, modules = checked_imports(MODEL, "32768")
+    assert done.returncode == 0, done.stdout
+    assert "git" in modules
+
+
+def test_the_shortcut_reads_the_repository_the_judgement_reads(
+    gemma: Repo, cli: Cli, tmp_path: Path
+) -> None:
+    """A bare clone inside the worktree, the cwd in it: both read the bare repository (its
+    fix), not the worktree around it (its cache, which says no fix)."""
+    gemma.commit("add the prefill", {"prefill.py": BEFORE})
+    cli("record", "add", MODEL, "8192")
+    record = str(gemma.path / "benchmarks" / ".oom-record")
+    assert checked_imports(MODEL, "32768")[0].returncode == 1  # the worktree's cache: no fix
+    bare = gemma.path / "vendor.git"
+    gemma.git("clone", "-q", "--bare", str(gemma.path), str(bare))
+    with (gemma.path / ".git" / "info" / "exclude").open("a") as exclude:
+        exclude.write("/vendor.git/\n")
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True)
+    (work / "prefill.py").write_text(AFTER)
+    for args in (["commit", "-qam", f"Chunk the prefill\n\n{TRAILER}"], ["push", "-q"]):
+        subprocess.run(["git", *args], cwd=work, check=True)
+    from tests.test_startup_imports import imported
+
+    done, _ = imported(["check", MODEL, "32768", "--json", "--record", record], bare)
+    assert done.returncode == 0, done.stdout
+    assert "no longer applies" in json.loads(done.stdout)["reason"]

@@ -130,14 +130,14 @@ def _decide(
     wanted = {cell.model, last_part(cell.model)}
     evidence: list[JudgedLine] = []
     lines = _lines_of(wanted, loaded, parked)
-    shared = noterefs.maybe_any_refs()
+    shared, replaced = noterefs.refs_present()
     if lines or shared:
         # Only then is there anything to judge at HEAD (GitPython and the history: ~90 ms),
         # unless the history is known to hold no fix at all (then every record applies).
         from oomrec.staleness.fixlog import trailer_key
 
         key = trailer_key(settings)
-        proven = not shared and _no_fix_can_apply(settings, key, lines)
+        proven = not shared and not replaced and _no_fix_can_apply(key, lines)
         evidence = gather_evidence(
             record_file,
             loaded,
@@ -151,19 +151,21 @@ def _decide(
     return Planner(evidence, hardware, host_mem=host_mem).decide(cell)
 
 
-def _no_fix_can_apply(settings: Settings, key: str, records: Sequence[OomRecord]) -> bool:
+def _no_fix_can_apply(key: str, records: Sequence[OomRecord]) -> bool:
     """Whether it is proven, without GitPython, that no fix is in effect at HEAD for these
     records: the repository's event cache (staleness/eventcache.py, written by every full
     judgement) scanned HEAD and each record's commit and found no fix, pick or revert commit.
-    Anything it cannot prove (a shallow clone, an abbreviated or unknown commit, no cache, a
-    new HEAD) is False: the full judgement runs, as it always may."""
+    Anything it cannot prove (a shallow clone or grafts, an abbreviated or unknown commit, no
+    cache, a new HEAD) is False: the full judgement runs, as it always may.
+
+    git is asked from the cwd, as the full judgement opens the repository (GIT_DIR relative to
+    it, a bare repository the cwd is in), never from the record's top level: the two must be
+    the same repository."""
     import subprocess
 
     from oomrec.staleness.eventcache import proves_no_event
     from oomrec.staleness.fixlog import git_config_args
 
-    if settings.repo_root is None:
-        return False
     try:
         out = subprocess.run(
             [
@@ -179,7 +181,6 @@ def _no_fix_can_apply(settings: Settings, key: str, records: Sequence[OomRecord]
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
-            cwd=settings.repo_root,
             check=False,
         )
     except OSError:
@@ -187,9 +188,9 @@ def _no_fix_can_apply(settings: Settings, key: str, records: Sequence[OomRecord]
     said = out.stdout.splitlines()
     if out.returncode or len(said) != 3 or said[0] != "false":
         return False
-    common = Path(said[1])
-    if not common.is_absolute():
-        common = settings.repo_root / common
+    common = Path(said[1]).absolute()
+    if (common / "info" / "grafts").exists():
+        return False
     commits = {r.commit.lower() for r in records}
     if not all(len(c) in (40, 64) and all(x in "0123456789abcdef" for x in c) for c in commits):
         return False

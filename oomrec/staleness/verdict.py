@@ -193,7 +193,9 @@ class History:
         # The graph walk and the log both read the whole history: run them side by side.
         with ThreadPoolExecutor(max_workers=1) as pool:
             graph = pool.submit(gitutil.parents, repo, tips)
-            found = eventcache.events(repo, tips, key, shallow=bool(self._shallow))
+            # Shallow, or a history replaced under the same SHAs: the cache cannot vouch.
+            uncached = bool(self._shallow) or gitutil.history_replaced(repo)
+            found = eventcache.events(repo, tips, key, shallow=uncached)
             self._graph = graph.result()
         # The cache may know events of earlier tips: keep those in this history.
         walked = {row[0] for row in self._graph}

@@ -213,6 +213,16 @@ def shallow_commits(repo: git.Repo) -> frozenset[str]:
         return frozenset()
 
 
+def history_replaced(repo: git.Repo) -> bool:
+    """Whether commits' histories may differ from what their SHAs name: replacement refs
+    (`git replace`, `--graft`) or a legacy `info/grafts` file. A history cached by SHA
+    (staleness/eventcache.py) cannot be trusted then."""
+    grafts = Path(repo.working_dir) / repo.git.rev_parse("--git-path", "info/grafts")
+    if grafts.exists():
+        return True
+    return bool(repo.git.for_each_ref("--count=1", "--format=%(refname)", "refs/replace/"))
+
+
 def range_events(repo: git.Repo, revs: Sequence[str], key: str) -> list[Event]:
     """The event commits in a range such as `A..B`, in one `git log`."""
     try:

@@ -7,11 +7,22 @@ from __future__ import annotations
 LOCAL_PREFIX = "refs/notes/oomrec/"
 
 
+# Replacement refs (`git replace`, grafts made with it) change the history of a commit without
+# changing its SHA: a history cached by SHA (staleness/eventcache.py) cannot vouch for it.
+REPLACE_PREFIX = "refs/replace/"
+
+
 def maybe_any_refs() -> bool:
     """False only when git says this clone has no oomrec notes ref, or that the cwd is in no
     repository: one plain `git for-each-ref`, without GitPython (`oomrec check` pays no more
     when nothing is shared). True when there are refs, and whenever git cannot tell (the full
     read then decides, and says what is wrong)."""
+    return refs_present()[0]
+
+
+def refs_present() -> tuple[bool, bool]:
+    """(maybe_any_refs(), whether the clone may have replacement refs), from one plain `git
+    for-each-ref`; both True whenever git cannot tell (outside a repository: both False)."""
     import subprocess
 
     from oomrec.staleness.fixlog import git_config_args
@@ -25,6 +36,7 @@ def maybe_any_refs() -> bool:
                 "--format=%(refname)",
                 LOCAL_PREFIX,
                 "refs/notes/remotes/",
+                REPLACE_PREFIX,
             ],
             capture_output=True,
             text=True,
@@ -32,7 +44,13 @@ def maybe_any_refs() -> bool:
             check=False,
         )
     except OSError:
-        return True
+        return True, True
     if out.returncode:
-        return "not a git repository" not in out.stderr
-    return any(ref.startswith(LOCAL_PREFIX) or "/oomrec/" in ref for ref in out.stdout.splitlines())
+        outside = "not a git repository" in out.stderr
+        return not outside, not outside
+    refs = out.stdout.splitlines()
+    notes = any(
+        ref.startswith(LOCAL_PREFIX) or (ref.startswith("refs/notes/") and "/oomrec/" in ref)
+        for ref in refs
+    )
+    return notes, any(ref.startswith(REPLACE_PREFIX) for ref in refs)
