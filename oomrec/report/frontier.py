@@ -9,6 +9,7 @@ true, so a contradiction only ever marks an OOM: oomrec never drops one on that 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -465,7 +466,15 @@ def gather(
     kept = record_lines(record_file, loaded, parked)
     repo = repo_with_head()
     in_git = settings.repo_root is not None
-    scan = scan_csvs(paths, settings.base, commit_columns(settings), in_git=in_git)
+    keep_in = None
+    if repo is not None:
+        from oomrec.report.scancache import git_state
+        from oomrec.store import gitrepo as gitutil
+
+        with contextlib.suppress(AttributeError, TypeError, ValueError):
+            git_dir = Path(repo.git_dir)
+            keep_in = (git_dir / "oomrec", git_state(git_dir, gitutil.head_sha(repo)))
+    scan = scan_csvs(paths, settings.base, commit_columns(settings), in_git=in_git, keep_in=keep_in)
     history = None
     if repo is not None:
         asked = oom_commits(scan) | {e.record.commit for e in kept}

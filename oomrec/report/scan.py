@@ -152,6 +152,7 @@ def scan_csvs(
     *,
     in_git: bool = False,
     engine: str = rowread.POLARS,
+    keep_in: tuple[Path, tuple[object, ...]] | None = None,
 ) -> Scan:
     """Every data row of every CSV under `paths` (files and folders, recursive `*.csv`), folded.
 
@@ -159,10 +160,37 @@ def scan_csvs(
     row of their header are counted (`unreadable_rows`), rows without a length (that ran) and
     faked OOMs say nothing. `in_git`: `root` is a git work tree, asked for the commit (and date)
     of each OOM a row shows without one, as the import asks. `engine`: the row reader's.
+    `keep_in`: (the folder the last scan is kept in, the git state it depends on: see
+    report/scancache.py): taken as it is when nothing it was made from changed, else made
+    afresh and kept.
     """
+    files, refused = csvscan.find_csv_files(paths)
+    if keep_in is None:
+        return _scan(files, refused, root, commit_columns, in_git, engine)
+    from oomrec.report import scancache
+
+    folder, state = keep_in
+    asked = (str(root.resolve()), tuple(commit_columns), in_git, engine)
+    key = scancache.fingerprint(files, [f.path for f in refused], asked, state if in_git else ())
+    where = folder / "report-scan"
+    kept = scancache.load(where, key)
+    if kept is not None:
+        return kept
+    scan = _scan(files, refused, root, commit_columns, in_git, engine)
+    scancache.save(where, key, scan)
+    return scan
+
+
+def _scan(
+    files: list[str],
+    refused: list[csvscan.ScannedFile],
+    root: Path,
+    commit_columns: Sequence[str],
+    in_git: bool,
+    engine: str,
+) -> Scan:
     import polars as pl
 
-    files, refused = csvscan.find_csv_files(paths)
     scanned = csvscan.scan_files(files, keep_body=True)
     out = Scan()
     for bad in (*refused, *scanned):

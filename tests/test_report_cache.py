@@ -1,0 +1,111 @@
+"""The report's kept scan (report/scancache.py): asked again over the same files it is taken
+as it is, and any change to what it was made from (a CSV, its mtime set back, the provenance
+beside it, a new commit) makes it afresh; a broken cache is only a miss. Real files, real git."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.test_report import GEMMA, csv_text, failed, ran
+from tests.test_startup_imports import imported
+
+Cli = Callable[..., CliResult]
+
+
+def report(repo: Repo) -> tuple[dict[str, Any], set[str]]:
+    """`oomrec report --json` in a fresh process, and the modules it imported."""
+    done, modules = imported(["report", "--json"], repo.path)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), modules
+
+
+def frontier(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        (
+            f["model"],
+            f["machine"],
+            (f["ran_max"] or {}).get("length"),
+            (f["oom_min"] or {}).get("length"),
+        )
+        for f in body["frontier"]
+    ]
+
+
+@pytest.fixture
+def corpus(repo: Repo) -> Path:
+    csv = repo.path / "benchmarks" / "a.csv"
+    csv.parent.mkdir()
+    csv.write_text(
+        csv_text(ran(GEMMA, 512, "2026-07-01"), failed(GEMMA, 8192, "2026-07-01", "SKIP:oom"))
+    )
+    return csv
+
+
+def test_the_same_files_are_not_read_again(repo: Repo, corpus: Path) -> None:
+    first, modules = report(repo)
+    assert "polars" in modules
+    again, modules = report(repo)
+    assert again == first
+    # Nothing was parsed: the row reader's engine was not even imported.
+    assert "polars" not in modules
+
+
+def test_a_changed_csv_is_read_afresh_even_with_its_mtime_set_back(
+    repo: Repo, corpus: Path
+) -> None:
+    first, _ = report(repo)
+    assert frontier(first) == [(GEMMA, "gb10 122GB", 512, 8192)]
+    st = corpus.stat()
+    # The same size, the same mtime: only the content (and the ctime) differ.
+    corpus.write_text(corpus.read_text().replace(",8192,SKIP:oom", ",4096,SKIP:oom"))
+    os.utime(corpus, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert corpus.stat().st_size == st.st_size
+    second, modules = report(repo)
+    assert frontier(second) == [(GEMMA, "gb10 122GB", 512, 4096)]
+    assert "polars" in modules
+
+
+def test_a_new_file_a_removed_file_and_provenance_count(repo: Repo, corpus: Path) -> None:
+    report(repo)
+    other = corpus.with_name("b.csv")
+    other.write_text(csv_text(ran(GEMMA, 2048, "2026-07-02")))
+    assert frontier(report(repo)[0]) == [(GEMMA, "gb10 122GB", 2048, 8192)]
+    other.unlink()
+    assert frontier(report(repo)[0]) == [(GEMMA, "gb10 122GB", 512, 8192)]
+    corpus.with_name("a.csv.oomrec.json").write_text('{"schema_version": 1, "cells": []}')
+    assert "polars" in report(repo)[1]
+
+
+def test_a_commit_of_the_csv_gives_its_oom_the_commit(repo: Repo, corpus: Path) -> None:
+    before, _ = report(repo)
+    repo.git("add", "benchmarks/a.csv")
+    sha = repo.commit("the CSV")
+    after, modules = report(repo)
+    assert "polars" in modules
+    (row,) = after["frontier"]
+    assert row["oom_min"]["commit"] == sha
+    assert before["frontier"][0]["oom_min"]["commit"] != sha
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbage", "folder"])
+def test_a_broken_cache_is_a_miss(repo: Repo, corpus: Path, damage: str) -> None:
+    first, _ = report(repo)
+    kept = repo.path / ".git" / "oomrec" / "report-scan"
+    if damage == "cut":
+        kept.write_bytes(kept.read_bytes()[:-10])
+    elif damage == "garbage":
+        kept.write_bytes(kept.read_bytes()[:60] + b"\x00" * 100)
+    else:
+        kept.unlink()
+        kept.mkdir()
+    again, modules = report(repo)
+    assert again == first
+    assert "polars" in modules
