@@ -10,6 +10,14 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from oomrec.cli.apps import RecordOption, app
+from oomrec.cli.celloptions import (
+    IgnoreRecordOption,
+    MaxCellGpuMemoryOption,
+    MaxCellMemoryOption,
+    MinAvailableOption,
+    MinGpuAvailableOption,
+    TimeoutOption,
+)
 from oomrec.cli.ending import error_line
 from oomrec.cli.output import info
 from oomrec.cli.render import print_json
@@ -56,57 +64,12 @@ def run_command(
             "--models-dir", metavar="DIR", help="What {model_path} is under. Default: ./models."
         ),
     ] = None,
-    timeout: Annotated[
-        str | None,
-        typer.Option(
-            "--timeout",
-            metavar="DURATION",
-            help="How long before the cell's processes are killed: seconds or 30m, 1h30m. "
-            "Default: 1800.",
-        ),
-    ] = None,
-    max_cell_memory: Annotated[
-        str | None,
-        typer.Option(
-            "--max-cell-memory",
-            metavar="SIZE",
-            help="Memory guard: stop the cell once its memory passes SIZE (110G, 85%, off); "
-            "it is SKIP:oom_guard and recorded.",
-        ),
-    ] = None,
-    min_available: Annotated[
-        str | None,
-        typer.Option(
-            "--min-available",
-            metavar="SIZE",
-            help="Memory guard: stop the cell once the available memory falls under SIZE "
-            "(6G, 5%, off).",
-        ),
-    ] = None,
-    max_cell_gpu_memory: Annotated[
-        str | None,
-        typer.Option(
-            "--max-cell-gpu-memory",
-            metavar="SIZE",
-            help="Memory guard on each NVIDIA GPU: the cell's memory on one device (40G, 90%).",
-        ),
-    ] = None,
-    min_gpu_available: Annotated[
-        str | None,
-        typer.Option(
-            "--min-gpu-available",
-            metavar="SIZE",
-            help="Memory guard on each NVIDIA GPU: a device's free memory (2G, 3%).",
-        ),
-    ] = None,
-    ignore_record: Annotated[
-        bool,
-        typer.Option(
-            "--ignore-record",
-            help="Launch even where a record applies (a new OOM is still recorded). Also "
-            "$MLXCEL_BENCH_IGNORE_OOM_RECORD=1 or $OOMREC_IGNORE_RECORD=1.",
-        ),
-    ] = False,
+    timeout: TimeoutOption = None,
+    max_cell_memory: MaxCellMemoryOption = None,
+    min_available: MinAvailableOption = None,
+    max_cell_gpu_memory: MaxCellGpuMemoryOption = None,
+    min_gpu_available: MinGpuAvailableOption = None,
+    ignore_record: IgnoreRecordOption = False,
     as_json: Annotated[
         bool,
         typer.Option(

@@ -12,6 +12,14 @@ import typer
 
 from oomrec.cli import output as output_state
 from oomrec.cli.apps import RecordOption, app
+from oomrec.cli.celloptions import (
+    IgnoreRecordOption,
+    MaxCellGpuMemoryOption,
+    MaxCellMemoryOption,
+    MinAvailableOption,
+    MinGpuAvailableOption,
+    TimeoutOption,
+)
 from oomrec.cli.output import info
 from oomrec.cli.render import plural, print_json, verb
 from oomrec.core.errors import EXIT_INTERRUPTED
@@ -73,15 +81,7 @@ def sweep_command(
         ),
     ] = None,
     record: RecordOption = None,
-    timeout: Annotated[
-        str | None,
-        typer.Option(
-            "--timeout",
-            metavar="DURATION",
-            help="How long before a cell's process group is killed: seconds or 30m, 1h30m. "
-            "Default: 1800.",
-        ),
-    ] = None,
+    timeout: TimeoutOption = None,
     cooldown: Annotated[
         str,
         typer.Option(
@@ -115,14 +115,7 @@ def sweep_command(
             "Default: $MLXCEL_BENCH_FAKE_OOM.",
         ),
     ] = None,
-    ignore_record: Annotated[
-        bool,
-        typer.Option(
-            "--ignore-record",
-            help="Launch cells the record would pre-skip (new OOMs are still recorded). Also "
-            "$MLXCEL_BENCH_IGNORE_OOM_RECORD=1 or $OOMREC_IGNORE_RECORD=1.",
-        ),
-    ] = False,
+    ignore_record: IgnoreRecordOption = False,
     ignore_guard_records: Annotated[
         bool,
         typer.Option(
@@ -165,45 +158,10 @@ def sweep_command(
             "every length of a model stays in one shard, so the backstop works).",
         ),
     ] = None,
-    max_cell_memory: Annotated[
-        str | None,
-        typer.Option(
-            "--max-cell-memory",
-            metavar="SIZE",
-            help="Memory guard: stop a cell (SIGTERM to its whole process tree, SIGKILL 1 s "
-            "later) as soon as its summed RSS passes SIZE (110G, 512M, 85% of this host's "
-            "memory, off); it is SKIP:oom_guard and recorded. Default: off.",
-        ),
-    ] = None,
-    min_available: Annotated[
-        str | None,
-        typer.Option(
-            "--min-available",
-            metavar="SIZE",
-            help="Memory guard: stop a cell as soon as the available memory that binds (the "
-            "host's, or an enclosing cgroup's) falls under SIZE (6G, 5%, off) while it runs. "
-            "Default: off.",
-        ),
-    ] = None,
-    max_cell_gpu_memory: Annotated[
-        str | None,
-        typer.Option(
-            "--max-cell-gpu-memory",
-            metavar="SIZE",
-            help="Memory guard on each NVIDIA GPU (NVML: oomrec[nvidia]): stop a cell whose "
-            "processes hold more than SIZE on one device (40G, 90% of its memory, off). "
-            "Default: off.",
-        ),
-    ] = None,
-    min_gpu_available: Annotated[
-        str | None,
-        typer.Option(
-            "--min-gpu-available",
-            metavar="SIZE",
-            help="Memory guard on each NVIDIA GPU (NVML): stop a cell as soon as a device's "
-            "free memory falls under SIZE (2G, 3%, off). Default: off.",
-        ),
-    ] = None,
+    max_cell_memory: MaxCellMemoryOption = None,
+    min_available: MinAvailableOption = None,
+    max_cell_gpu_memory: MaxCellGpuMemoryOption = None,
+    min_gpu_available: MinGpuAvailableOption = None,
     refine: Annotated[
         int,
         typer.Option(
