@@ -19,7 +19,6 @@ import pytest
 from oomrec.core.schema import HEADER
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.test_runner import SEGV_AT_LIMIT
 
 Cli = Callable[..., CliResult]
 PY = sys.executable
@@ -70,14 +69,24 @@ def test_a_recorded_oom_is_pre_skipped_and_nothing_launches(repo: Repo, cli: Cli
     assert rows[2].endswith(",4096") and "(ran; the command writes no row)" in rows[2]
 
 
+# A real allocation failure under its own RLIMIT_AS (`ulimit -v`): Python's MemoryError.
+OVER_LIMIT = """
+import resource
+import psutil
+limit = psutil.Process().memory_info().vms + (256 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+held = bytearray(1 << 30)
+"""
+
+
 def test_a_real_oom_is_recorded_once_then_already_recorded(repo: Repo) -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("RLIMIT_AS is enforced by Linux only")
-    command = ["--", PY, "-c", SEGV_AT_LIMIT, "768"]
+    command = ["--", PY, "-c", OVER_LIMIT]
     first = run(MODEL, "2048", *command)
     assert first.returncode == 1, first.stderr
     assert first.stderr.startswith(f"SKIP:oom: {MODEL} @ 2048 on testhw (")
-    assert "OOM evidence: address-space limit" in first.stderr
+    assert "output has 'MemoryError'" in first.stderr
     (line,) = record_lines(repo)
     assert line.startswith(f"{MODEL},2048,") and line.split(",")[6] == "testhw"
     assert f"  recorded: {line}" in first.stderr.splitlines()
@@ -216,14 +225,13 @@ def test_a_torn_last_line_is_kept_aside_and_rows_stay(repo: Repo) -> None:
 
 
 def test_a_closed_stdout_does_not_stop_the_cell_or_its_record(repo: Repo) -> None:
-    if not sys.platform.startswith("linux"):
-        pytest.skip("RLIMIT_AS is enforced by Linux only")
-    # Megabytes of output into a reader that stops at once, then the OOM.
+    # The allocator's message, then megabytes of output into a reader that stops at once.
     script = (
-        f"import sys\nfor _ in range(20000): print('x' * 200)\nsys.stdout.flush()\n{SEGV_AT_LIMIT}"
+        "import sys\nprint('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 "
+        "GiB')\nfor _ in range(20000): print('x' * 200)\nsys.exit(1)\n"
     )
     shell = (
-        f'{PY} -m oomrec run {MODEL} 2048 -- {PY} -c "$SCRIPT" 256 | head -c 10 >/dev/null; '
+        f'{PY} -m oomrec run {MODEL} 2048 -- {PY} -c "$SCRIPT" | head -c 10 >/dev/null; '
         "exit ${PIPESTATUS[0]}"
     )
     done = subprocess.run(
@@ -236,6 +244,8 @@ def test_a_closed_stdout_does_not_stop_the_cell_or_its_record(repo: Repo) -> Non
     )
     assert done.returncode == 1, done.stderr
     assert f"SKIP:oom: {MODEL} @ 2048" in done.stderr
+    assert "OOM evidence: signature" in done.stderr
+    assert "were not shown (the reader went away or was too slow)" in done.stderr
     assert len(record_lines(repo)) == 1
 
 

@@ -231,7 +231,7 @@ class _LiveEcho:
         if self.dropped:
             print(
                 f"oomrec run: {self.dropped} bytes of the command's output were not shown "
-                "(the output was not read fast enough)",
+                "(the reader went away or was too slow)",
                 file=sys.stderr,
                 flush=True,
             )
