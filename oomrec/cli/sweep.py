@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from oomrec.core.records import RecordLine
     from oomrec.sweep.grid import CellResult
     from oomrec.sweep.options import SweepConfig
-    from oomrec.sweep.planner import Cell, Decision, Planner
+    from oomrec.sweep.planner import Cell, Decision
 
 # The sweep itself (its planner, runner and guard, psutil) and rich's progress bar and tables
 # are imported in the functions that use them: `oomrec sweep --help` needs none of them.
@@ -259,7 +259,7 @@ def sweep_command(
             _say(
                 log,
                 *_plan_lines(outcome.decided),
-                *_refine_plan(prepared.config, prepared.planner, outcome),
+                *_refine_plan(prepared),
             )
         for refusal in (prepared.empty, prepared.refused):
             if refusal is not None:
@@ -405,29 +405,21 @@ def _plan_lines(decided: "list[tuple[Cell, Decision]]") -> list[str]:
     return lines
 
 
-def _refine_plan(config: "SweepConfig", planner: "Planner", outcome: "SweepOutcome") -> list[str]:
-    """What --refine would probe, as far as the plan knows it before anything runs."""
+def _refine_plan(prepared: "Prepared") -> list[str]:
+    """What --refine would probe, as far as the plan knows it before anything runs: below the
+    smallest length the planner knows to OOM (a record, or a faked OOM the preview noted)."""
+    config, planner = prepared.config, prepared.planner
     if not config.refine:
         return []
-    from oomrec.sweep.grid import OOM_SIDE
-
     lines = [
         f"refine: then up to {plural(config.refine, 'probe')} per model by bisection (lengths "
         f"at multiples of {config.refine_step}) between the largest length that runs and the "
         "smallest that runs out of memory; which, the ladder's outcomes decide"
     ]
-    for model in dict.fromkeys(cell.model for cell, _ in outcome.decided):
-        known = [
-            (cell.length, str(d.action))
-            for cell, d in outcome.decided
-            if cell.model == model and d.action in OOM_SIDE
-        ]
-        recorded = planner.known_oom(model)
-        if recorded is not None:
-            known.append(recorded)
-        if known:
-            length, how = min(known)
-            lines.append(f"  {model}: no probe at or above {length} ({how})")
+    for model in dict.fromkeys(cell.model for cell in prepared.plan.cells):
+        known = planner.known_oom(model)
+        if known is not None:
+            lines.append(f"  {model}: no probe at or above {known[0]} ({known[1]})")
     return lines
 
 

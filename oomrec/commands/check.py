@@ -18,10 +18,9 @@ from typing import Any
 from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
 from oomrec.core import amounts
-from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect, detect_memory
 from oomrec.core.modelnames import check_model_path, model_name, normalize_models
-from oomrec.core.records import Loaded, OomRecord, RecordFile, last_part, shorten
+from oomrec.core.records import Loaded, OomRecord, RecordFile, last_part, read_commit
 from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
 from oomrec.store import archive, noterefs
 from oomrec.store.archive import ArchivedLine
@@ -76,12 +75,7 @@ class CheckResult(Result):
 
 def check(*, model: str, length: str | int, record: Path | None = None) -> CheckResult:
     """Whether the cell (`model`, `length`) may launch on this host now, and why."""
-    prompt_length = amounts.parse_length(str(length).strip())
-    if prompt_length is None:
-        raise OomrecError(
-            f"length {shorten(str(length))} is not a prompt length; give a token count, e.g. "
-            "32768 or 32k (k = 1024)"
-        )
+    prompt_length = amounts.one_length(length)
     record_file, settings = open_record(record)
     typed = model
     # As the sweep reads --models: `./models/x/` (a hand run's model path) is model `x`.
@@ -191,10 +185,11 @@ def _no_fix_can_apply(key: str, records: Sequence[OomRecord]) -> bool:
     common = Path(said[1]).absolute()
     if (common / "info" / "grafts").exists():
         return False
-    commits = {r.commit.lower() for r in records}
-    if not all(len(c) in (40, 64) and all(x in "0123456789abcdef" for x in c) for c in commits):
+    commits = [read_commit(r.commit) for r in records]
+    # Full SHAs only, as tips are cached (an abbreviation or a dirty tree: the full judgement).
+    if any(c.hex is None or c.dirty or len(c.hex) not in (40, 64) for c in commits):
         return False
-    return proves_no_event(common, key, {said[2], *commits})
+    return proves_no_event(common, key, {said[2], *(c.hex for c in commits if c.hex)})
 
 
 def _lines_of(models: set[str], loaded: Loaded, parked: Sequence[ArchivedLine]) -> list[OomRecord]:

@@ -94,19 +94,18 @@ class RunResult(Result):
             "interrupted": self.interrupted,
             "write_error": self.write_error,
         }
-        if cell is None:
+        if cell is not None:
+            cell_keys = cell.to_dict()
+        else:
             # Interrupted: the same keys, unknown (the command was killed, if it had launched).
             killed = self.outcome.result.killed_cell
             shape = CellResult(Cell(config.models[0], config.lengths[0], ""), "", "").to_dict()
-            path = killed.model_path if killed is not None else None
             cell_keys = {
                 **dict.fromkeys(shape),
-                "model_path": path,
+                "model_path": killed.model_path if killed is not None else None,
                 "launched": killed is not None,
                 "notes": [],
             }
-            return {**body, **{k: v for k, v in cell_keys.items() if k not in body}}
-        cell_keys = cell.to_dict()
         return {**body, **{k: v for k, v in cell_keys.items() if k not in body}}
 
 
@@ -142,12 +141,7 @@ def _sweep_options(options: RunOptions) -> SweepOptions:
     if not options.command:
         raise OomrecError(f"no command to run: give it after --, e.g. {EXAMPLE}")
     model = _one_model(options.model, options.models_dir)
-    length = amounts.parse_length(str(options.length).strip())
-    if length is None:
-        raise OomrecError(
-            f"length {shorten(str(options.length))} is not a prompt length; give a token "
-            "count, e.g. 32768 or 32k (k = 1024)"
-        )
+    length = amounts.one_length(options.length)
     # The template is the command's own argv: shlex.join quotes each argument so that the
     # sweep's split gives it back whole.
     return SweepOptions(

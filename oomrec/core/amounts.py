@@ -61,6 +61,17 @@ def parse_length(text: str) -> int | None:
     return value if value < 2**63 else None
 
 
+def one_length(value: str | int) -> int:
+    """The prompt length of one cell as typed (`32768`, `32k`); a one-line OomrecError else."""
+    length = parse_length(str(value).strip())
+    if length is None:
+        raise OomrecError(
+            f"length {shorten(str(value))} is not a prompt length; give a token count, e.g. "
+            "32768 or 32k (k = 1024)"
+        )
+    return length
+
+
 def parse_duration(value: object, where: str, *, allow_zero: bool = False) -> float:
     """Seconds from a number or a duration (`30m`, `1h30m`, `90s`, `500ms`, `1.5h`; a bare
     number is seconds): finite, positive (or zero with `allow_zero`)."""

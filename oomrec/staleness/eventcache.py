@@ -80,7 +80,7 @@ def proves_no_event(common_dir: Path, key: str, shas: Collection[str]) -> bool:
     scanned): the full judgement decides then."""
     if not shas:
         return False
-    tips, body = _read(common_dir / "oomrec" / f"events-{key}", key)
+    tips, body = _read(_file(common_dir, key), key)
     return set(shas) <= set(tips) and not parse_log(body, key)
 
 
@@ -89,7 +89,11 @@ def _path(repo: git.Repo, key: str) -> Path | None:
         common = Path(repo.common_dir)
     except (AttributeError, TypeError, ValueError):
         return None
-    return common / "oomrec" / f"events-{key}"
+    return _file(common, key)
+
+
+def _file(common_dir: Path, key: str) -> Path:
+    return common_dir / "oomrec" / f"events-{key}"
 
 
 def _read(path: Path, key: str) -> tuple[list[str], str]:

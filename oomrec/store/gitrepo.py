@@ -220,7 +220,9 @@ def history_replaced(repo: git.Repo) -> bool:
     grafts = Path(repo.working_dir) / repo.git.rev_parse("--git-path", "info/grafts")
     if grafts.exists():
         return True
-    return bool(repo.git.for_each_ref("--count=1", "--format=%(refname)", "refs/replace/"))
+    from oomrec.store.noterefs import REPLACE_PREFIX
+
+    return bool(repo.git.for_each_ref("--count=1", "--format=%(refname)", REPLACE_PREFIX))
 
 
 def range_events(repo: git.Repo, revs: Sequence[str], key: str) -> list[Event]:

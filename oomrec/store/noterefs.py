@@ -12,17 +12,11 @@ LOCAL_PREFIX = "refs/notes/oomrec/"
 REPLACE_PREFIX = "refs/replace/"
 
 
-def maybe_any_refs() -> bool:
-    """False only when git says this clone has no oomrec notes ref, or that the cwd is in no
-    repository: one plain `git for-each-ref`, without GitPython (`oomrec check` pays no more
-    when nothing is shared). True when there are refs, and whenever git cannot tell (the full
-    read then decides, and says what is wrong)."""
-    return refs_present()[0]
-
-
 def refs_present() -> tuple[bool, bool]:
-    """(maybe_any_refs(), whether the clone may have replacement refs), from one plain `git
-    for-each-ref`; both True whenever git cannot tell (outside a repository: both False)."""
+    """(whether this clone may have oomrec notes refs, whether it may have replacement refs),
+    from one plain `git for-each-ref`, without GitPython (`oomrec check` pays no more when
+    nothing is shared): both True whenever git cannot tell (the full read then decides, and
+    says what is wrong); outside a repository both False."""
     import subprocess
 
     from oomrec.staleness.fixlog import git_config_args

@@ -299,6 +299,8 @@ class Sweep:
         self._last_launched: Cell | None = None
         # A runner given {cooldown} or {big_cooldown} sleeps itself, as the harness's does.
         self._runner_cools = config.runner.uses("cooldown") or config.runner.uses("big_cooldown")
+        # A runner given no {cell_csv} cannot write a row: its clean exit is its result.
+        self._runner_writes_rows = config.runner.uses("cell_csv")
         self._big: dict[str, bool] = {}
 
     def _is_big(self, cell: Cell) -> bool:
@@ -344,17 +346,22 @@ class Sweep:
             )
         finally:
             # After a failed write the disk is still full: closing must not hide the cell.
-            with contextlib.suppress(*((OSError,) if self.result.write_error else ())):
+            full = (OSError,) if self.result.write_error else ()
+            with contextlib.suppress(*full):
                 self.csv.close()
-            with contextlib.suppress(*((OSError,) if self.result.write_error else ())):
+            with contextlib.suppress(*full):
                 if self.sidecar is not None:
                     self.sidecar.close()
         return self.result
 
     def _step(self, cell: Cell, cell_csv: Path) -> CellResult:
+        return self._reported(cell, lambda: self._one(cell, cell_csv))
+
+    def _reported(self, cell: Cell, outcome: Callable[[], CellResult]) -> CellResult:
+        """One cell of the sweep as its reporter hears it: started, its result, done."""
         done = len(self.result.results)
         self.reporter.cell_started(done, cell)
-        result = self._one(cell, cell_csv)
+        result = outcome()
         self.result.results.append(result)
         self.reporter.cell_done(done + 1, result)
         return result
@@ -396,19 +403,29 @@ class Sweep:
         """The earlier run's cells of planned models beyond the plan (its refine probes) that
         are not done (another commit or runner): this refine probes afresh, so their rows go,
         as a planned cell's row of another commit does, and no cell has two rows."""
-        prior, c = self._prior, self.config
+        prior = self._prior
         models = {cell.model for cell in plan.cells}
         planned = {(cell.model, cell.length) for cell in plan.cells}
         stale = set()
         for model, length in (*prior.entries, *prior.unknown):
             if model not in models or (model, length) in planned:
                 continue
-            earlier = resume.prior_cell(
-                prior, model, length, self.provenance(), rerun_failed=c.rerun_failed, mode=c.resume
-            )
+            earlier = self._prior_cell(model, length)
             if earlier is not None and not earlier.done:
                 stale.add((model, length))
         return stale
+
+    def _prior_cell(self, model: str, length: int) -> resume.PriorCell | None:
+        """With --resume, whether the earlier run's row of a cell counts as done, and why."""
+        c = self.config
+        return resume.prior_cell(
+            self._prior,
+            model,
+            length,
+            self.provenance(),
+            rerun_failed=c.rerun_failed,
+            mode=c.resume,
+        )
 
     def _earlier_probes(self, model: str, planned: set[tuple[str, int]]) -> list[tuple[int, str]]:
         """With --resume, the done cells of `model` the earlier run had beyond the plan (its
@@ -435,11 +452,7 @@ class Sweep:
         return self._step(cell, cell_csv).token
 
     def _step_done(self, cell: Cell, reason: str) -> None:
-        done = len(self.result.results)
-        self.reporter.cell_started(done, cell)
-        result = CellResult(cell, Action.DONE, reason)
-        self.result.results.append(result)
-        self.reporter.cell_done(done + 1, result)
+        self._reported(cell, lambda: CellResult(cell, Action.DONE, reason))
 
     def _frontier(self, model: str) -> tuple[int | None, int | None]:
         """The model's largest length that ran and its smallest on the OOM side above it."""
@@ -471,10 +484,7 @@ class Sweep:
             row_token = line_token(prior.unknown[(model, length)]) or Token.SUCCESS
         else:
             return None
-        c = self.config
-        earlier = resume.prior_cell(
-            prior, model, length, self.provenance(), rerun_failed=c.rerun_failed, mode=c.resume
-        )
+        earlier = self._prior_cell(model, length)
         return row_token if earlier is not None and earlier.done else None
 
     def provenance(self) -> resume.Provenance:
@@ -654,7 +664,7 @@ class Sweep:
             run.returncode == 0
             and not run.timed_out
             and run.exec_error is None
-            and not self.config.runner.uses("cell_csv")
+            and not self._runner_writes_rows
         )
 
     def _ran_row(self, cell: Cell) -> str:
