@@ -5,13 +5,14 @@ command's output passed through live, the exit codes, and the CSV it appends to.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,42 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         check=False,
         timeout=600,
     )
+
+
+def launch(
+    *args: str, stdout: int = subprocess.DEVNULL, stderr: int = subprocess.DEVNULL
+) -> subprocess.Popen[str]:
+    """`python -m oomrec run ARGS` started and not waited for (text pipes where asked)."""
+    return subprocess.Popen(
+        [PY, "-m", "oomrec", "run", *args],
+        stdout=stdout,
+        stderr=stderr,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    """Until the command of `proc` has made `path` (a real condition, not a timer)."""
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def first_run_holding_the_lock(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A hand run of MODEL @ 512 whose command waits for `go` (yielded with it): it holds the
+    log's lock meanwhile."""
+    go, started = tmp_path / "go", tmp_path / "started"
+    first = launch(
+        MODEL, "512", "--", "sh", "-c", f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done"
+    )
+    try:
+        wait_for(started, first)
+        yield first, go
+    finally:
+        go.touch()
+        first.wait(timeout=300)
 
 
 def record_lines(repo: Repo) -> list[str]:
@@ -126,18 +163,13 @@ def test_the_output_passes_through_live_and_json_keeps_stdout_clean(repo: Repo) 
 def test_output_is_shown_while_the_command_still_runs(repo: Repo, tmp_path: Path) -> None:
     go = tmp_path / "go"
     script = f"echo first; while [ ! -e {go} ]; do sleep 0.05; done; echo second"
-    proc = subprocess.Popen(
-        [PY, "-m", "oomrec", "run", MODEL, "512", "--", "sh", "-c", script],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = launch(MODEL, "512", "--", "sh", "-c", script, stdout=subprocess.PIPE)
     assert proc.stdout is not None
     try:
         # The first line arrives while the command waits for `go`: passed through, not at the end.
-        assert proc.stdout.readline() == b"first\n"
+        assert proc.stdout.readline() == "first\n"
         go.touch()
-        assert proc.stdout.read() == b"second\n"
+        assert proc.stdout.read() == "second\n"
     finally:
         go.touch()
         proc.wait(timeout=300)
@@ -191,16 +223,8 @@ def test_usage_errors_are_one_line_and_exit_2(repo: Repo, args: list[str], says:
 def test_an_interrupted_run_is_130_and_kills_the_command(repo: Repo, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     script = f"echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; exec sleep 300"
-    proc = subprocess.Popen(
-        [PY, "-m", "oomrec", "run", MODEL, "512", "--", "sh", "-c", script],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-    while not pid_file.exists():
-        assert proc.poll() is None, proc.communicate()[1]
-        time.sleep(0.02)
+    proc = launch(MODEL, "512", "--", "sh", "-c", script, stderr=subprocess.PIPE)
+    wait_for(pid_file, proc)
     child = int(pid_file.read_text())
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
@@ -286,21 +310,8 @@ def test_what_the_command_leaves_running_is_killed(repo: Repo, tmp_path: Path) -
 
 
 def test_a_second_hand_run_waits_for_the_first_then_runs(repo: Repo, tmp_path: Path) -> None:
-    go, started = tmp_path / "go", tmp_path / "started"
-    first = subprocess.Popen(
-        [PY, "-m", "oomrec", "run", MODEL, "512", "--", "sh", "-c",
-         f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        while not started.exists():
-            assert first.poll() is None
-            time.sleep(0.02)
-        second = subprocess.Popen(
-            [PY, "-m", "oomrec", "run", MODEL, "1024", "--", "true"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            text=True,
-        )  # fmt: skip
+    with first_run_holding_the_lock(tmp_path) as (first, go):
+        second = launch(MODEL, "1024", "--", "true", stderr=subprocess.PIPE)
         assert second.stderr is not None
         # It says it waits (one cell at a time), and launches only once the first is done.
         assert second.stderr.readline().startswith("waiting for the oomrec writing ")
@@ -308,9 +319,6 @@ def test_a_second_hand_run_waits_for_the_first_then_runs(repo: Repo, tmp_path: P
         assert first.wait(timeout=300) == 0
         assert second.wait(timeout=300) == 0
         assert second.stderr.read().startswith(f"ok: {MODEL} @ 1024")
-    finally:
-        go.touch()
-        first.wait(timeout=300)
     rows = log_csv(repo).read_text().splitlines()
     assert [row.rsplit(",", 1)[1] for row in rows[1:]] == ["512", "1024"]
 
@@ -357,22 +365,15 @@ def test_a_dangling_symlink_output_is_written_through(repo: Repo) -> None:
     assert (repo.path / "later" / "hand.csv").read_text().startswith(HEADER)
 
 
-def _started(pid_file: Path, proc: subprocess.Popen[str]) -> None:
-    while not pid_file.exists():
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.02)
-
-
 def test_interrupted_json_has_the_cells_keys(repo: Repo, tmp_path: Path) -> None:
     done = run(MODEL, "512", "--json", "--", "true")
     keys = list(json.loads(done.stdout))
     pid_file = tmp_path / "pid"
-    proc = subprocess.Popen(
-        [PY, "-m", "oomrec", "run", MODEL, "512", "--json", "--", "sh", "-c",
-         f"touch {pid_file}; exec sleep 300"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    proc = launch(
+        MODEL, "512", "--json", "--", "sh", "-c", f"touch {pid_file}; exec sleep 300",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
-    _started(pid_file, proc)
+    wait_for(pid_file, proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
@@ -382,26 +383,12 @@ def test_interrupted_json_has_the_cells_keys(repo: Repo, tmp_path: Path) -> None
 
 
 def test_sigterm_while_waiting_for_the_lock_is_130(repo: Repo, tmp_path: Path) -> None:
-    go, started = tmp_path / "go", tmp_path / "started"
-    first = subprocess.Popen(
-        [PY, "-m", "oomrec", "run", MODEL, "512", "--", "sh", "-c",
-         f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        _started(started, first)
-        second = subprocess.Popen(
-            [PY, "-m", "oomrec", "run", MODEL, "1024", "--", "true"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            text=True,
-        )  # fmt: skip
+    with first_run_holding_the_lock(tmp_path):
+        second = launch(MODEL, "1024", "--", "true", stderr=subprocess.PIPE)
         assert second.stderr is not None
         assert second.stderr.readline().startswith("waiting for the oomrec writing ")
         second.send_signal(signal.SIGTERM)
         assert second.wait(timeout=300) == 130
-    finally:
-        go.touch()
-        first.wait(timeout=300)
 
 
 def test_output_a_reader_does_not_take_is_dropped_and_counted(repo: Repo) -> None:
