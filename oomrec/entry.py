@@ -68,11 +68,11 @@ def _answered(answer: Callable[[], int | None]) -> int | None:
         _silence_stdout()
         return 1
     except (OomrecError, OSError) as exc:
-        from oomrec.cli import ending
+        from oomrec.cli import ending, output
 
         _silence_stdout()
         message = ending.describe(exc) if isinstance(exc, OSError) else str(exc)
-        print(ending.error_line(message), file=sys.stderr)
+        output.tell(ending.error_line(message))
         return EXIT_USAGE
 
 

@@ -37,8 +37,18 @@ def piped(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# Lines sent whole on purpose, for a copy to paste as one line: the terminal wraps them.
+WHOLE = ("resume with: ", "  recorded: ", "  already recorded: ")
+
+
 def fits(screen: Screen) -> None:
-    assert all(len(line) <= 80 for line in screen.text()), "\n".join(screen.text())
+    """Prose was folded at spaces to the 80 columns: the terminal, which cuts wherever the
+    margin falls (`--hardwar` / `e gb10`), wrapped only a line sent whole on purpose or a
+    single word wider than the screen (a long path)."""
+    cut = [
+        row for first, row in screen.wrapped if not first.startswith(WHOLE) and " " in row.strip()
+    ]
+    assert not cut, "\n".join(cut)
 
 
 def sweep_args(runner: Runner, *extra: str) -> tuple[str, ...]:
@@ -222,4 +232,26 @@ def test_the_guards_stop_reason_shows_two_different_sizes_on_a_terminal(
     assert stop, flat
     assert stop.group(1) != stop.group(2)
     assert stop.group(2).startswith("500")
+    fits(screen)
+
+
+def test_prose_folds_at_spaces_on_a_terminal_and_stays_one_line_in_a_pipe(
+    two: Repo, runner: Runner
+) -> None:
+    args = sweep_args(runner, "--models", "alpha", "--lengths", "512")
+    result = piped(*args, cwd=two.path)
+    assert result.returncode == 0, result.stderr
+    notice = [ln for ln in result.stderr.splitlines() if ln.startswith("oomrec: added ")]
+    assert len(notice) == 1 and notice[0].endswith(".gitignore is untouched"), result.stderr
+    assert len(notice[0]) > 80  # so that the terminal below must fold it
+    status, screen, raw = run_in_terminal(*args, "--output", "again.csv", cwd=two.path)
+    assert status == 0, raw
+    shown = screen.text()
+    start = next(i for i, ln in enumerate(shown) if ln.startswith("oomrec: added "))
+    folded = shown[start : start + 4]
+    assert folded[1].startswith("  ") and len(folded[0]) <= 80, shown
+    # The text is the pipe's, in order, nothing lost (fits: folded at spaces; only the path
+    # longer than the screen is the terminal's to wrap).
+    again = "".join(notice[0].replace("out.csv", "again.csv").split())
+    assert "".join("".join(folded).split()).startswith(again), shown
     fits(screen)

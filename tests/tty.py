@@ -75,6 +75,10 @@ class Screen:
         self.lines: list[list[str]] = [[]]
         self.row = 0
         self.col = 0
+        # Where the terminal had to wrap text sent wider than the screen: (the first row of
+        # the line as sent, the row it cut).
+        self.wrapped: list[tuple[str, str]] = []
+        self._sent_from = 0
 
     def _line(self) -> list[str]:
         while len(self.lines) <= self.row:
@@ -95,6 +99,7 @@ class Screen:
                 self.col = 0
             elif char == "\n":
                 self.row += 1
+                self._sent_from = self.row
                 self._line()
             elif char == "\b":
                 self.col = max(0, self.col - 1)
@@ -102,6 +107,8 @@ class Screen:
                 continue  # another escape or control: no visible effect here
             else:
                 if self.col >= self.columns:  # autowrap, as xterm does
+                    first = "".join(self.lines[min(self._sent_from, self.row)])
+                    self.wrapped.append((first, "".join(self._line())))
                     self.row += 1
                     self.col = 0
                 line = self._line()

@@ -249,7 +249,7 @@ def _escape_unshowable_output() -> None:
 
 
 def _error(message: str, where: str = "oomrec") -> None:
-    typer.echo(ending.error_line(message, where), err=True)
+    output.tell(ending.error_line(message, where))
 
 
 def _version(value: bool) -> None:

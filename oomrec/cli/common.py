@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
-from oomrec.cli.output import info
+from oomrec.cli.output import info, tell
 
 if TYPE_CHECKING:
     from oomrec.commands import Result
@@ -38,7 +36,7 @@ def print_warnings(loaded: Loaded, record_file: RecordFile | None = None) -> lis
 
     parked, warnings = record_warnings(loaded, record_file)
     for warning in warnings:
-        typer.echo(warning, err=True)
+        tell(warning)
     return parked
 
 
@@ -47,4 +45,4 @@ def print_messages(result: Result) -> None:
     for notice in result.notices:
         info(notice, err=True)
     for warning in result.warnings:
-        typer.echo(warning, err=True)
+        tell(warning)

@@ -69,7 +69,7 @@ def fleet_submit(
     Models are split by a stable hash of their names (every length of a model in one task, so
     the backstop works); each task writes its own CSV (..._shardIofN.csv) and runs on one GPU.
 
-    Example: oomrec fleet submit --shards 4 --wait -- --models "A B C D" --lengths "512 8192"
+    Example: oomrec fleet submit --shards 4 --wait -- --models "A B" --lengths 512
     """
     from oomrec.cli.jsonout import write_result
     from oomrec.commands.fleet import fleet_submit as submit

@@ -66,12 +66,53 @@ def console(stream: TextIO | None = None) -> Console:
     )
 
 
+class Whole(str):
+    """A line to paste whole (a command, a record line): never folded, so a copy of it from
+    the terminal is the one line (the terminal's own wrap keeps it one line)."""
+
+
+def fold(line: str, stream: TextIO) -> str:
+    """`line` as a terminal `stream` shows it best: folded at spaces to the terminal's width,
+    continuation lines indented under the text, never cut inside a word (a path longer than
+    the width stays whole and the terminal wraps it). Off a terminal, and for a `Whole`
+    line, unchanged: a log or a pipe keeps one line per message."""
+    if isinstance(line, Whole) or "\n" in line or not is_tty(stream):
+        return line
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return line
+    if len(line) <= width or width < 20:
+        return line
+    import textwrap
+
+    body = line.lstrip(" ")
+    indent = " " * (len(line) - len(body) + 2)
+    return textwrap.fill(
+        line,
+        width,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def tell(line: str, stream: TextIO | None = None) -> None:
+    """A line said even with --quiet (an error, a warning), on stderr by default, folded to
+    a terminal's width. Started with stderr closed (`2>&-`) there is nowhere to say it."""
+    stream = stream or sys.stderr
+    if stream is None:
+        return
+    stream.write(fold(line, stream) + "\n")
+    stream.flush()
+
+
 def info(*lines: str, err: bool = False, stream: TextIO | None = None) -> None:
-    """Informational lines (titles, summaries, hints) on stdout, stderr with `err`, or `stream`:
-    silenced by --quiet."""
+    """Informational lines (titles, summaries, hints) on stdout, stderr with `err`, or `stream`,
+    folded to a terminal's width: silenced by --quiet."""
     if STATE.quiet:
         return
     stream = stream or (sys.stderr if err else sys.stdout)
     for line in lines:
-        stream.write(line + "\n")
+        stream.write(fold(line, stream) + "\n")
     stream.flush()

@@ -57,7 +57,7 @@ def add_command(
 ) -> None:
     """Append an OOM record by hand.
 
-    Example: oomrec record add gemma-4-31b-it-4bit 32768 --commit HEAD~2 --hardware gb10
+    Example: oomrec record add llama-3.1-8b 32768 --commit HEAD~2 --hardware gb10
     """
     from oomrec.commands.record_add import record_add
 

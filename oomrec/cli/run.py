@@ -19,7 +19,7 @@ from oomrec.cli.celloptions import (
     TimeoutOption,
 )
 from oomrec.cli.ending import error_line
-from oomrec.cli.output import info
+from oomrec.cli.output import info, tell
 from oomrec.cli.render import print_json
 from oomrec.core.errors import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_USAGE
 
@@ -109,7 +109,7 @@ def run_command(
             options, on_wait=lambda message: print(message, file=sys.stderr, flush=True)
         )
     for warning in prepared.warnings:
-        typer.echo(warning, err=True)
+        tell(warning)
     echo = _LiveEcho(sys.stderr if as_json else sys.stdout)
     reporter = _RunReporter()
     try:
@@ -127,7 +127,7 @@ def run_command(
     if result.write_error is not None:
         # Said after the verdict (an OOM still recorded); a cell that ran well but whose row
         # is lost is an error of its own.
-        print(error_line(result.write_error), file=sys.stderr, flush=True)
+        tell(error_line(result.write_error))
         raise typer.Exit(EXIT_FOUND if not result.succeeded else EXIT_USAGE)
     if not result.succeeded:
         raise typer.Exit(EXIT_FOUND)

@@ -20,7 +20,7 @@ from oomrec.cli.celloptions import (
     MinGpuAvailableOption,
     TimeoutOption,
 )
-from oomrec.cli.output import info
+from oomrec.cli.output import Whole, info, tell
 from oomrec.cli.render import plural, print_json, verb
 from oomrec.core.errors import EXIT_INTERRUPTED
 from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS, PLACEHOLDERS
@@ -207,7 +207,7 @@ def sweep_command(
 
     Defaults come from the tool.oomrec table of pyproject.toml; flags override them.
 
-    Example: oomrec sweep --models "llama-3.1-8b-4bit qwen2.5-7b-4bit" --lengths "512 2048 8192"
+    Example: oomrec sweep --models "llama-3.1-8b qwen2.5-7b" --lengths "512 8192"
     """
     from oomrec.commands.sweep import SweepOptions, prepare
 
@@ -245,7 +245,7 @@ def sweep_command(
     # The log and the summary go to stderr, as the harness's do; stdout carries only --json.
     log = sys.stderr
     for warning in prepared.warnings:
-        typer.echo(warning, err=True)
+        tell(warning)
     info(
         *_header(prepared, "--ignore-record" if ignore_record else None, dry_run),
         *_memory_exclusions(prepared.loaded.lines, prepared.config),
@@ -282,7 +282,7 @@ def sweep_command(
                 # A crash mid-sweep: what was written stays, and this continues it. (Refused
                 # before the first cell, as for an --output that is no file, there is nothing
                 # to resume.)
-                _say(log, f"resume with: {_resume_command()}")
+                _say(log, Whole(f"resume with: {_resume_command()}"))
             raise
     finally:
         # The output's lock goes with the run (the process ending would drop it too).
@@ -303,8 +303,9 @@ def _resume_command() -> str:
 
 
 def _say(stream: TextIO, *lines: str) -> None:
+    """Lines said even with --quiet (the plan, an interruption), folded as `info` folds."""
     for line in lines:
-        print(line, file=stream, flush=True)
+        print(output_state.fold(line, stream), file=stream, flush=True)
 
 
 # Enough to see why; a record with hundreds of such lines says how many more.
@@ -459,9 +460,9 @@ class _LineReporter:
             return
         self.log(_cell_line(done, self.total, result))
         if result.recorded:
-            self.log(f"  recorded: {result.recorded}")
+            self.log(Whole(f"  recorded: {result.recorded}"))
         if result.already_recorded:
-            self.log(f"  already recorded: {result.already_recorded}")
+            self.log(Whole(f"  already recorded: {result.already_recorded}"))
 
 
 class _ProgressReporter(_LineReporter):
@@ -505,9 +506,11 @@ class _ProgressReporter(_LineReporter):
         self.progress.stop()
 
     def log(self, message: str) -> None:
-        # soft_wrap: a long line (a record line, a path) wraps where the terminal wraps it, not
-        # with newlines rich puts inside a field (which a copy then pastes broken).
-        self.progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
+        # soft_wrap: rich puts no newline inside a field (a record line a copy would paste
+        # broken); prose is folded at spaces first, a Whole line is left to the terminal.
+        self.progress.console.print(
+            output_state.fold(message, self.stream), markup=False, highlight=False, soft_wrap=True
+        )
 
     def cell_started(self, done: int, cell: "Cell") -> None:
         super().cell_started(done, cell)
@@ -608,7 +611,7 @@ def _summary(stream: TextIO, outcome: "SweepOutcome", demo: bool) -> None:
         _say(
             stream,
             f"interrupted: {what}{_done_count(result.results, plan.cells)}",
-            f"resume with: {_resume_command()}",
+            Whole(f"resume with: {_resume_command()}"),
         )
     elif demo:
         if new:
