@@ -255,3 +255,26 @@ def test_prose_folds_at_spaces_on_a_terminal_and_stays_one_line_in_a_pipe(
     again = "".join(notice[0].replace("out.csv", "again.csv").split())
     assert "".join("".join(folded).split()).startswith(again), shown
     fits(screen)
+
+
+def test_record_add_of_a_missing_model_and_a_typed_duration_on_a_terminal_and_in_a_pipe(
+    two: Repo, runner: Runner
+) -> None:
+    status, screen, raw = run_in_terminal("record", "add", "alpah", "512", cwd=two.path)
+    assert status == 0, raw
+    flat = " ".join(" ".join(screen.text()).split())
+    assert "warning: no model 'alpah' under" in flat and "did you mean alpha?" in flat, flat
+    fits(screen)
+    result = piped("record", "add", "alpah", "1024", cwd=two.path)
+    assert result.returncode == 0
+    warnings = [ln for ln in result.stderr.splitlines() if ln.startswith("warning: ")]
+    assert len(warnings) == 1 and "did you mean alpha?" in warnings[0], result.stderr
+    # A duration as people type it is taken; a wrong one is oomrec's own line, not pydantic's.
+    args = sweep_args(runner, "--models", "alpha", "--lengths", "512", "--dry-run")
+    status, screen, raw = run_in_terminal(*args, "--timeout", "30m", cwd=two.path)
+    assert status == 0, raw
+    assert "error" not in raw and "alpha @ 512" in raw, raw
+    wrong = piped(*args, "--timeout", "30 minutes", cwd=two.path)
+    assert wrong.returncode == 2
+    assert wrong.stderr.splitlines() == [wrong.stderr.strip()], wrong.stderr
+    assert "e.g. 1800, 30m, 1h30m, 90s" in wrong.stderr and "pydantic" not in wrong.stderr
