@@ -45,8 +45,13 @@ _PSS_SPACING = 200
 # A process under this counts its whole RSS (it can overstate by no more): a shell, a `sleep`,
 # a tool's one-off call are not worth a PSS read.
 _PSS_FROM_BYTES = 16 << 20
-# `read` fails at end of file. dash's kill takes `-s KILL --`, not `-KILL --`.
-_WATCHDOG = 'g=0; while read -r line; do g=$line; done; [ "$g" = 0 ] || kill -s KILL -- "-$g"'
+# The watchdog waits for end of file on its stdin, the pipe (this process gone), then reads the
+# group to kill from the slot, its stdout (dash redirects only fds 0-9, so the slot cannot keep
+# its own number). dash's kill takes `-s KILL --`, not `-KILL --`.
+_WATCHDOG = (
+    'while read -r _; do :; done; read -r g <&1 || g=0; [ "${g:-0}" = 0 ] || kill -s KILL -- "-$g"'
+)
+_SLOT_WIDTH = 16
 # Enough rounds for a chain of processes adopted one generation at a time as parents die.
 _KILL_ROUNDS = 20
 
@@ -56,30 +61,38 @@ class Watchdog:
     process dies (a SIGKILL, a crash), so no orphan of the cell keeps its memory.
 
     One per oomrec process, started before the first cell's ProcessTree (so no tree counts it as
-    the cell's) and reused: per cell it costs two writes to a pipe only this process holds. Each
-    line names the group to kill if the pipe closes now, `0` none; end of file with a group
-    named means this process died while that cell ran. A process that left the group (setsid)
-    is out of its reach.
+    the cell's) and reused. It sleeps on a pipe only this process holds until end of file (this
+    process died), then kills the group the slot names, `0` none. The slot is a small memory
+    file both share: per cell, two `pwrite`s of fixed width, which wake nothing (a line down
+    the pipe woke the shell at each cell's start, ~0.5 ms of it, bench_sweep_overhead.py). A
+    process that left the group (setsid) is out of its reach.
     """
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
         self._fd = -1
+        self._slot = -1
         try:
+            self._slot = _memory_file()
+            # The slot's page is made now, so a later write allocates nothing (a full disk,
+            # a cgroup at its limit cannot make arming fail).
+            self._put(0)
             read_end, self._fd = os.pipe()
         except OSError:
+            self._close_slot()
             return
         try:
             self._proc = subprocess.Popen(
                 ["sh", "-c", _WATCHDOG],
                 stdin=read_end,
-                stdout=subprocess.DEVNULL,
+                stdout=self._slot,
                 stderr=subprocess.DEVNULL,
                 # Away from the terminal's Ctrl-C: the sweep handles that and disarms it.
                 start_new_session=True,
             )
         except OSError:
             os.close(self._fd)
+            self._close_slot()
         finally:
             os.close(read_end)
 
@@ -88,17 +101,36 @@ class Watchdog:
         return self._proc is not None and self._proc.poll() is None
 
     def arm(self, pgid: int) -> None:
-        self._say(f"{pgid}\n")
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._put(pgid)
 
     def disarm(self) -> None:
         """The cell is over (its group killed, its leader not yet reaped, so the group id cannot
         name another process's group meanwhile)."""
-        self._say("0\n")
+        self.arm(0)
 
-    def _say(self, text: str) -> None:
-        if self._proc is not None:
+    def _put(self, pgid: int) -> None:
+        # Fixed width, at offset 0: the shell's one read at the end sees one whole value.
+        os.pwrite(self._slot, f"{pgid:>{_SLOT_WIDTH - 1}}\n".encode("ascii"), 0)
+
+    def _close_slot(self) -> None:
+        if self._slot >= 0:
             with contextlib.suppress(OSError):
-                os.write(self._fd, text.encode("ascii"))
+                os.close(self._slot)
+            self._slot = -1
+
+
+def _memory_file() -> int:
+    """A file in memory (Linux's memfd), else an unlinked temporary file: an fd only."""
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            return os.memfd_create("oomrec-watchdog", os.MFD_CLOEXEC)
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="oomrec-watchdog.")
+    os.unlink(path)
+    return fd
 
 
 _watchdog: Watchdog | None = None
