@@ -78,11 +78,8 @@ def fold(line: str, stream: TextIO) -> str:
     line, unchanged: a log or a pipe keeps one line per message."""
     if isinstance(line, Whole) or "\n" in line or not is_tty(stream):
         return line
-    try:
-        width = os.get_terminal_size(stream.fileno()).columns
-    except (OSError, ValueError, AttributeError):
-        return line
-    if len(line) <= width or width < 20:
+    width = _columns(stream)
+    if width is None or len(line) <= width or width < 20:
         return line
     import textwrap
 
@@ -95,6 +92,17 @@ def fold(line: str, stream: TextIO) -> str:
         break_long_words=False,
         break_on_hyphens=False,
     )
+
+
+def _columns(stream: TextIO) -> int | None:
+    """The terminal's width as rich takes it: $COLUMNS when set, else the terminal's own."""
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def tell(line: str, stream: TextIO | None = None) -> None:
