@@ -254,19 +254,9 @@ def _fast(
     # or a quote left open. Found on each line's raw text (split at the marker, no quoting)
     # by a grammar of plain CSV fields; such lines are few, and go to the csv module.
     try:
-        raw_lines = pl.read_csv(
-            data,
-            has_header=False,
-            separator=_END,
-            quote_char=None,
-            infer_schema=False,
-            truncate_ragged_lines=True,
-            columns=[0],
-            new_columns=["text"],
-        ).slice(1)
+        plain = _plain_lines(data)
     except Exception:
         return None
-    plain = _plain_lines(raw_lines.get_column("text"))
     try:
         # Read as text, then made categorical: polars' CSV reader reads broken strings into a
         # categorical from some malformed input that it reads right as text.
@@ -380,27 +370,41 @@ def _fast(
     return pl.concat([fast_rows, *slow], how="vertical").sort([FILE, LINE])
 
 
-def _plain_lines(lines: pl.Series) -> pl.Series:
-    """Whether each line is plain CSV (_PLAIN_LINE). The harness's lines hold no quote or one
-    quoted field (the prompt), told plain by literal searches; the grammar, a regex (~0.4 s a
-    million lines), runs on the rest."""
+def _plain_lines(data: bytes) -> pl.Series:
+    """Whether each line of `data` after the first is plain CSV (_PLAIN_LINE), its raw text read
+    by polars (split at the marker, no quoting). The harness's lines hold no quote or one quoted
+    field (the prompt), told plain by literal searches in one streaming query, which never holds
+    the lines' text at once; the grammar, a regex (~0.4 s a million lines), runs on the rest."""
     import polars as pl
 
-    frame = pl.DataFrame({"t": lines}).with_row_index("i")
+    lines = pl.scan_csv(
+        data,
+        has_header=False,
+        separator=_END,
+        quote_char=None,
+        infer_schema=False,
+        truncate_ragged_lines=True,
+        new_columns=["t"],
+    ).slice(1)
     text = pl.col("t")
     quotes = text.str.count_matches('"', literal=True)
     opens = (
         pl.when(text.str.starts_with('"')).then(0).otherwise(text.str.find(',"', literal=True) + 1)
     )
     closes = text.str.find('",', literal=True)
-    simple = (quotes == 0) | ((quotes == 2) & (opens < closes))
-    flags = frame.select("i", simple.fill_null(False).alias("simple"))
-    rest = frame.filter(~flags.get_column("simple"))
-    if rest.height == 0:
-        return flags.get_column("simple")
-    checked = rest.select("i", text.str.contains(_PLAIN_LINE).fill_null(True).alias("ok"))
-    merged = flags.join(checked, on="i", how="left", maintain_order="left")
-    return merged.select(pl.col("simple") | pl.col("ok").fill_null(False)).to_series()
+    simple = ((quotes == 0) | ((quotes == 2) & (opens < closes))).fill_null(False)
+    flags = lines.select(simple.alias("simple")).collect(engine="streaming").to_series()
+    if flags.all():
+        return flags
+    # A second read, of the few lines that need the grammar: only their text is kept.
+    checked = (
+        lines.with_row_index("i")
+        .filter(~simple)
+        .select("i", text.str.contains(_PLAIN_LINE).fill_null(True).alias("ok"))
+        .collect(engine="streaming")
+    )
+    ok = checked.filter("ok").get_column("i")
+    return flags.scatter(ok, True) if len(ok) else flags
 
 
 def _mapped(column: pl.Expr, values: pl.Series, to: pl.Series) -> pl.Expr:
