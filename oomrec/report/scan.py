@@ -90,6 +90,11 @@ class Seen:
     def to_dict(self) -> dict[str, Any]:
         return {"where": self.where, "date": self.date, "commit": self.commit}
 
+    def __reduce__(self) -> tuple[type[Seen], tuple[str, str | None, str]]:
+        # A kept scan (report/scancache.py) holds tens of thousands: pickled as the call that
+        # makes one, not by the dataclass's state methods (a fields() walk per object).
+        return Seen, (self.where, self.date, self.commit)
+
 
 @dataclass(slots=True)
 class CellRows:
@@ -106,6 +111,9 @@ class CellRows:
         shown from the evidence, judged)."""
         rest = [(seen.date or "", o) for o, seen in self.latest.items() if o != Outcome.OOM]
         return max(rest)[1] if rest else None
+
+    def __reduce__(self) -> tuple[type[CellRows], tuple[dict[Outcome, Seen], dict[Outcome, Seen]]]:
+        return CellRows, (self.first, self.latest)
 
 
 CellKey = tuple[str, Machine, int]
