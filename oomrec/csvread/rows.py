@@ -343,24 +343,29 @@ def _fast(
     # A line of the wrong field count is one whose split the csv module must confirm: an
     # unquoted field holding a quote is split otherwise by polars (a handful per corpus).
     trusted = known.fill_null(False) & (problem.is_null() | (problem != ROW_FIELDS))
-    frame = pl.concat([_positions(group, counts), cells], how="horizontal").with_columns(
-        (trusted & pl.lit(plain)).alias("_known")
+    # One pass: every line's values and whether the fast rule covers it, the rest then dropped
+    # (the rules read each line once, not once to tell and once to take).
+    rows = (
+        pl.concat([_positions(group, counts), cells], how="horizontal")
+        .lazy()
+        .select(
+            FILE,
+            LINE,
+            pl.when(placed.fill_null(False)).then(token).otherwise(none).alias(TOKEN),
+            problem.alias(PROBLEM),
+            *([token.alias(LAST_TOKEN)] if LAST_TOKEN in wanted else []),
+            *values,
+            (trusted & pl.lit(plain)).fill_null(False).alias("_known"),
+        )
+        .collect()
     )
-    odd = frame.filter(~pl.col("_known")).select(FILE, LINE)
-    query = frame.lazy()
-    if odd.height:
-        query = query.filter(pl.col("_known"))
-    fast_rows = query.select(
-        FILE,
-        LINE,
-        pl.when(placed.fill_null(False)).then(token).otherwise(none).alias(TOKEN),
-        problem.alias(PROBLEM),
-        *([token.alias(LAST_TOKEN)] if LAST_TOKEN in wanted else []),
-        *values,
-    ).collect()
-    del frame
-    if odd.height == 0:
-        return fast_rows
+    del cells
+    known_rows = rows.get_column("_known")
+    if known_rows.all():
+        return rows.drop("_known")
+    odd = rows.filter(~known_rows).select(FILE, LINE)
+    fast_rows = rows.filter(known_rows).drop("_known")
+    del rows
     # The few lines the fast rule does not cover, by the csv module: found by file and line.
     by_file = {part.file: part for part in group}
     wanted_lines: dict[int, set[int]] = {}
