@@ -20,20 +20,26 @@ more), which reads and folds every row and then keeps the scan; and `report`, th
 over files unchanged since the last report, which takes the kept scan (report/scancache.py:
 every file's signature, HEAD and the index checked; the JSON of both is asserted equal).
 
-Figures, 2026-12-02 (third stop), 2-core dev VM, --runs 3:
+Figures, 2026-12-02 (fourth stop), 2-core dev VM, --runs 3:
 
     corpus              cold     report   import   cold/import   report/import
-    10,000 x 100 rows   4.14 s   0.99 s   1.51 s   x2.75         x0.64
-    10,000 x 11 rows    1.57 s   0.63 s   0.79 s   x1.97         x0.72
-    real, 150 files     0.74 s   0.28 s   0.48 s   x1.60         x0.52
+    10,000 x 100 rows   2.32 s   0.60 s   0.91 s   x2.51         x0.67
+    10,000 x 11 rows    1.19 s   0.44 s   0.70 s   x1.64         x0.64
+    real, 150 files     0.58 s   0.19 s   0.33 s   x1.59         x0.55
 
-The kept scan of the first corpus is 7.7 MB: ~0.2 s to write (part of `cold`) and ~0.3 s to
-read, with ~0.09 s of signatures (10,000 stats). Before it (the second stop, the same corpora):
-report x2.65, x1.70, x1.61 of import; against the tree before issue 22's one reader, x1.45,
-x1.41, x2.06. What a cold report costs: it parses every row (~1.5 s of polars work on 2 cores:
-the parse, the quoting check, the fold) where the import parses only the byte search's
-candidates. The target (report <= 1.0x import) is met for a report over unchanged files, not
-for the first report after a change.
+(The VM was less loaded than at the third stop: compare ratios, not seconds.) The cold report
+of the third stop's tree timed in the same rounds (PYTHONPATH, --runs 3): x2.93, x1.72 and x1.75
+of import, against x2.67, x1.93 and x1.66 for this tree in those rounds (its JSON equal on all
+three corpora); a --runs 5 repeat on the 11-row corpus gave x2.36 against x1.94. Where a cold
+report's time goes, 10,000 x 100 rows, in process: reading the 10,000 files ~0.45 s (the
+import reads them too), joining and marking their lines ~0.25 s, polars ~1.1 s on 2 cores (the
+cell split ~0.2 s, the quoting check ~0.13 s, the categorical casts ~0.08 s, the rules ~0.15 s,
+the facts ~0.17 s, the fold ~0.2 s), the fold's Python ~0.15 s, git ~0.18 s (the adding commits
+and HEAD's view of 10,000 OOM commits), the frontier and its JSON ~0.35 s, the kept scan ~0.2 s
+(fingerprint and pickle). The import does the reading, git and start-up, and parses only the
+byte search's candidates; the report parses every row, which alone takes longer than the
+import's whole run. The target (report <= 1.0x import) is met for a report over unchanged files,
+not for the first report after a change.
 """
 
 from __future__ import annotations
