@@ -21,21 +21,25 @@ The harness is not part of this repository: give the path of a checkout's
 models --output OUT` from the benchmark's folder, where its `scripts/bench_decode.sh` is the
 stand-in.
 
-Figures, 2026-12-02, 2-core dev VM, --runs 1, no harness here (its figure from issue 24: a
-flat ~11 ms per cell on the same kind of machine):
+Figures, 2026-12-02 (fourth stop), 2-core dev VM, --runs 3, no harness here (its figure from
+issue 24: a flat ~11 ms per cell on the same kind of machine), back to back with the tree
+before this stop (PYTHONPATH=<worktree of 839cb62>):
 
-    cells   runner alone   oomrec overhead
-    100     1.05 ms        10.46 ms   (start-up, ~0.9 s, spread over few cells)
-    500     0.94 ms         5.54 ms
-    2,000   1.06 ms         4.19 ms   (x0.40 of 100 cells: target <= 1.3 met)
-    500, +1000 unrelated records    4.86 ms
-    500, every cell pre-skipped     1.36 ms
+    cells   runner alone   oomrec overhead   before this stop
+    100     1.04 ms        7.70 ms           6.42 ms   (start-up, ~0.7 s, over few cells)
+    500     0.90 ms        3.32 ms           3.93 ms
+    2,000   0.89 ms        2.68 ms           2.95 ms   (x0.35 of 100 cells: target <= 1.3 met)
+    500, +1000 unrelated records    3.30 ms   3.66 ms
+    500, every cell pre-skipped     0.87 ms   1.12 ms
 
-Before the runner joined its cgroup through a shell (preexec_fn made subprocess fork the whole
-process), the same 500-cell sweep cost 11.5 ms a cell. Against the harness's ~11 ms oomrec is
-~0.4x: the 0.1x target is not met; what is left per cell is the shell's exec (~0.7 ms), the
-kill-evidence reads before and after (counters, the kernel log, the cell's cgroup), the tree
-walk for leftovers, the cgroup's creation and removal, and the row's and journal's fsyncs.
+This stop took out the journal's fsync per cell and the wake-up of the watchdog's shell at each
+cell's start (a pwrite to a shared slot now). Earlier: before the runner joined its cgroup
+through a shell (preexec_fn made subprocess fork the whole process), a 500-cell sweep cost
+11.5 ms a cell. Against the harness's ~11 ms oomrec is ~0.25-0.3x: the 0.1x target is not met.
+What is left per cell (cProfile of 500 cells): the shell's exec that joins the cell's cgroup
+(~0.7 ms), the tree walk for leftovers (~0.45 ms), the OOM-kill counters before and after
+(~0.4 ms, /proc/vmstat is ~50 us a read), the cgroup's creation and removal (~0.4 ms), the
+process tree's set-up (~0.2 ms), the row and the journal line (~0.2 ms).
 """
 
 from __future__ import annotations
