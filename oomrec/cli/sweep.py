@@ -305,7 +305,7 @@ def _resume_command() -> str:
 def _say(stream: TextIO, *lines: str) -> None:
     """Lines said even with --quiet (the plan, an interruption), folded as `info` folds."""
     for line in lines:
-        print(output_state.fold(line, stream), file=stream, flush=True)
+        tell(line, stream)
 
 
 # Enough to see why; a record with hundreds of such lines says how many more.
