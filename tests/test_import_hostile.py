@@ -380,6 +380,43 @@ def test_the_same_oom_in_a_copied_csv_is_not_recorded_twice(tmp_path: Path) -> N
     assert len((tmp_path / "rec").read_text().splitlines()) == 3
 
 
+@pytest.mark.parametrize("cell", ["9bef3f2, how are you", 'ab"cd', '"9bef3f2"'])
+def test_a_commit_cell_with_a_comma_or_quote_is_recorded_unknown_and_reads_back(
+    tmp_path: Path, cell: str
+) -> None:
+    """The harness splits a record line at every comma: a commit written quoted would shift
+    the peak and the source. The cell names no commit (unknown, the record applies), the line
+    reads back as written, and the report shows the OOM with the same commit."""
+    quoted = '"' + cell.replace('"', '""') + '"'
+    (tmp_path / "run.csv").write_bytes(csv_bytes(oom_row("m", commit=quoted)))
+    first = run_json(tmp_path, "--record", "rec", "run.csv")
+    assert first["added"] == 1
+    assert "holds a comma or quote" in first["stderr"]
+    line = (tmp_path / "rec").read_text().splitlines()[0]
+    assert line.split(",")[3] == "unknown"
+    assert '"' not in line
+    listed = subprocess.run(
+        [sys.executable, "-m", "oomrec", "record", "list", "--record", "rec", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=HANG_GUARD_S,
+    )
+    assert "warning" not in listed.stderr
+    again = run_json(tmp_path, "--record", "rec", "run.csv")
+    assert (again["added"], again["already_present"]) == (0, 1)
+    report = subprocess.run(
+        [sys.executable, "-m", "oomrec", "report", "--json", "--record", "rec", "run.csv"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+        timeout=HANG_GUARD_S,
+    )
+    (oom,) = json.loads(report.stdout)["ooms"]
+    assert oom["commit"] == "unknown"
+
+
 def test_odd_file_names_in_git_get_their_adding_commit(repo: Repo) -> None:
     """Names git would quote in its output (tab, newline, a byte that is not UTF-8) still find
     the commit that added them; the record names them escaped."""

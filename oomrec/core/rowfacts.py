@@ -39,6 +39,8 @@ _MAX_GIB_CHARS = 27
 # A commit is at most 64 hex digits and `-dirty`; longer cells are no such thing, and the record
 # reader refuses fields over 131,072 characters.
 MAX_COMMIT_CHARS = 128
+# Characters a commit cell cannot keep: the record line would have to quote them.
+COMMIT_REFUSED = ',"'
 
 
 class Outcome(StrEnum):
@@ -161,6 +163,13 @@ def commit_of(cell: str) -> tuple[str | None, str | None]:
     `unknown` and prune keeps it."""
     if len(cell) > MAX_COMMIT_CHARS:
         return UNKNOWN_COMMIT, f"its commit {clip(cell)} is not one; recorded as {UNKNOWN_COMMIT!r}"
+    if any(c in cell for c in COMMIT_REFUSED):
+        # The harness splits a record line at every comma: a quoted commit would be read as
+        # two fields, shifting the peak and the source; no commit holds either character.
+        return UNKNOWN_COMMIT, (
+            f"its commit {clip(cell)} holds a comma or quote, which no commit does and no "
+            f"record line can; recorded as {UNKNOWN_COMMIT!r}"
+        )
     shown = printable(cell)
     if shown != cell:
         return shown, f"its commit holds control characters; recorded as {shown!r} (unknown)"

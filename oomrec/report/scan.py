@@ -12,6 +12,7 @@ row by date; thousands of files repeat a few hundred cells, and only the cells a
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -369,7 +370,7 @@ def _commits(frame: pl.DataFrame) -> pl.Expr:
 
     commit = pl.col("commit")
     odd = (commit.str.len_chars() > rowfacts.MAX_COMMIT_CHARS) | commit.str.contains(
-        r"[\x00-\x1f\x7f]"
+        rf"[\x00-\x1f\x7f{re.escape(rowfacts.COMMIT_REFUSED)}]"
     )
     values = frame.filter(odd).get_column("commit").unique().to_list()
     kept = pl.when(commit != "").then(commit)
