@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core import schema
 from oomrec.core.schema import BLANKS, ROW_FIELDS, ROW_NOT_UTF8, ROW_QUOTING
@@ -160,7 +160,7 @@ def read(
     """Every non-blank line of `parts` as one row of the frame: file, line, token, problem, the
     last field's token (if LAST_TOKEN is wanted) and each `wanted` role's value ("" where the
     header has no such column), in the order of `parts` (`ordered=False`: each file's rows in
-    line order, the files grouped by header, for a caller that sorts what it keeps)."""
+    line order, the files in no set order, for a caller that sorts what it keeps)."""
     import polars as pl
 
     groups: dict[tuple[str, ...], list[Lines]] = {}
@@ -174,15 +174,15 @@ def read(
             for part in group
         ]
     else:
-        frames = [_read_group(group, commit_columns, wanted) for group in groups.values()]
+        frames = _read_groups(list(groups.values()), commit_columns, wanted)
     if not frames:
         return _empty(wanted)
-    if len(frames) == 1:
-        return frames[0]
-    frame = pl.concat(frames, how="vertical")
-    # Each group's frame is in line order within each file, and a file is in one group: a
-    # stable sort by file alone puts every row in file and line order.
-    return frame.sort(FILE, maintain_order=True) if ordered else frame
+    frame = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
+    if not ordered or (len(groups) == 1 and len(frames) == 1):
+        return frame
+    # Each file's rows are in line order, and a file is in one frame: a stable sort by file
+    # alone puts every row in file and line order.
+    return frame.sort(FILE, maintain_order=True)
 
 
 def _schema(wanted: Collection[str]) -> dict[str, pl.DataType]:
@@ -205,35 +205,54 @@ def _empty(wanted: Collection[str]) -> pl.DataFrame:
     return pl.DataFrame(schema=_schema(wanted))
 
 
-def _read_group(
-    group: list[Lines], commit_columns: Sequence[str], wanted: Collection[str]
-) -> pl.DataFrame:
-    """The rows of files that share one header: in one polars call when it can be trusted, else
-    file by file, and any file polars refuses line by line."""
-    import polars as pl
+def _read_groups(
+    groups: Sequence[list[Lines]], commit_columns: Sequence[str], wanted: Collection[str]
+) -> list[pl.DataFrame]:
+    """The rows of every group of files that share a header. Each group's lines are split by
+    polars in one call when it can be trusted with them, else file by file, and a file polars
+    refuses line by line; the cells of every split are then ruled in one query (a corpus of
+    many headers pays the rules' fixed cost once, not once a header)."""
+    splits: list[_Split] = []
+    frames: list[pl.DataFrame] = []
+    for group in groups:
+        roles = role_indexes(group[0].header, commit_columns, wanted)
+        split = _split(group, roles)
+        if split is not None:
+            splits.append(split)
+            continue
+        for part in group:
+            one = _split([part], roles) if len(group) > 1 else None
+            if one is not None:
+                splits.append(one)
+            else:
+                frames.append(_slow(part, roles, wanted))
+    if splits:
+        frames.insert(0, _rule(splits, wanted))
+    return frames
 
-    header = group[0].header
-    roles = role_indexes(header, commit_columns, wanted)
-    fast = _fast(group, roles, wanted)
-    if fast is not None:
-        return fast
-    frames = []
-    for part in group:
-        one = _fast([part], roles, wanted) if len(group) > 1 else None
-        frames.append(one if one is not None else _slow(part, roles, wanted))
-    return pl.concat(frames, how="vertical")
+
+class _Split(NamedTuple):
+    """The cells of one group's lines as polars split them, in the columns every group shares
+    (_slots): each role's columns, the last named column and the three after it."""
+
+    cells: pl.DataFrame
+    group: list[Lines]
+    roles: dict[str, list[int]]
 
 
-def _fast(
-    group: list[Lines], roles: dict[str, list[int]], wanted: Collection[str]
-) -> pl.DataFrame | None:
-    """The rows of these files in one polars call, or None when polars cannot be trusted with
-    them (the caller then reads them otherwise).
+# The slots of a split: the last named column (text, or categorical where it holds a role that
+# repeats), then the three after it, where the marker and the token stand.
+_LAST_TEXT, _LAST_CAT, _AFTER = "_last_text", "_last_cat", ("_at0", "_at1", "_at2")
+_PLAIN, _ONE_COLUMN = "_plain", "_one_column"
 
-    Cells a corpus repeats (models, dates, lengths, tokens) are read as categoricals, so a text
-    rule runs once per distinct value; free text (commits, peaks, a last column that is no
-    role) stays text, ruled row by row in polars: a categorical of values distinct on every
-    row costs more to build than it saves."""
+
+def _slot(role: str, j: int) -> str:
+    return f"_{role}{j}"
+
+
+def _split(group: list[Lines], roles: dict[str, list[int]]) -> _Split | None:
+    """The lines of these files split by polars in one call, or None when polars cannot be
+    trusted with them (the caller then reads them otherwise)."""
     import polars as pl
 
     if any(part.marked is None for part in group):
@@ -243,9 +262,6 @@ def _fast(
     needed = {0, width - 1, width, width + 1, width + 2}
     for at in roles.values():
         needed.update(at)
-    free = {i for role in _FREE_TEXT for i in roles[role]}
-    repeated = {i for role, at in roles.items() if role not in _FREE_TEXT for i in at} - free
-    repeated |= {width, width + 1, width + 2}
     # The first line sets how many fields polars reads: width + 3 empty ones. A line with more
     # is cut, and its marker then nowhere to be seen.
     data = b"".join([b"," * (width + 2) + b"\n", *(part.marked or b"" for part in group)])
@@ -258,8 +274,6 @@ def _fast(
     except Exception:
         return None
     try:
-        # Read as text, then made categorical: polars' CSV reader reads broken strings into a
-        # categorical from some malformed input that it reads right as text.
         cells = pl.read_csv(
             data,
             has_header=False,
@@ -273,51 +287,120 @@ def _fast(
     except Exception:
         return None
     del data
-    cells = cells.with_columns(pl.col(names[i]).cast(pl.Categorical) for i in sorted(repeated))
     counts = [part.count for part in group]
     if cells.height != sum(counts) or len(plain) != cells.height:
         # A quoted field ran across lines: rows and lines no longer match one to one.
         return None
+    free = {i for role in _FREE_TEXT for i in roles[role]}
+    repeated = {i for role, at in roles.items() if role not in _FREE_TEXT for i in at} - free
+    # Read as text, then made categorical: polars' CSV reader reads broken strings into a
+    # categorical from some malformed input that it reads right as text.
+    cells = cells.with_columns(
+        pl.col(names[i]).cast(pl.Categorical)
+        for i in sorted(repeated | {width, width + 1, width + 2})
+    )
+    # A column two roles read, one of them free text, is text and made categorical for the
+    # other: every slot has its role's type.
+    slots = [
+        pl.col(names[i]).cast(_role_type(role)).alias(_slot(role, j))
+        for role, at in roles.items()
+        for j, i in enumerate(at)
+    ]
+    # A last column that is free text (a commit, a column no role reads) stays text: a
+    # categorical of values distinct on every row costs more to build than it saves.
+    last = pl.col(names[width - 1])
+    text, cat = pl.lit(None, pl.String), pl.lit(None, pl.Categorical)
+    last_text, last_cat = (text, last) if width - 1 in repeated else (last, cat)
+    return _Split(
+        pl.concat([_positions(group, counts), cells], how="horizontal").select(
+            FILE,
+            LINE,
+            *slots,
+            last_text.alias(_LAST_TEXT),
+            last_cat.alias(_LAST_CAT),
+            *(pl.col(names[width + k]).alias(name) for k, name in enumerate(_AFTER)),
+            pl.lit(plain).alias(_PLAIN),
+            pl.lit(width == 1).alias(_ONE_COLUMN),
+        ),
+        group,
+        roles,
+    )
 
-    def col(i: int) -> pl.Expr:
-        return pl.col(names[i])
 
+def _rule(splits: list[_Split], wanted: Collection[str]) -> pl.DataFrame:
+    """The rows of these splits by the fast rule, in one query; the few lines it does not cover
+    split again by the csv module.
+
+    Cells a corpus repeats (models, dates, lengths, tokens) are ruled as categoricals, so a text
+    rule runs once per distinct value; free text (commits, peaks, a last column that is no
+    role) stays text, ruled row by row in polars."""
+    import polars as pl
+
+    # Each role takes as many slots as the header with the most columns of it has.
+    width = {role: max(len(s.roles[role]) for s in splits) for role in ROLES}
+    slots = [_slot(role, j) for role in ROLES for j in range(width[role])]
+    repeated = [
+        _slot(role, j) for role in ROLES if role not in _FREE_TEXT for j in range(width[role])
+    ]
+    repeated += [_LAST_CAT, *_AFTER]
+
+    def missing(name: str) -> pl.Expr:
+        return pl.lit(None, pl.Categorical if name in repeated else pl.String).alias(name)
+
+    cells = pl.concat(
+        [
+            s.cells.select(
+                FILE,
+                LINE,
+                *(pl.col(n) if n in s.cells.columns else missing(n) for n in slots),
+                _LAST_TEXT,
+                _LAST_CAT,
+                *_AFTER,
+                _PLAIN,
+                _ONE_COLUMN,
+            )
+            for s in splits
+        ],
+        how="vertical",
+    )
     # The distinct values of each categorical a rule reads, in one pass over the frame.
-    used = _used(roles, width)
-    ruled = sorted(i for i in used | {width - 1, width, width + 1} if i in repeated)
-    lists = cells.select(
-        pl.col(names[i]).drop_nulls().unique().cast(pl.String).implode() for i in ruled
-    ).row(0)
+    ruled = [n for n in repeated if n != _AFTER[2]]
+    lists = cells.select(pl.col(n).drop_nulls().unique().cast(pl.String).implode() for n in ruled)
     distinct = {
-        i: pl.Series(values, dtype=pl.String) for i, values in zip(ruled, lists, strict=True)
+        n: pl.Series(values, dtype=pl.String) for n, values in zip(ruled, lists.row(0), strict=True)
     }
 
-    def rules(i: int) -> _Rules:
-        return _Rules(pl.col(names[i]), distinct.get(i))
+    def rules(name: str) -> _Rules:
+        return _Rules(pl.col(name), distinct.get(name))
 
-    at_w, at_w1, at_w2 = (col(i) == _END for i in (width, width + 1, width + 2))
-    stripped = {i: rules(i).stripped() for i in used}
+    at_w, at_w1, at_w2 = (pl.col(n) == _END for n in _AFTER)
+    stripped = {n: rules(n).stripped() for n in slots}
+    after = rules(_AFTER[0]).stripped()
     known = at_w | at_w1 | at_w2
-    if width == 1:
-        # A blank line reads as one empty field, a row of a one-column header: told apart by
-        # the csv module (a quoted "" is a row, an empty line none).
-        known = known & (stripped[0] != "")
+    # A blank line reads as one empty field, a row of a one-column header: told apart by the
+    # csv module (a quoted "" is a row, an empty line none).
+    last_text, last_cat = rules(_LAST_TEXT), rules(_LAST_CAT)
+    last_empty = (last_text.stripped() == "") & (last_cat.stripped() == "")
+    known = known & (~pl.col(_ONE_COLUMN) | ~last_empty)
     # The last field: the named columns' last, or one or two after it.
-    lasts = [rules(i) for i in (width - 1, width, width + 1)]
+    lasts = [rules(n) for n in _AFTER[:2]]
 
-    def of_last(rule: Callable[[_Rules], pl.Expr]) -> pl.Expr:
-        """`rule` of the line's last field, wherever the marker says it stands."""
+    def of_last(
+        rule: Callable[[_Rules], pl.Expr], either: Callable[[pl.Expr, pl.Expr], pl.Expr]
+    ) -> pl.Expr:
+        """`rule` of the line's last field, wherever the marker says it stands (the named
+        columns' last is in one of its two slots, the other null)."""
         return (
             pl.when(at_w)
-            .then(rule(lasts[0]))
+            .then(either(rule(last_text), rule(last_cat)))
             .when(at_w1)
-            .then(rule(lasts[1]))
-            .otherwise(rule(lasts[2]))
+            .then(rule(lasts[0]))
+            .otherwise(rule(lasts[1]))
         )
 
-    token = of_last(_Rules.token)
-    swallowed = of_last(_Rules.swallowed)
-    placed = at_w1 | (at_w2 & (stripped[width] == ""))
+    token = of_last(_Rules.token, lambda a, b: pl.coalesce(a, b))
+    swallowed = of_last(_Rules.swallowed, lambda a, b: a.fill_null(False) | b.fill_null(False))
+    placed = at_w1 | (at_w2 & (after == ""))
     none = pl.lit(None, pl.Categorical)
     problem = (
         pl.when(token.is_not_null())
@@ -330,15 +413,17 @@ def _fast(
     )
     values = []
     for role in (r for r in ROLES if r in wanted):
-        at = roles[role]
-        if not at:
-            values.append(pl.lit("", _role_type(role)).alias(role))
-            continue
         dtype = _role_type(role)
-        if len(at) == 1:
-            values.append(stripped[at[0]].cast(dtype).alias(role))
+        if not width[role]:
+            values.append(pl.lit("", dtype).alias(role))
             continue
-        firsts = [pl.when(stripped[i] != "").then(stripped[i]) for i in at]
+        if width[role] == 1:
+            values.append(stripped[_slot(role, 0)].cast(dtype).alias(role))
+            continue
+        firsts = [
+            pl.when(stripped[_slot(role, j)] != "").then(stripped[_slot(role, j)])
+            for j in range(width[role])
+        ]
         values.append(pl.coalesce(*firsts, pl.lit("")).cast(dtype).alias(role))
     # A line of the wrong field count is one whose split the csv module must confirm: an
     # unquoted field holding a quote is split otherwise by polars (a handful per corpus).
@@ -346,8 +431,7 @@ def _fast(
     # One pass: every line's values and whether the fast rule covers it, the rest then dropped
     # (the rules read each line once, not once to tell and once to take).
     rows = (
-        pl.concat([_positions(group, counts), cells], how="horizontal")
-        .lazy()
+        cells.lazy()
         .select(
             FILE,
             LINE,
@@ -355,7 +439,7 @@ def _fast(
             problem.alias(PROBLEM),
             *([token.alias(LAST_TOKEN)] if LAST_TOKEN in wanted else []),
             *values,
-            (trusted & pl.lit(plain)).fill_null(False).alias("_known"),
+            (trusted & pl.col(_PLAIN)).fill_null(False).alias("_known"),
         )
         .collect()
     )
@@ -367,11 +451,14 @@ def _fast(
     fast_rows = rows.filter(known_rows).drop("_known")
     del rows
     # The few lines the fast rule does not cover, by the csv module: found by file and line.
-    by_file = {part.file: part for part in group}
+    by_file = {part.file: (part, s.roles) for s in splits for part in s.group}
     wanted_lines: dict[int, set[int]] = {}
     for file, line in odd.iter_rows():
         wanted_lines.setdefault(file, set()).add(line)
-    slow = [_slow(by_file[file], roles, wanted, only=lines) for file, lines in wanted_lines.items()]
+    slow = [
+        _slow(by_file[file][0], by_file[file][1], wanted, only=lines)
+        for file, lines in wanted_lines.items()
+    ]
     return pl.concat([fast_rows, *slow], how="vertical").sort([FILE, LINE])
 
 
@@ -419,12 +506,6 @@ def _mapped(column: pl.Expr, values: pl.Series, to: pl.Series) -> pl.Expr:
     if values.is_empty():
         return pl.lit(None, pl.Categorical)
     return column.replace_strict(values, to, default=None, return_dtype=pl.Categorical)
-
-
-def _used(roles: dict[str, list[int]], width: int) -> set[int]:
-    """The columns whose stripped text the row needs: the roles', the one after the named
-    columns (empty or not: where the token stands), the only one of a one-column header."""
-    return {i for at in roles.values() for i in at} | {width} | ({0} if width == 1 else set())
 
 
 class _Rules:
