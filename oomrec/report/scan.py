@@ -226,9 +226,13 @@ def _scan(
     del frame
     if rows.height == 0:
         return out
-    _fold(rows, read, str(root.resolve()), codes, out)
+    root_str = str(root.resolve())
+    # Each file's path as a record names it (relative to the root), worked out once.
+    relative = [source_path(f.path, root_str, resolved=True) for f in read]
+    sources = [source_field(r) for r in relative]
+    _fold(rows, sources, codes, out)
     if in_git:
-        _commits_from_git(out, read, root)
+        _commits_from_git(out, read, relative, sources, root)
     return out
 
 
@@ -454,14 +458,9 @@ def _with_provenance(
 _SPAN = 1 << 32
 
 
-def _fold(
-    rows: pl.DataFrame,
-    read: list[csvscan.ScannedFile],
-    root: str,
-    codes: Codes,
-    out: Scan,
-) -> None:
-    """The rows into cells (first and latest per outcome), the fits and the targets."""
+def _fold(rows: pl.DataFrame, sources: list[str], codes: Codes, out: Scan) -> None:
+    """The rows into cells (first and latest per outcome), the fits and the targets; `sources`:
+    each file's source field, by file index."""
     import polars as pl
 
     # The first row (smallest order) of the greatest date and of the smallest; undated rows
@@ -479,7 +478,6 @@ def _fold(
         (latest_key.min() % _SPAN).alias("latest"),
         (first_key.min() % _SPAN).alias("earliest"),
     )
-    sources = [source_field(source_path(f.path, root, resolved=True)) for f in read]
     days = codes.days
     # The rows a Seen is made of, fetched at once.
     at = pl.concat([cells.get_column("latest"), cells.get_column("earliest")]).unique()
@@ -534,24 +532,29 @@ def _fold(
         out.targets.setdefault(machines[mach], set()).add(length)
 
 
-def _commits_from_git(out: Scan, read: list[csvscan.ScannedFile], root: Path) -> None:
+def _commits_from_git(
+    out: Scan,
+    read: list[csvscan.ScannedFile],
+    relative: list[str],
+    sources: list[str],
+    root: Path,
+) -> None:
     """The commit (and date) git gives each OOM a CSV row shows without one, as the import
-    gives it to the record it makes: the OOM is judged by the commit it was measured at."""
-    root_str = str(root.resolve())
-    by_source = {source_field(source_path(f.path, root_str, resolved=True)): f for f in read}
+    gives it to the record it makes: the OOM is judged by the commit it was measured at.
+    `relative` and `sources`: each read file's path relative to `root` and its source field."""
+    by_source = {source: i for i, source in enumerate(sources)}
     wanted: dict[Seen, Wanted] = {}
     for cell in out.cells.values():
         for seen in (cell.latest.get(Outcome.OOM), cell.first.get(Outcome.OOM)):
             if seen is None or (seen.commit != UNKNOWN_COMMIT and seen.date):
                 continue
             source, _, line = seen.where.rpartition(":")
-            file = by_source.get(source)
-            if file is None:
+            at = by_source.get(source)
+            if at is None:
                 continue
-            lineno = int(line)
+            file, lineno = read[at], int(line)
             git_line = lineno if file.git_lines is None else file.git_lines[lineno - 1]
-            relative = source_path(file.path, root_str, resolved=True)
-            wanted[seen] = Wanted(relative, git_line, seen.commit == UNKNOWN_COMMIT)
+            wanted[seen] = Wanted(relative[at], git_line, seen.commit == UNKNOWN_COMMIT)
     if not wanted:
         return
     commits = git_commits(wanted.values(), root, in_git=True)
@@ -559,7 +562,7 @@ def _commits_from_git(out: Scan, read: list[csvscan.ScannedFile], root: Path) ->
     for seen, row in wanted.items():
         added = commits.of(row)
         commit = seen.commit if not row.lacks_commit else (added.sha if added else seen.commit)
-        path = by_source[seen.where.rpartition(":")[0]].path
+        path = read[by_source[seen.where.rpartition(":")[0]]].path
         resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
     for cell in out.cells.values():
         for rows in (cell.latest, cell.first):
