@@ -395,24 +395,21 @@ def test_a_commit_cell_with_a_comma_or_quote_is_recorded_unknown_and_reads_back(
     line = (tmp_path / "rec").read_text().splitlines()[0]
     assert line.split(",")[3] == "unknown"
     assert '"' not in line
-    listed = subprocess.run(
-        [sys.executable, "-m", "oomrec", "record", "list", "--record", "rec", "--json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=HANG_GUARD_S,
-    )
-    assert "warning" not in listed.stderr
+
+    def oomrec(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "oomrec", *args, "--record", "rec", "--json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=HANG_GUARD_S,
+        )
+
+    assert "warning" not in oomrec("record", "list").stderr
     again = run_json(tmp_path, "--record", "rec", "run.csv")
     assert (again["added"], again["already_present"]) == (0, 1)
-    report = subprocess.run(
-        [sys.executable, "-m", "oomrec", "report", "--json", "--record", "rec", "run.csv"],
-        cwd=tmp_path,
-        capture_output=True,
-        check=True,
-        timeout=HANG_GUARD_S,
-    )
+    report = oomrec("report", "run.csv")
     (oom,) = json.loads(report.stdout)["ooms"]
     assert oom["commit"] == "unknown"
 
