@@ -125,6 +125,38 @@ def test_line_numbers_files_and_roles_survive_a_mixed_corpus() -> None:
     assert got.schema[rowread.LINE] == pl.UInt64
 
 
+def test_a_corpus_of_many_headers_reads_as_the_csv_module() -> None:
+    """Forty headers, the roles at other columns in each (one with two commit columns, one
+    with none), lines with a token one or two fields after the named ones, and one whose
+    quoting polars would split otherwise: the quoting of every small header's lines is checked
+    in one query, and their cells ruled in one, each file's rows as the csv module reads them."""
+    parts = []
+    for i in range(40):
+        names = ["model", "prompt_target_len", "date", "hardware", *(f"x{j}" for j in range(i % 7))]
+        names += ["mlxcel_commit", "commit"][: i % 3]
+        names = names[i % len(names) :] + names[: i % len(names)]
+        values = {"model": f"m{i}", "prompt_target_len": str(512 * (i + 1)), "date": "2026-07-01"}
+        values |= {"hardware": "gb10", "mlxcel_commit": "", "commit": f"c{i}"}
+        row = ",".join(values.get(n, "") for n in names)
+        # A quote inside an unquoted field: polars would open a quoted stretch there, the csv
+        # module keeps it as text (the line's quoting check sends it to the csv module).
+        odd = row.replace(f"m{i}", f'm"{i}', 1)
+        lines = [row, f"{row},SKIP:oom", odd, f"{row},,SKIP:oom", f'"{row}"', ""]
+        parts.append(rowread.Lines(i, tuple(names), "\n".join(lines).encode() + b"\n", 2))
+    fast = rowread.read(parts, COMMITS)
+    assert fast.rows() == rowread.read(parts, COMMITS, rowread.CSV).rows()
+    assert fast.height == 40 * 5
+    # The one quoting check of all small headers says of each line what its own would.
+    groups = [[part] for part in parts]
+    batched = rowread._plain_of_small(groups)
+    assert sorted(batched) == list(range(40))
+    for i, part in enumerate(parts):
+        alone = rowread._plain_lines(b"-\n" + (part.marked or b""))
+        assert batched[i].to_list() == alone.to_list()
+        assert alone.to_list() == [True, True, False, True, True, True]
+    assert fast.filter(pl.col(rowread.TOKEN) == "SKIP:oom").height == 80
+
+
 def test_blanks_are_exactly_what_str_strip_strips() -> None:
     """schema.BLANKS is spelled out (computing it slowed every start-up): it must stay the set
     of characters str.isspace() holds for, or the polars engine would strip another set."""

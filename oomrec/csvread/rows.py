@@ -214,9 +214,10 @@ def _read_groups(
     many headers pays the rules' fixed cost once, not once a header)."""
     splits: list[_Split] = []
     frames: list[pl.DataFrame] = []
-    for group in groups:
+    checked = _plain_of_small(groups)
+    for i, group in enumerate(groups):
         roles = role_indexes(group[0].header, commit_columns, wanted)
-        split = _split(group, roles)
+        split = _split(group, roles, checked.get(i))
         if split is not None:
             splits.append(split)
             continue
@@ -229,6 +230,39 @@ def _read_groups(
     if splits:
         frames.insert(0, _rule(splits, wanted))
     return frames
+
+
+# A group of lines under this size has its quoting checked with the other small groups' in one
+# query, whose fixed cost is most of a small group's check; a larger one with its own split.
+_SMALL_GROUP = 1 << 20
+
+
+def _plain_of_small(groups: Sequence[list[Lines]]) -> dict[int, pl.Series]:
+    """_plain_lines of each small group's lines (by index into `groups`), found in one query;
+    none when the query cannot be trusted (each group is then checked with its own split)."""
+    small = [
+        i
+        for i, group in enumerate(groups)
+        if all(part.marked is not None for part in group)
+        and sum(len(part.marked or b"") for part in group) < _SMALL_GROUP
+    ]
+    if len(small) < 2:
+        return {}
+    # The first line is dropped, as a split's padding line is.
+    data = b"".join([b"-\n", *(part.marked or b"" for i in small for part in groups[i])])
+    try:
+        flags = _plain_lines(data)
+    except Exception:
+        return {}
+    counts = [sum(part.count for part in groups[i]) for i in small]
+    if len(flags) != sum(counts):
+        return {}
+    out: dict[int, pl.Series] = {}
+    at = 0
+    for i, n in zip(small, counts, strict=True):
+        out[i] = flags.slice(at, n)
+        at += n
+    return out
 
 
 class _Split(NamedTuple):
@@ -250,9 +284,12 @@ def _slot(role: str, j: int) -> str:
     return f"_{role}{j}"
 
 
-def _split(group: list[Lines], roles: dict[str, list[int]]) -> _Split | None:
+def _split(
+    group: list[Lines], roles: dict[str, list[int]], plain: pl.Series | None = None
+) -> _Split | None:
     """The lines of these files split by polars in one call, or None when polars cannot be
-    trusted with them (the caller then reads them otherwise)."""
+    trusted with them (the caller then reads them otherwise). `plain`: _plain_lines of their
+    lines, if already known."""
     import polars as pl
 
     if any(part.marked is None for part in group):
@@ -269,10 +306,11 @@ def _split(group: list[Lines], roles: dict[str, list[int]]) -> _Split | None:
     # unquoted field (polars opens a quoted stretch there, the csv module keeps it as text),
     # or a quote left open. Found on each line's raw text (split at the marker, no quoting)
     # by a grammar of plain CSV fields; such lines are few, and go to the csv module.
-    try:
-        plain = _plain_lines(data)
-    except Exception:
-        return None
+    if plain is None:
+        try:
+            plain = _plain_lines(data)
+        except Exception:
+            return None
     try:
         cells = pl.read_csv(
             data,
@@ -295,10 +333,10 @@ def _split(group: list[Lines], roles: dict[str, list[int]]) -> _Split | None:
     repeated = {i for role, at in roles.items() if role not in _FREE_TEXT for i in at} - free
     # Read as text, then made categorical: polars' CSV reader reads broken strings into a
     # categorical from some malformed input that it reads right as text.
-    cells = cells.with_columns(
+    casts = [
         pl.col(names[i]).cast(pl.Categorical)
         for i in sorted(repeated | {width, width + 1, width + 2})
-    )
+    ]
     # A column two roles read, one of them free text, is text and made categorical for the
     # other: every slot has its role's type.
     slots = [
@@ -311,20 +349,21 @@ def _split(group: list[Lines], roles: dict[str, list[int]]) -> _Split | None:
     last = pl.col(names[width - 1])
     text, cat = pl.lit(None, pl.String), pl.lit(None, pl.Categorical)
     last_text, last_cat = (text, last) if width - 1 in repeated else (last, cat)
-    return _Split(
-        pl.concat([_positions(group, counts), cells], how="horizontal").select(
-            FILE,
-            LINE,
+    # One query per split (its fixed cost is most of a small group's), each cast made once.
+    slotted = (
+        cells.lazy()
+        .with_columns(casts)
+        .select(
             *slots,
             last_text.alias(_LAST_TEXT),
             last_cat.alias(_LAST_CAT),
             *(pl.col(names[width + k]).alias(name) for k, name in enumerate(_AFTER)),
             pl.lit(plain).alias(_PLAIN),
             pl.lit(width == 1).alias(_ONE_COLUMN),
-        ),
-        group,
-        roles,
+        )
+        .collect()
     )
+    return _Split(slotted, group, roles)
 
 
 def _rule(splits: list[_Split], wanted: Collection[str]) -> pl.DataFrame:
@@ -344,25 +383,13 @@ def _rule(splits: list[_Split], wanted: Collection[str]) -> pl.DataFrame:
     ]
     repeated += [_LAST_CAT, *_AFTER]
 
-    def missing(name: str) -> pl.Expr:
-        return pl.lit(None, pl.Categorical if name in repeated else pl.String).alias(name)
-
-    cells = pl.concat(
-        [
-            s.cells.select(
-                FILE,
-                LINE,
-                *(pl.col(n) if n in s.cells.columns else missing(n) for n in slots),
-                _LAST_TEXT,
-                _LAST_CAT,
-                *_AFTER,
-                _PLAIN,
-                _ONE_COLUMN,
-            )
-            for s in splits
-        ],
-        how="vertical",
-    )
+    # Each line's file and number, made for every split at once, in the splits' order.
+    parts = [part for s in splits for part in s.group]
+    positions = _positions(parts, [part.count for part in parts])
+    # A slot a split lacks (its header has fewer columns of that role) is null there: the
+    # diagonal concat fills it with nulls of the type the other splits give it.
+    cells = pl.concat([s.cells for s in splits], how="diagonal")
+    cells = pl.concat([positions, cells], how="horizontal")
     # The distinct values of each categorical a rule reads, in one pass over the frame.
     ruled = [n for n in repeated if n != _AFTER[2]]
     lists = cells.select(pl.col(n).drop_nulls().unique().cast(pl.String).implode() for n in ruled)
