@@ -5,10 +5,12 @@ row means the same to each: its trailing token and whether it is a row of its he
 (`schema.judge_fields`, the one rule), and, per role (model, hardware, date, lengths, commit,
 peak, prompt), the first non-empty cell of the columns that hold it, stripped.
 
-polars splits the lines of all files of one header in one call. A marker field appended to each
-line (`_END`) tells how many fields the line has, which polars does not say (it pads short rows
-with empty strings). Where polars cannot be trusted to split a line as the csv module does, the
-line is split by the csv module instead, and the same rule judges it:
+polars splits the lines of all files of one header in one call, and the cells of every header
+are ruled in one query (a corpus of many headers pays a query's fixed cost once, not once per
+header). A marker field appended to each line (`_END`) tells how many fields the line has,
+which polars does not say (it pads short rows with empty strings). Where polars cannot be
+trusted to split a line as the csv module does, the line is split by the csv module instead,
+and the same rule judges it:
 - a line with a field count the fast rule does not cover (fewer than the header's columns, more
   than two after them, a blank line), or one it finds of the wrong field count: a handful per
   corpus;
@@ -266,8 +268,8 @@ def _plain_of_small(groups: Sequence[list[Lines]]) -> dict[int, pl.Series]:
 
 
 class _Split(NamedTuple):
-    """The cells of one group's lines as polars split them, in the columns every group shares
-    (_slots): each role's columns, the last named column and the three after it."""
+    """The cells of one group's lines as polars split them, in the slots every group shares:
+    each role's columns (`_slot`), the last named column and the three after it."""
 
     cells: pl.DataFrame
     group: list[Lines]
@@ -376,10 +378,10 @@ def _rule(splits: list[_Split], wanted: Collection[str]) -> pl.DataFrame:
     import polars as pl
 
     # Each role takes as many slots as the header with the most columns of it has.
-    width = {role: max(len(s.roles[role]) for s in splits) for role in ROLES}
-    slots = [_slot(role, j) for role in ROLES for j in range(width[role])]
+    count = {role: max(len(s.roles[role]) for s in splits) for role in ROLES}
+    slots = [_slot(role, j) for role in ROLES for j in range(count[role])]
     repeated = [
-        _slot(role, j) for role in ROLES if role not in _FREE_TEXT for j in range(width[role])
+        _slot(role, j) for role in ROLES if role not in _FREE_TEXT for j in range(count[role])
     ]
     repeated += [_LAST_CAT, *_AFTER]
 
@@ -441,15 +443,15 @@ def _rule(splits: list[_Split], wanted: Collection[str]) -> pl.DataFrame:
     values = []
     for role in (r for r in ROLES if r in wanted):
         dtype = _role_type(role)
-        if not width[role]:
+        if not count[role]:
             values.append(pl.lit("", dtype).alias(role))
             continue
-        if width[role] == 1:
+        if count[role] == 1:
             values.append(stripped[_slot(role, 0)].cast(dtype).alias(role))
             continue
         firsts = [
             pl.when(stripped[_slot(role, j)] != "").then(stripped[_slot(role, j)])
-            for j in range(width[role])
+            for j in range(count[role])
         ]
         values.append(pl.coalesce(*firsts, pl.lit("")).cast(dtype).alias(role))
     # A line of the wrong field count is one whose split the csv module must confirm: an
