@@ -164,8 +164,9 @@ def commit_of(cell: str) -> tuple[str | None, str | None]:
     if len(cell) > MAX_COMMIT_CHARS:
         return UNKNOWN_COMMIT, f"its commit {clip(cell)} is not one; recorded as {UNKNOWN_COMMIT!r}"
     if any(c in cell for c in COMMIT_REFUSED):
-        # The harness splits a record line at every comma: a quoted commit would be read as
-        # two fields, shifting the peak and the source; no commit holds either character.
+        # Record lines are read as the harness writes them (echo, no quoting), split at every
+        # comma: a quoted commit would be read as two fields, shifting the peak and the source.
+        # No commit holds either character.
         return UNKNOWN_COMMIT, (
             f"its commit {clip(cell)} holds a comma or quote, which no commit does and no "
             f"record line can; recorded as {UNKNOWN_COMMIT!r}"
