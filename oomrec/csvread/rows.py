@@ -387,7 +387,7 @@ def _rule(splits: list[_Split], wanted: Collection[str]) -> pl.DataFrame:
 
     # Each line's file and number, made for every split at once, in the splits' order.
     parts = [part for s in splits for part in s.group]
-    positions = _positions(parts, [part.count for part in parts])
+    positions = _positions(parts)
     # A slot a split lacks (its header has fewer columns of that role) is null there: the
     # diagonal concat fills it with nulls of the type the other splits give it.
     cells = pl.concat([s.cells for s in splits], how="diagonal")
@@ -583,29 +583,29 @@ class _Rules:
         return self.column.is_in(held.implode())
 
 
-def _positions(group: list[Lines], counts: list[int]) -> pl.DataFrame:
+def _positions(parts: list[Lines]) -> pl.DataFrame:
     """Each line's file and line number, in order: a column pair as long as the lines."""
     import polars as pl
 
-    if any(part.linenos is not None for part in group):
+    if any(part.linenos is not None for part in parts):
         # The import's candidates: a few lines, numbered one by one.
         files: list[int] = []
         lines: list[int] = []
-        for part, n in zip(group, counts, strict=True):
-            files.extend([part.file] * n)
+        for part in parts:
+            files.extend([part.file] * part.count)
             lines.extend(
                 part.linenos
                 if part.linenos is not None
-                else range(part.first_line, part.first_line + n)
+                else range(part.first_line, part.first_line + part.count)
             )
         return pl.DataFrame(
             {FILE: pl.Series(files, dtype=pl.UInt32), LINE: pl.Series(lines, dtype=pl.UInt64)}
         )
     runs = pl.DataFrame(
         {
-            FILE: pl.Series([p.file for p in group], dtype=pl.UInt32),
-            "n": pl.Series(counts, dtype=pl.UInt64),
-            "at": pl.Series([p.first_line for p in group], dtype=pl.UInt64),
+            FILE: pl.Series([p.file for p in parts], dtype=pl.UInt32),
+            "n": pl.Series([p.count for p in parts], dtype=pl.UInt64),
+            "at": pl.Series([p.first_line for p in parts], dtype=pl.UInt64),
         }
     )
     return runs.select(
