@@ -88,8 +88,25 @@ def pack(repo: Path) -> None:
     git(repo, "gc", "--quiet")
 
 
-# The report with no kept scan (report/scancache.py): the cache removed first (one `sh` more).
-COLD_ARGV = ["sh", "-c", 'rm -f .git/oomrec/report-scan && exec "$@"', "sh", *REPORT_ARGV]
+# The report with no kept scan (report/scancache.py) and no kept parts (report/scanparts.py):
+# both removed first (one `sh` more).
+COLD_ARGV = [
+    "sh",
+    "-c",
+    'rm -rf .git/oomrec/report-scan .git/oomrec/report-parts && exec "$@"',
+    "sh",
+    *REPORT_ARGV,
+]
+# The report after one more sweep: a new CSV (a copy of the corpus's first, under a name of its
+# own) beside files unchanged since the last report (one `sh`, one `cp` more).
+SWEEP_ARGV = [
+    "sh",
+    "-c",
+    'first="$(ls benchmarks/*.csv | head -n 1)" && cp "$first" "${first%.csv}_$(date +%s%N).csv" '
+    '&& exec "$@"',
+    "sh",
+    *REPORT_ARGV,
+]
 
 # The floor of any report that reads every row with polars: each file read, the files of one
 # header joined, and their rows split by polars into the columns a report reads (model,
@@ -127,6 +144,7 @@ def compare(repo: Path, label: str, runs: int, before: Path | None) -> None:
         "import": oomrec_argv(),
         "cold": COLD_ARGV,
         "report": REPORT_ARGV,
+        "sweep": SWEEP_ARGV,
         "floor": [sys.executable, "-c", FLOOR, str(repo / "benchmarks")],
     }
     envs = {}
@@ -140,6 +158,10 @@ def compare(repo: Path, label: str, runs: int, before: Path | None) -> None:
     results = measure(cases, repo, runs, envs)
     imp, rep, cold = results["import"], results["report"], results["cold"]
     assert json.loads(cold.stdout) == json.loads(rep.stdout), "the kept scan differs"
+    sweep = results["sweep"]
+    # The last sweep's report against a report with nothing kept over the same files.
+    fresh = measure({"cold": COLD_ARGV}, repo, 0)["cold"]
+    assert json.loads(sweep.stdout) == json.loads(fresh.stdout), "the kept parts differ"
     floor = results["floor"]
     # The floor splits the rows of every file, also of a file the report skips (the real
     # corpus has six without a model column): never less than the report's rows.
@@ -179,6 +201,11 @@ def compare(repo: Path, label: str, runs: int, before: Path | None) -> None:
         f" cpu {statistics.median(imp.cpu):.2f} s; report / import wall "
         f"x{ratio(rep.wall, imp.wall):.2f} (target <= 1; the files unchanged since the last "
         "report)"
+    )
+    print(
+        f"{label}: report after one more CSV wall {statistics.median(sweep.wall):.2f} s, cpu "
+        f"{statistics.median(sweep.cpu):.2f} s; after one more CSV / import wall "
+        f"x{ratio(sweep.wall, imp.wall):.2f} (the other files' parts kept)"
     )
 
 

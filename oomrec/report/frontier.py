@@ -97,7 +97,12 @@ class Evidence:
 def csv_evidence(scan: Scan) -> list[Evidence]:
     """The OOM rows of the CSVs, as records, so the one rule judges them like the record's."""
     out = []
-    for (model, machine, length), cell in scan.cells.items():
+    # In the order of their cells, not the scan's: which of two equal OOMs a view names first
+    # must not depend on how the rows were read (whole or in kept parts).
+    cells = sorted(
+        scan.cells.items(), key=lambda kv: (kv[0][0], _machine_order(kv[0][1]), kv[0][2])
+    )
+    for (model, machine, length), cell in cells:
         seen = cell.latest.get(Outcome.OOM)
         if seen is None:
             continue
@@ -424,8 +429,9 @@ def _build(
     )
 
 
-def _machine_order(m: Machine) -> tuple[str, int]:
-    return (m.tag or "~", m.mem_gb or 0)
+def _machine_order(m: Machine) -> tuple[str, bool, bool, int]:
+    # A total order: untagged last, unknown memory first.
+    return (m.tag or "~", m.tag is None, m.mem_gb is not None, m.mem_gb or 0)
 
 
 def _judged(e: Evidence, j: Judgement | None) -> Judged:

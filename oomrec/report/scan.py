@@ -153,6 +153,15 @@ _MODEL, _MACH, _LEN, _OUT, _DATE, _COMMIT, _AIMED, _ORDER = (
 )
 
 
+class FileAt(NamedTuple):
+    """A read file, by the source field its rows' `where` names: its path, its path relative to
+    the root (as git names it) and git's line numbers (files with lone CRs only)."""
+
+    path: str
+    relative: str
+    git_lines: list[int] | None
+
+
 @no_cycle_collection()
 def scan_csvs(
     paths: Sequence[Path],
@@ -169,50 +178,80 @@ def scan_csvs(
     row of their header are counted (`unreadable_rows`), rows without a length (that ran) and
     faked OOMs say nothing. `in_git`: `root` is a git work tree, asked for the commit (and date)
     of each OOM a row shows without one, as the import asks. `engine`: the row reader's.
-    `keep_in`: (the folder the last scan is kept in, the git state it depends on: see
-    report/scancache.py): taken as it is when nothing it was made from changed, else made
-    afresh and kept.
+    `keep_in`: (the folder the last scan is kept in, the git state it depends on): the last scan
+    is taken as it is when nothing it was made from changed (report/scancache.py), else only
+    the files that changed are read and folded into the parts kept of the others
+    (report/scanparts.py); the result is the same scan either way.
     """
     files, refused = csvscan.find_csv_files(paths)
     if keep_in is None:
-        return _scan(files, refused, root, commit_columns, in_git, engine)
-    from oomrec.report import scancache
+        out, at = _read_fold(files, root, commit_columns, engine)
+        return _finish(out, at, refused, root, in_git)
+    from oomrec.report import scancache, scanparts
 
     folder, state = keep_in
-    asked = (str(root.resolve()), tuple(commit_columns), in_git, engine)
-    key = scancache.fingerprint(files, [f.path for f in refused], asked, state if in_git else ())
+    asked = (str(root.resolve()), tuple(commit_columns), engine)
+    signed = scancache.sign(files, [f.path for f in refused])
+    key = scancache.fingerprint(signed, (*asked, in_git), state if in_git else ())
     where = folder / "report-scan"
     kept = scancache.load(where, key)
     if kept is not None:
         return kept
-    scan = _scan(files, refused, root, commit_columns, in_git, engine)
+    out, at = scanparts.scan(
+        folder / "report-parts",
+        asked,
+        files,
+        signed,
+        lambda todo: _read_fold(todo, root, commit_columns, engine),
+    )
+    scan = _finish(out, at, refused, root, in_git)
     scancache.save(where, key, scan)
     return scan
 
 
-def _scan(
-    files: list[str],
-    refused: list[csvscan.ScannedFile],
-    root: Path,
-    commit_columns: Sequence[str],
-    in_git: bool,
-    engine: str,
+def _finish(
+    out: Scan, at: dict[str, FileAt], refused: list[csvscan.ScannedFile], root: Path, in_git: bool
 ) -> Scan:
+    """The scan of the files read, with the refused files counted and, `in_git`, the commits git
+    gives the OOM rows; each reason a file is skipped in order, as any part would give them."""
+    for bad in refused:
+        out.files_skipped[bad.skipped or ""] = out.files_skipped.get(bad.skipped or "", 0) + 1
+    out.files_skipped = dict(sorted(out.files_skipped.items()))
+    if in_git:
+        _commits_from_git(out, at, root)
+    return out
+
+
+def _read_fold(
+    files: list[str], root: Path, commit_columns: Sequence[str], engine: str
+) -> tuple[Scan, dict[str, FileAt]]:
+    """The rows of `files` folded, before git is asked anything, and each read file by its
+    source field."""
     import polars as pl
 
     scanned = csvscan.scan_files(files, keep_body=True)
     out = Scan()
-    for bad in (*refused, *scanned):
+    for bad in scanned:
         if bad.skipped is not None:
             out.files_skipped[bad.skipped] = out.files_skipped.get(bad.skipped, 0) + 1
     read = [f for f in scanned if f.skipped is None]
     out.files_read = len(read)
+    root_str = str(root.resolve())
+    # Each file's path as a record names it (relative to the root), worked out once.
+    relative = [source_path(f.path, root_str, resolved=True) for f in read]
+    sources = [source_field(r) for r in relative]
+    at = {
+        source: FileAt(f.path, rel, f.git_lines)
+        for source, rel, f in zip(sources, relative, read, strict=True)
+    }
     parts = []
     faked = False
     for i, f in enumerate(read):
         faked = faked or _FAKE in f.body
         parts.append(rowread.Lines(i, f.header, f.body, f.body_line))
         f.body = b""  # held marked in `parts` now: the plain copy goes
+    if not parts:
+        return out, at
     # The prompt is read only to tell a faked OOM, and only a file that holds one needs it.
     roles = _ROLES if faked else tuple(r for r in _ROLES if r != "prompt")
     frame = rowread.read(parts, commit_columns, engine, roles, ordered=False)
@@ -221,19 +260,13 @@ def _scan(
     problem = pl.col(rowread.PROBLEM)
     out.unreadable_rows = frame.select(problem.is_not_null().sum()).item()
     if out.unreadable_rows == out.rows:
-        return out
+        return out, at
     rows, codes = _facts(frame, read)
     del frame
     if rows.height == 0:
-        return out
-    root_str = str(root.resolve())
-    # Each file's path as a record names it (relative to the root), worked out once.
-    relative = [source_path(f.path, root_str, resolved=True) for f in read]
-    sources = [source_field(r) for r in relative]
+        return out, at
     _fold(rows, sources, codes, out)
-    if in_git:
-        _commits_from_git(out, read, relative, sources, root)
-    return out
+    return out, at
 
 
 def _coded(
@@ -532,29 +565,22 @@ def _fold(rows: pl.DataFrame, sources: list[str], codes: Codes, out: Scan) -> No
         out.targets.setdefault(machines[mach], set()).add(length)
 
 
-def _commits_from_git(
-    out: Scan,
-    read: list[csvscan.ScannedFile],
-    relative: list[str],
-    sources: list[str],
-    root: Path,
-) -> None:
+def _commits_from_git(out: Scan, at: dict[str, FileAt], root: Path) -> None:
     """The commit (and date) git gives each OOM a CSV row shows without one, as the import
     gives it to the record it makes: the OOM is judged by the commit it was measured at.
-    `relative` and `sources`: each read file's path relative to `root` and its source field."""
-    by_source = {source: i for i, source in enumerate(sources)}
+    `at`: each read file by its source field."""
     wanted: dict[Seen, Wanted] = {}
     for cell in out.cells.values():
         for seen in (cell.latest.get(Outcome.OOM), cell.first.get(Outcome.OOM)):
             if seen is None or (seen.commit != UNKNOWN_COMMIT and seen.date):
                 continue
             source, _, line = seen.where.rpartition(":")
-            at = by_source.get(source)
-            if at is None:
+            file = at.get(source)
+            if file is None:
                 continue
-            file, lineno = read[at], int(line)
+            lineno = int(line)
             git_line = lineno if file.git_lines is None else file.git_lines[lineno - 1]
-            wanted[seen] = Wanted(relative[at], git_line, seen.commit == UNKNOWN_COMMIT)
+            wanted[seen] = Wanted(file.relative, git_line, seen.commit == UNKNOWN_COMMIT)
     if not wanted:
         return
     commits = git_commits(wanted.values(), root, in_git=True)
@@ -562,7 +588,7 @@ def _commits_from_git(
     for seen, row in wanted.items():
         added = commits.of(row)
         commit = seen.commit if not row.lacks_commit else (added.sha if added else seen.commit)
-        path = read[by_source[seen.where.rpartition(":")[0]]].path
+        path = at[seen.where.rpartition(":")[0]].path
         resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
     for cell in out.cells.values():
         for rows in (cell.latest, cell.first):
