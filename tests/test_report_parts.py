@@ -202,3 +202,54 @@ def test_two_files_of_one_source_name_are_folded_together(tmp_path: Path, togeth
     (cell,) = kept.cells.values()
     # ` a.csv` is the first file: its row is the first of the tie.
     assert {s.commit for s in cell.latest.values()} == {"ccccccc"}
+
+
+GIT_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["write", "append", "remove", "commit", "commit"]),
+        st.integers(0, 2),
+        cell_rows(),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+_UNDATED_OOM = "model,prompt_target_len,date,hardware,commit\nm-4bit,512,,{},,SKIP:oom\n"
+_X = _UNDATED_OOM.format("NVIDIA_GB10_CUDA13.0_122GB").encode()
+_Y = _UNDATED_OOM.format("Apple_M1_Ultra_128GB").encode()
+
+
+@settings(max_examples=examples(6))
+@given(GIT_OPS)
+# The same row (line, no date, no commit) on another machine, not committed yet: git's kept
+# answer (the commit that added the first) is not the answer for it.
+@example([("write", 0, _X), ("commit", 0, b""), ("write", 0, _Y)])
+def test_git_answers_kept_are_what_git_says_now(ops: list[tuple[str, int, bytes]]) -> None:
+    """In a real repository: CSVs written, grown (their old rows keep their lines, the new ones
+    are not committed yet), removed and committed; the scan from the kept parts and git's kept
+    answers (report-git, under HEAD, the index and each file's signature) equals a fresh scan
+    that asks git about every row."""
+    from oomrec.report.scancache import git_state
+    from tests.gitrepo import Repo
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Repo(Path(tmp) / "repo")
+        repo.commit("initial commit")
+        folder, cache = repo.path / "benchmarks", Path(tmp) / "cache"
+        folder.mkdir()
+        for what, slot, data in ops:
+            path = folder / f"f{slot}.csv"
+            if what == "write":
+                path.write_bytes(data)
+            elif what == "append" and path.exists():
+                path.write_bytes(path.read_bytes() + data.split(b"\n", 1)[1])
+            elif what == "remove" and path.exists():
+                path.unlink()
+            elif what == "commit":
+                repo.git("add", "-A")
+                repo.git("commit", "-q", "--allow-empty", "-m", f"{what} {slot}")
+            state = git_state(repo.path / ".git", repo.head())
+            kept = scan_csvs([folder], repo.path, in_git=True, keep_in=(cache, state))
+            fresh = scan_csvs([folder], repo.path, in_git=True)
+            assert kept == fresh, (what, slot)

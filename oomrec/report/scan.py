@@ -204,13 +204,36 @@ def scan_csvs(
         signed,
         lambda todo: _read_fold(todo, root, commit_columns, engine),
     )
-    scan = _finish(out, at, refused, root, in_git)
+    answers = None
+    if in_git:
+        # Git's answers about rows, kept under HEAD and the index and each file's signature:
+        # after a sweep, only its new rows are asked about.
+        answers_at, answers_key = folder / "report-git", scancache.git_key(asked, state)
+        kept_answers = scancache.load(answers_at, answers_key, dict) or {}
+        answers = GitAnswers(kept_answers, {}, signed.files)
+    scan = _finish(out, at, refused, root, in_git, answers)
+    if answers is not None and answers.used != answers.kept:
+        scancache.save(answers_at, answers_key, answers.used)
     scancache.save(where, key, scan)
     return scan
 
 
+class GitAnswers(NamedTuple):
+    """Git's answers about rows (the resolved Seen by the Seen asked about and its file's
+    signature): `kept` from the last report, `used` this one's, by file path `signatures`."""
+
+    kept: dict[tuple[Seen, bytes], Seen]
+    used: dict[tuple[Seen, bytes], Seen]
+    signatures: dict[str, bytes]
+
+
 def _finish(
-    out: Scan, at: dict[str, FileAt], refused: list[csvscan.ScannedFile], root: Path, in_git: bool
+    out: Scan,
+    at: dict[str, FileAt],
+    refused: list[csvscan.ScannedFile],
+    root: Path,
+    in_git: bool,
+    answers: GitAnswers | None = None,
 ) -> Scan:
     """The scan of the files read, with the refused files counted and, `in_git`, the commits git
     gives the OOM rows; each reason a file is skipped in order, as any part would give them."""
@@ -218,7 +241,7 @@ def _finish(
         out.files_skipped[bad.skipped or ""] = out.files_skipped.get(bad.skipped or "", 0) + 1
     out.files_skipped = dict(sorted(out.files_skipped.items()))
     if in_git:
-        _commits_from_git(out, at, root)
+        _commits_from_git(out, at, root, answers)
     return out
 
 
@@ -565,11 +588,15 @@ def _fold(rows: pl.DataFrame, sources: list[str], codes: Codes, out: Scan) -> No
         out.targets.setdefault(machines[mach], set()).add(length)
 
 
-def _commits_from_git(out: Scan, at: dict[str, FileAt], root: Path) -> None:
+def _commits_from_git(
+    out: Scan, at: dict[str, FileAt], root: Path, answers: GitAnswers | None = None
+) -> None:
     """The commit (and date) git gives each OOM a CSV row shows without one, as the import
     gives it to the record it makes: the OOM is judged by the commit it was measured at.
-    `at`: each read file by its source field."""
+    `at`: each read file by its source field; `answers`: git's answers kept from the last
+    report (taken for a row of a file unchanged since) and kept for the next."""
     wanted: dict[Seen, Wanted] = {}
+    resolved: dict[Seen, Seen] = {}
     for cell in out.cells.values():
         for seen in (cell.latest.get(Outcome.OOM), cell.first.get(Outcome.OOM)):
             if seen is None or (seen.commit != UNKNOWN_COMMIT and seen.date):
@@ -578,18 +605,25 @@ def _commits_from_git(out: Scan, at: dict[str, FileAt], root: Path) -> None:
             file = at.get(source)
             if file is None:
                 continue
+            if answers is not None:
+                asked = (seen, answers.signatures.get(file.path, b""))
+                answer = answers.kept.get(asked)
+                if answer is not None:
+                    resolved[seen] = answers.used[asked] = answer
+                    continue
             lineno = int(line)
             git_line = lineno if file.git_lines is None else file.git_lines[lineno - 1]
             wanted[seen] = Wanted(file.relative, git_line, seen.commit == UNKNOWN_COMMIT)
-    if not wanted:
-        return
-    commits = git_commits(wanted.values(), root, in_git=True)
-    resolved: dict[Seen, Seen] = {}
+    commits = git_commits(wanted.values(), root, in_git=True) if wanted else None
     for seen, row in wanted.items():
-        added = commits.of(row)
+        added = commits.of(row) if commits is not None else None
         commit = seen.commit if not row.lacks_commit else (added.sha if added else seen.commit)
         path = at[seen.where.rpartition(":")[0]].path
         resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
+        if answers is not None:
+            answers.used[(seen, answers.signatures.get(path, b""))] = resolved[seen]
+    if not resolved:
+        return
     for cell in out.cells.values():
         for rows in (cell.latest, cell.first):
             oom = rows.get(Outcome.OOM)

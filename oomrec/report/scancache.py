@@ -7,8 +7,10 @@ how it was asked (root, commit columns, git or not), HEAD and the git index (a r
 the commit that added it), and every file it read or refused and every provenance file beside
 them, each by device, inode, size, mtime and ctime (a write changes the ctime, which no user can
 set back). Anything different, and the scan is made again: from the parts kept of the files
-that did not change (report/scanparts.py) and a fold of those that did. A kept scan is exactly
-what a fresh one would be.
+that did not change (report/scanparts.py) and a fold of those that did, and git is asked only
+about rows it was not asked about under the same HEAD and index in a file unchanged since
+(`report-git`, git's answers, each under its file's signature). A kept scan is exactly what a
+fresh one would be.
 
 The file is `<git dir>/oomrec/report-scan` (each worktree its own, as its HEAD and index are;
 machine-local, never tracked; none outside git). It is a cache: one that cannot be read, is of
@@ -24,13 +26,10 @@ import pickle
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple
 
 from oomrec import __version__
 from oomrec.core.provenance import SIDECAR_SUFFIX
-
-if TYPE_CHECKING:
-    from oomrec.report.scan import Scan
 
 _MAGIC = b"oomrec report-scan v1\n"
 # Past this, a kept scan is not worth its read (a corpus of millions of distinct cells).
@@ -102,14 +101,20 @@ def _signed(path: str) -> tuple[bytes, tuple[int, int] | None]:
     return signature, ((st.st_dev, st.st_ino) if st.st_ino else None)
 
 
+def git_key(asked: Iterable[object], git_state: Iterable[object]) -> str:
+    """The key of git's answers about rows (report-git): what they depend on besides each
+    file's own signature (which each answer is kept under)."""
+    return hashlib.sha256(repr((__version__, tuple(asked), tuple(git_state))).encode()).hexdigest()
+
+
 def git_state(git_dir: Path, head: str | None) -> tuple[object, ...]:
     """HEAD and the index's signature (the worktree's own git dir holds its index): what the
     commits git gives rows depend on."""
     return (head, _signed(str(git_dir / "index"))[0])
 
 
-def load(path: Path, key: str) -> Scan | None:
-    """The kept scan when it was made under `key`, else None."""
+def load(path: Path, key: str, kind: type | None = None) -> Any:
+    """What was kept in `path` under `key` (a Scan, or an object of `kind`), else None."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(_MAX_BYTES + 1)
@@ -126,11 +131,12 @@ def load(path: Path, key: str) -> Scan | None:
         return None
     from oomrec.report.scan import Scan
 
-    return scan if isinstance(scan, Scan) else None
+    return scan if isinstance(scan, Scan) or (kind is not None and isinstance(scan, kind)) else None
 
 
-def save(path: Path, key: str, scan: Scan) -> None:
-    """Keep `scan` under `key`; a cache that cannot be written costs time only."""
+def save(path: Path, key: str, scan: object) -> None:
+    """Keep `scan` (or another object) under `key`; a cache that cannot be written costs
+    time only."""
     try:
         body = pickle.dumps(scan, protocol=pickle.HIGHEST_PROTOCOL)
         if len(body) > _MAX_BYTES:
