@@ -1,6 +1,7 @@
-"""The report's kept scan (report/scancache.py): asked again over the same files it is taken
-as it is, and any change to what it was made from (a CSV, its mtime set back, the provenance
-beside it, a new commit) makes it afresh; a broken cache is only a miss. Real files, real git."""
+"""The report's kept scan (report/scanparts.py, report/scancache.py): asked again over the same
+files it is taken as it is, and any change to what it was made from (a CSV, its mtime set
+back, the provenance beside it, a new commit) makes it afresh; a broken cache is only a miss.
+Real files, real git."""
 
 from __future__ import annotations
 
@@ -107,25 +108,20 @@ def _damage(kept: Path, damage: str) -> None:
 
 
 @pytest.mark.parametrize("damage", ["cut", "garbage", "folder"])
-def test_a_broken_cache_is_a_miss(repo: Repo, corpus: Path, damage: str) -> None:
+@pytest.mark.parametrize("which", ["part", "git"])
+def test_a_broken_cache_is_a_miss(repo: Repo, corpus: Path, damage: str, which: str) -> None:
+    repo.git("add", "benchmarks/a.csv")
+    repo.git("commit", "-q", "-m", "the CSV: its OOM row's commit is asked of git")
     first, _ = report(repo)
     kept = repo.path / ".git" / "oomrec"
-    _damage(kept / "report-scan", damage)
-    again, modules = report(repo)
-    assert again == first
-    # The kept parts still hold every row.
-    assert "polars" not in modules
     (part,) = (kept / "report-parts").iterdir()
-    _damage(part, damage)
-    if (kept / "report-scan").is_file():
-        _damage(kept / "report-scan", "cut")
+    _damage(part if which == "part" else kept / "report-git", damage)
     again, modules = report(repo)
     assert again == first
-    assert "polars" in modules
+    # A broken part is read again; broken answers are asked of git again.
+    assert ("polars" in modules) == (which == "part")
     if damage != "folder":
-        # The broken part was replaced by a good one: the next report reads no row.
-        assert len(list((kept / "report-parts").iterdir())) == 1
-        _damage(kept / "report-scan", "cut")
+        # Replaced by a good one: the next report reads no row.
         third, modules = report(repo)
         assert third == first
         assert "polars" not in modules

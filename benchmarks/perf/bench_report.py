@@ -88,12 +88,12 @@ def pack(repo: Path) -> None:
     git(repo, "gc", "--quiet")
 
 
-# The report with no kept scan (report/scancache.py) and no kept parts (report/scanparts.py):
-# both removed first (one `sh` more).
+# The report with nothing kept (report/scanparts.py, report/scancache.py): the kept parts and
+# git's answers removed first (one `sh` more).
 COLD_ARGV = [
     "sh",
     "-c",
-    'rm -rf .git/oomrec/report-scan .git/oomrec/report-parts && exec "$@"',
+    'rm -rf .git/oomrec/report-parts .git/oomrec/report-git && exec "$@"',
     "sh",
     *REPORT_ARGV,
 ]

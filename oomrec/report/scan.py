@@ -178,10 +178,10 @@ def scan_csvs(
     row of their header are counted (`unreadable_rows`), rows without a length (that ran) and
     faked OOMs say nothing. `in_git`: `root` is a git work tree, asked for the commit (and date)
     of each OOM a row shows without one, as the import asks. `engine`: the row reader's.
-    `keep_in`: (the folder the last scan is kept in, the git state it depends on): the last scan
-    is taken as it is when nothing it was made from changed (report/scancache.py), else only
-    the files that changed are read and folded into the parts kept of the others
-    (report/scanparts.py); the result is the same scan either way.
+    `keep_in`: (the folder the last scan is kept in, the git state it depends on): only the
+    files that changed since are read, and folded into the parts kept of the others
+    (report/scanparts.py); git is asked only about rows it was not asked about under this
+    state (report/scancache.py). The result is the same scan either way.
     """
     files, refused = csvscan.find_csv_files(paths)
     if keep_in is None:
@@ -191,12 +191,7 @@ def scan_csvs(
 
     folder, state = keep_in
     asked = (str(root.resolve()), tuple(commit_columns), engine)
-    signed = scancache.sign(files, [f.path for f in refused])
-    key = scancache.fingerprint(signed, (*asked, in_git), state if in_git else ())
-    where = folder / "report-scan"
-    kept = scancache.load(where, key)
-    if kept is not None:
-        return kept
+    signed = scancache.sign(files)
     out, at = scanparts.scan(
         folder / "report-parts",
         asked,
@@ -208,13 +203,12 @@ def scan_csvs(
     if in_git:
         # Git's answers about rows, kept under HEAD and the index and each file's signature:
         # after a sweep, only its new rows are asked about.
-        answers_at, answers_key = folder / "report-git", scancache.git_key(asked, state)
+        answers_at, answers_key = folder / "report-git", scancache.key_of("git", *asked, state)
         kept_answers = scancache.load(answers_at, answers_key, dict) or {}
         answers = GitAnswers(kept_answers, {}, signed.files)
     scan = _finish(out, at, refused, root, in_git, answers)
     if answers is not None and answers.used != answers.kept:
         scancache.save(answers_at, answers_key, answers.used)
-    scancache.save(where, key, scan)
     return scan
 
 

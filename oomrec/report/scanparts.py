@@ -1,11 +1,12 @@
-"""The report's scan kept in parts, so that a report after a sweep reads only what changed.
+"""The report's scan kept in parts, so that a report reads only the files that changed.
 
-The kept scan (report/scancache.py) is the whole scan, taken only when nothing it was made
-from changed. A sweep adds a CSV or grows one, and then every row of every file would be read
-and folded again. So the scan is also kept in parts: each part is the fold (before git is
-asked anything) of some of the files, under each file's signature and its provenance file's.
-A part whose files are all unchanged is taken as it is; the files of the other parts, and the
-files no part holds, are read and folded into one new part; the parts are merged.
+A report is often asked again over files that have not changed, or after a sweep added a CSV
+or grew one; reading and folding every row again would take seconds. So the fold of the rows
+(before git is asked anything) is kept in parts: each part is the fold of some of the files,
+under each file's signature and its provenance files' (report/scancache.py). A part whose
+files are all unchanged is taken as it is; the files of the other parts, and the files no part
+holds, are read and folded into one new part; the parts are merged. Over unchanged files,
+nothing is read and polars is not even imported.
 
 The merge gives what one fold of all the files gives, because the fold is a choice per cell
 that does not depend on how the files are grouped: per outcome, the latest row (the greatest
@@ -29,19 +30,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import pickle
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oomrec import __version__
+from oomrec.report import scancache
 from oomrec.report.scan import CellRows, FileAt, Scan, Seen
 from oomrec.report.scancache import Signed
 
-_MAGIC = b"oomrec report-part v1\n"
-# A part larger than this is not worth its read (a corpus of millions of distinct cells).
-_MAX_BYTES = 64 << 20
 # At most this many parts are kept: each costs a file read and a merge per report.
 MAX_PARTS = 8
 
@@ -64,7 +60,7 @@ def scan(
 ) -> tuple[Scan, dict[str, FileAt]]:
     """The fold of `files` (in this order) and each read file by its source field: the clean
     parts kept in `folder`, and `fold` of the other files. Keeps the parts it was made of."""
-    head = _head(asked)
+    head = scancache.key_of("part", *asked)
     now = {path: signed.files[path] + signed.sidecar_of.get(path, b"") for path in files}
     kept = _load_all(folder, head)
     clean: list[tuple[str, Part]] = []
@@ -188,70 +184,26 @@ def _wins(seen: Seen, held: Seen, order: Callable[[Seen], tuple[int, int]], *, l
     return order(seen) < order(held)
 
 
-def _head(asked: Sequence[object]) -> bytes:
-    digest = hashlib.sha256(repr((__version__, tuple(asked))).encode()).hexdigest()
-    return _MAGIC + digest.encode() + b"\n"
-
-
-def _load_all(folder: Path, head: bytes) -> list[tuple[str, Part]]:
-    """Each part in `folder` made under `head`, by file name."""
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return []
+def _load_all(folder: Path, key: bytes) -> list[tuple[str, Part]]:
+    """Each part in `folder` kept under `key`, by file name."""
     out = []
-    for name in names:
-        if name.endswith(".tmp"):
-            continue
-        try:
-            with open(folder / name, "rb") as handle:
-                data = handle.read(_MAX_BYTES + 1)
-        except OSError:
-            continue
-        if len(data) > _MAX_BYTES or not data.startswith(head):
-            continue
-        try:
-            # Only oomrec writes it, in the repository's own git dir (whoever can write there
-            # can already run code through its hooks).
-            part = pickle.loads(data[len(head) :])
-        except Exception:  # a cut or foreign file is only a miss
-            continue
-        if isinstance(part, Part) and isinstance(part.scan, Scan):
+    for name in scancache.kept_names(folder):
+        part = scancache.load(folder / name, key, Part)
+        if part is not None and isinstance(part.scan, Scan):
             out.append((name, part))
     return out
 
 
-def _save(folder: Path, head: bytes, part: Part) -> str:
-    """Keep `part` (atomically); its file name, or "" when it could not be kept (time lost
-    only)."""
-    try:
-        body = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
-        if len(body) > _MAX_BYTES:
-            return ""
-        name = hashlib.sha256(head + body).hexdigest()[:32]
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(head + body)
-            os.replace(tmp, folder / name)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except (OSError, pickle.PicklingError, RecursionError):
-        return ""
-    return name
+def _save(folder: Path, key: bytes, part: Part) -> str:
+    """Keep `part`; its file name, or "" when it could not be kept (time lost only)."""
+    name = hashlib.sha256(key + b"".join(sorted(part.files.values()))).hexdigest()[:32]
+    return name if scancache.save(folder / name, key, part) else ""
 
 
 def _remove_others(folder: Path, keep: set[str]) -> None:
     """Every part file but those in `keep`: parts no longer clean, of another question or
     version, or cut. A temporary file of a save in flight is left alone."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for name in names:
-        if name not in keep and not name.endswith(".tmp"):
+    for name in scancache.kept_names(folder):
+        if name not in keep:
             with contextlib.suppress(OSError):
                 os.unlink(folder / name)
