@@ -125,3 +125,34 @@ def test_a_broken_cache_is_a_miss(repo: Repo, corpus: Path, damage: str, which: 
         third, modules = report(repo)
         assert third == first
         assert "polars" not in modules
+
+
+def test_a_fifo_or_a_link_to_a_device_in_the_cache_does_not_hang(repo: Repo, corpus: Path) -> None:
+    """Kept files are opened without blocking and read only when regular: a FIFO (no writer)
+    would hang an open for reading, /dev/zero a read."""
+    first, _ = report(repo)
+    kept = repo.path / ".git" / "oomrec"
+    (part,) = (kept / "report-parts").iterdir()
+    part.unlink()
+    os.mkfifo(part)
+    (kept / "report-parts" / "zero").symlink_to("/dev/zero")
+    (kept / "report-git").unlink(missing_ok=True)
+    os.mkfifo(kept / "report-git")
+    again, modules = report(repo)
+    assert again == first
+    assert "polars" in modules
+
+
+def test_a_save_killed_mid_write_leaves_no_file_behind_for_long(repo: Repo, corpus: Path) -> None:
+    """A report killed while it writes a part leaves its temporary file; the next save removes
+    it once it is old (one being written now is young and kept)."""
+    report(repo)
+    parts = repo.path / ".git" / "oomrec" / "report-parts"
+    old, young = parts / "abc.1234.tmp", parts / "def.5678.tmp"
+    old.write_bytes(b"cut")
+    young.write_bytes(b"cut")
+    os.utime(old, (0, 0))
+    corpus.write_text(corpus.read_text() + ran(GEMMA, 1024, "2026-07-02") + "\n")
+    body, _ = report(repo)
+    assert frontier(body) == [(GEMMA, "gb10 122GB", 1024, 8192)]
+    assert not old.exists() and young.exists()

@@ -22,12 +22,14 @@ import hashlib
 import os
 import pickle
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from oomrec import __version__
 from oomrec.core.provenance import SIDECAR_SUFFIX
+from oomrec.core.regular import NotRead, read_regular
 
 _MAGIC = b"oomrec report-cache v2\n"
 # Past this, a kept file is not worth its read (a corpus of millions of distinct cells).
@@ -98,11 +100,11 @@ def git_state(git_dir: Path, head: str | None) -> tuple[object, ...]:
 def load(path: Path, key: bytes, kind: type) -> Any:
     """The object of `kind` kept in `path` under `key`, else None."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
-    except OSError:
+        # A regular file only, opened without blocking: a FIFO put there cannot hang a report.
+        data, _ = read_regular(path, _MAX_BYTES)
+    except (OSError, NotRead):
         return None
-    if len(data) > _MAX_BYTES or not data.startswith(key):
+    if not data.startswith(key):
         return None
     try:
         # Only oomrec writes it, in the repository's own git dir (whoever can write there can
@@ -121,6 +123,7 @@ def save(path: Path, key: bytes, kept: object) -> bool:
         if len(body) > _MAX_BYTES:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_saves(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as out:
@@ -133,6 +136,22 @@ def save(path: Path, key: bytes, kept: object) -> bool:
     except (OSError, pickle.PicklingError, RecursionError):
         return False
     return True
+
+
+# A save's temporary file older than this was left by a report that was killed.
+_STALE_SAVE_S = 600
+
+
+def _remove_stale_saves(folder: Path) -> None:
+    """The temporary files of saves killed mid-write (SIGKILL, a full disk), so that they do
+    not pile up; one being written now is younger and left alone."""
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.endswith(".tmp") and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_SAVE_S:
+                        os.unlink(entry.path)
 
 
 def kept_names(folder: Path) -> Iterable[str]:
