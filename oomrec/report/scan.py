@@ -216,9 +216,9 @@ class GitAnswers(NamedTuple):
     """Git's answers about rows (the resolved Seen by the Seen asked about and its file's
     signature): `kept` from the last report, `used` this one's, by file path `signatures`."""
 
-    kept: dict[tuple[Seen, bytes], Seen]
-    used: dict[tuple[Seen, bytes], Seen]
-    signatures: dict[str, bytes]
+    kept: dict[tuple[Seen, tuple[int, ...]], Seen]
+    used: dict[tuple[Seen, tuple[int, ...]], Seen]
+    signatures: dict[str, tuple[int, ...]]
 
 
 def _finish(
@@ -600,7 +600,7 @@ def _commits_from_git(
             if file is None:
                 continue
             if answers is not None:
-                asked = (seen, answers.signatures.get(file.path, b""))
+                asked = (seen, answers.signatures.get(file.path, ()))
                 answer = answers.kept.get(asked)
                 if answer is not None:
                     resolved[seen] = answers.used[asked] = answer
@@ -615,7 +615,7 @@ def _commits_from_git(
         path = at[seen.where.rpartition(":")[0]].path
         resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
         if answers is not None:
-            answers.used[(seen, answers.signatures.get(path, b""))] = resolved[seen]
+            answers.used[(seen, answers.signatures.get(path, ()))] = resolved[seen]
     if not resolved:
         return
     for cell in out.cells.values():

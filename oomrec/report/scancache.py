@@ -36,13 +36,18 @@ _MAGIC = b"oomrec report-cache v2\n"
 _MAX_BYTES = 64 << 20
 
 
+# A file's signature: (device, inode, size, mtime, ctime, mode), or (-errno,) when it cannot be
+# stat'ed. A tuple of ints: made and compared in C, 10,000 times a report.
+Signature = tuple[int, ...]
+
+
 class Signed(NamedTuple):
     """What the files of a scan are now: each file's signature (in the scan's order), each
     file's provenance files' (the file and its journal; absent: none), and the files another
     path names too (a symlink, a hard link: read once, by scan_files)."""
 
-    files: dict[str, bytes]
-    sidecar_of: dict[str, bytes]
+    files: dict[str, Signature]
+    sidecar_of: dict[str, Signature]
     shared: set[str]
 
 
@@ -69,19 +74,18 @@ def sign(files: Sequence[str]) -> Signed:
             path = os.path.join(folder, name)
             # `<csv>.oomrec.json` and its journal, `<csv>.oomrec.json.journal`.
             csv = path[: path.rfind(SIDECAR_SUFFIX)]
-            signed.sidecar_of[csv] = signed.sidecar_of.get(csv, b"") + _signed(path)[0]
+            signed.sidecar_of[csv] = signed.sidecar_of.get(csv, ()) + _signed(path)[0]
     return signed
 
 
-def _signed(path: str) -> tuple[bytes, tuple[int, int] | None]:
+def _signed(path: str) -> tuple[Signature, tuple[int, int] | None]:
     """The signature of `path` (by stat: a symlink's is its target's), and the file's (device,
     inode) when it has one (some filesystems give every file inode 0)."""
     try:
         st = os.stat(path)
     except OSError as exc:
-        return f"{path}\0-{exc.errno}\n".encode("utf-8", "surrogateescape"), None
-    fields = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-    signature = f"{path}\0{fields}\n".encode("utf-8", "surrogateescape")
+        return (-(exc.errno or 1),), None
+    signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
     return signature, ((st.st_dev, st.st_ino) if st.st_ino else None)
 
 

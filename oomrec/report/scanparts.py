@@ -36,7 +36,7 @@ from pathlib import Path
 
 from oomrec.report import scancache
 from oomrec.report.scan import CellRows, FileAt, Scan, Seen
-from oomrec.report.scancache import Signed
+from oomrec.report.scancache import Signature, Signed
 
 # At most this many parts are kept: each costs a file read and a merge per report.
 MAX_PARTS = 8
@@ -47,7 +47,7 @@ class Part:
     """The fold of some files, before git: `files`, each file's signature with its provenance
     file's; `at`, each read file by its source field. Equal only to itself."""
 
-    files: dict[str, bytes]
+    files: dict[str, Signature]
     scan: Scan
     at: dict[str, FileAt]
 
@@ -61,7 +61,7 @@ def scan(
     """The fold of `files` (in this order) and each read file by its source field: the clean
     parts kept in `folder`, and `fold` of the other files. Keeps the parts it was made of."""
     head = scancache.key_of("part", *asked)
-    now = {path: signed.files[path] + signed.sidecar_of.get(path, b"") for path in files}
+    now = {path: signed.files[path] + signed.sidecar_of.get(path, ()) for path in files}
     kept = _load_all(folder, head)
     clean: list[tuple[str, Part]] = []
     covered: set[str] = set()
@@ -196,7 +196,8 @@ def _load_all(folder: Path, key: bytes) -> list[tuple[str, Part]]:
 
 def _save(folder: Path, key: bytes, part: Part) -> str:
     """Keep `part`; its file name, or "" when it could not be kept (time lost only)."""
-    name = hashlib.sha256(key + b"".join(sorted(part.files.values()))).hexdigest()[:32]
+    name = hashlib.sha256(key + repr(sorted(part.files.items())).encode("utf-8", "surrogateescape"))
+    name = name.hexdigest()[:32]
     return name if scancache.save(folder / name, key, part) else ""
 
 
