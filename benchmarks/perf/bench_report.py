@@ -15,10 +15,13 @@ PYTHONPATH; the JSON values that differ are counted, per path.
     python benchmarks/perf/bench_report.py [--files 10000] [--rows 100 11] [--headers 300]
         [--runs 3] [--keep DIR] [--before DIR]
 
-Two reports are timed: `cold`, with no kept scan (the cache file removed first, one `sh`
-more), which reads and folds every row and then keeps the scan; and `report`, the same command
-over files unchanged since the last report, which takes the kept scan (report/scancache.py:
-every file's signature, HEAD and the index checked; the JSON of both is asserted equal).
+Three reports are timed: `cold`, with nothing kept (the kept parts and git's answers removed
+first, one `sh` more), which reads and folds every row and keeps them; `report`, the same
+command over files unchanged since the last report, which takes the kept parts and answers
+(report/scanparts.py, report/scancache.py: every file's signature, HEAD and the index
+checked; its JSON asserted equal to cold's); and `sweep`, the report after one more CSV (a
+copy of the first file under a new name, one `cp` more), which reads only that file and merges
+its fold into the parts kept (its JSON asserted equal to a cold report's over the same files).
 
 A third case, `floor`, is what any report that reads every row with polars must do at least:
 the files read, the files of one header joined, their rows split into the columns a report
@@ -31,27 +34,25 @@ versions of a harness (the real corpus has 21 headers in 150 files) costs per he
 row. With `--before`, the other tree's import is timed too (the import reads its candidates
 through the same reader; its JSON is asserted equal).
 
-Figures, 2026-12-03 (fifth stop), 2-core dev VM, --runs 3:
+Figures, 2026-12-04, 2-core dev VM, --runs 3 (`sweep`: the report after one more CSV):
 
-    corpus              cold     report   import   floor    cold/import   floor/import
-    10,000 x 100 rows   2.27 s   0.46 s   0.80 s   0.67 s   x2.84         x0.83
-    10,000 x 11 rows    0.91 s   0.35 s   0.46 s   0.31 s   x2.01         x0.68
-    300 headers         0.78 s   0.13 s   0.76 s   0.40 s   x1.02         x0.52
-    real, 150 files     0.35 s   0.15 s   0.27 s   0.19 s   x1.26         x0.69
+    corpus              cold     report   sweep    import   cold/imp  report/imp  sweep/imp
+    10,000 x 100 rows   3.13 s   0.85 s   1.13 s   1.09 s   x2.92     x0.79       x1.10
+    10,000 x 11 rows    1.36 s   0.66 s   0.92 s   0.74 s   x1.94     x0.90       x1.25
+    300 headers         1.03 s   0.24 s   0.40 s   0.89 s   x1.16     x0.27       x0.48
+    real, 150 files     0.67 s   0.29 s   0.56 s   0.53 s   x1.26     x0.55       x1.02
 
-The report over unchanged files: x0.58, x0.78, x0.18 and x0.56 of import. Against the fourth
-stop's tree in the same rounds (--before, PYTHONPATH), its JSON equal on all four corpora: this
-tree's cold report is x1.01, x0.96, x0.25 and x0.80 of that tree's, and this tree's import
-x0.94, x0.88, x0.23 and x0.99 of its import. The gains are per header: csvread.rows now checks
-the quoting of all small headers' lines in one query and rules the cells of every header in
-one, not a dozen small polars queries per header (each ~0.7 ms of fixed cost). Where the cold
-report's time goes beyond the floor, 10,000 x 11 rows, in process: the rules and the facts
-~0.2 s (polars), the fold ~0.09 s, the kept scan ~0.1 s (a stat per file, pickle), git ~0.04 s,
-the frontier and its JSON ~0.06 s, a host and a source path per file ~0.06 s. The floor is under
-the import (x0.52 to x0.83), so the target (cold report <= 1.0x import) is not ruled out by
-reading and splitting alone; but all of the above would have to fit in what is left, 0.13 s
-for 1,000,000 rows. The target is met for a report over unchanged files, and nearly (x1.02) on
-a corpus of many headers; not for the first report after a change on the others.
+This VM's speed varies from run to run by a quarter: an earlier run of the same code the same
+day (before the signatures became tuples) gave sweep/import x0.89, x1.64, x0.47 and x1.05, and
+report/import x0.71, x1.03, x0.27 and x0.54. Against the stop before (750b237), which kept only
+the whole scan: the report after one more CSV was a cold report (sweep = cold), x2.9 of import
+on 10,000 x 100 rows; the JSON is the same on the real corpus, and on 10,000 x 100 rows the
+same but for the order of `contradictions` (now by model, machine class and length; the same
+2,765 entries). Where the sweep case's time goes beyond the report over unchanged files, in
+process, 10,000 x 11 rows: importing polars ~0.18 s, folding the one new file ~0.05 s; the
+stat of every file ~0.08 s and loading the parts ~0.08 s are in both. The cold report stays
+above the import (x1.2 to x2.9): it reads and parses every row, the import only the
+`SKIP:oom` candidates its byte search finds; the floor alone is x0.63 to x0.80 of the import.
 """
 
 from __future__ import annotations
