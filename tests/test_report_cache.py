@@ -156,3 +156,26 @@ def test_a_save_killed_mid_write_leaves_no_file_behind_for_long(repo: Repo, corp
     body, _ = report(repo)
     assert frontier(body) == [(GEMMA, "gb10 122GB", 1024, 8192)]
     assert not old.exists() and young.exists()
+
+
+def test_a_report_from_kept_parts_lists_what_a_fresh_one_lists_in_its_order(repo: Repo) -> None:
+    """The JSON of a report made from parts (files added one report after another, in another
+    order than they sort) is the JSON of a report with nothing kept, lists in the same order:
+    contradictions, OOMs, frontier, timeline."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    for name, model in (("c.csv", "zeta-4bit"), ("b.csv", "mu-4bit"), ("a.csv", "alpha-4bit")):
+        (folder / name).write_text(
+            csv_text(
+                failed(model, 8192, "2026-07-01", "SKIP:oom"),
+                ran(model, 8192, "2026-07-02"),
+                ran(model, 512, "2026-07-02", hw="Apple_M1_Ultra_128GB"),
+            )
+        )
+        kept, _ = report(repo)
+    assert len(kept["contradictions"]) == 3
+    for part in (repo.path / ".git" / "oomrec" / "report-parts").iterdir():
+        part.unlink()
+    fresh, modules = report(repo)
+    assert "polars" in modules
+    assert kept == fresh
