@@ -589,7 +589,8 @@ def _commits_from_git(
     gives it to the record it makes: the OOM is judged by the commit it was measured at.
     `at`: each read file by its source field; `answers`: git's answers kept from the last
     report (taken for a row of a file unchanged since) and kept for the next."""
-    wanted: dict[Seen, Wanted] = {}
+    # Each row git is asked about, with its file and its key among the kept answers.
+    wanted: dict[Seen, tuple[Wanted, str, tuple[Seen, tuple[int, ...]]]] = {}
     resolved: dict[Seen, Seen] = {}
     for cell in out.cells.values():
         for seen in (cell.latest.get(Outcome.OOM), cell.first.get(Outcome.OOM)):
@@ -599,6 +600,7 @@ def _commits_from_git(
             file = at.get(source)
             if file is None:
                 continue
+            asked: tuple[Seen, tuple[int, ...]] = (seen, ())
             if answers is not None:
                 asked = (seen, answers.signatures.get(file.path, ()))
                 answer = answers.kept.get(asked)
@@ -607,15 +609,15 @@ def _commits_from_git(
                     continue
             lineno = int(line)
             git_line = lineno if file.git_lines is None else file.git_lines[lineno - 1]
-            wanted[seen] = Wanted(file.relative, git_line, seen.commit == UNKNOWN_COMMIT)
-    commits = git_commits(wanted.values(), root, in_git=True) if wanted else None
-    for seen, row in wanted.items():
+            row = Wanted(file.relative, git_line, seen.commit == UNKNOWN_COMMIT)
+            wanted[seen] = (row, file.path, asked)
+    commits = git_commits([w[0] for w in wanted.values()], root, in_git=True) if wanted else None
+    for seen, (row, path, asked) in wanted.items():
         added = commits.of(row) if commits is not None else None
         commit = seen.commit if not row.lacks_commit else (added.sha if added else seen.commit)
-        path = at[seen.where.rpartition(":")[0]].path
         resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
         if answers is not None:
-            answers.used[(seen, answers.signatures.get(path, ()))] = resolved[seen]
+            answers.used[asked] = resolved[seen]
     if not resolved:
         return
     for cell in out.cells.values():

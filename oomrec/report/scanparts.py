@@ -122,11 +122,6 @@ def _merge(parts: Sequence[Part], position: dict[str, int]) -> Part:
     out = base.scan
     files = dict(base.files)
     at = dict(base.at)
-
-    def order(seen: Seen) -> tuple[int, int]:
-        source, _, line = seen.where.rpartition(":")
-        return position[source], int(line)
-
     for part in rest:
         files.update(part.files)
         at.update(part.at)
@@ -136,7 +131,7 @@ def _merge(parts: Sequence[Part], position: dict[str, int]) -> Part:
             if mine is None:
                 out.cells[key] = cell
                 continue
-            _pick(mine, cell, order)
+            _pick(mine, cell, position)
         for key, (n, commit, where) in other.fits.items():
             best = out.fits.get(key)
             if (
@@ -156,32 +151,33 @@ def _merge(parts: Sequence[Part], position: dict[str, int]) -> Part:
 
 
 def _order(where: str, position: dict[str, int]) -> tuple[int, int]:
+    """Where a row (`path:line`) is in file order: its file's position, then its line."""
     source, _, line = where.rpartition(":")
     return position[source], int(line)
 
 
-def _pick(mine: CellRows, other: CellRows, order: Callable[[Seen], tuple[int, int]]) -> None:
+def _pick(mine: CellRows, other: CellRows, position: dict[str, int]) -> None:
     """Into `mine`, per outcome, the latest and the first row of the two cells."""
     for outcome, seen in other.latest.items():
         held = mine.latest.get(outcome)
-        if held is None or _wins(seen, held, order, later=True):
+        if held is None or _wins(seen, held, position, later=True):
             mine.latest[outcome] = seen
     for outcome, seen in other.first.items():
         held = mine.first.get(outcome)
-        if held is None or _wins(seen, held, order, later=False):
+        if held is None or _wins(seen, held, position, later=False):
             mine.first[outcome] = seen
 
 
-def _wins(seen: Seen, held: Seen, order: Callable[[Seen], tuple[int, int]], *, later: bool) -> bool:
+def _wins(seen: Seen, held: Seen, position: dict[str, int], *, later: bool) -> bool:
     """Whether `seen` is the latest (`later`) or the first row rather than `held`, as the fold
     chooses: a dated row over an undated one, then by date, then the earlier in file order."""
     if held.date is None or seen.date is None:
         if held.date is not None:
             return False
-        return seen.date is not None or order(seen) < order(held)
+        return seen.date is not None or _order(seen.where, position) < _order(held.where, position)
     if seen.date != held.date:
         return (seen.date > held.date) if later else (seen.date < held.date)
-    return order(seen) < order(held)
+    return _order(seen.where, position) < _order(held.where, position)
 
 
 def _load_all(folder: Path, key: bytes) -> list[tuple[str, Part]]:
