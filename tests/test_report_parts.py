@@ -1,7 +1,8 @@
 """The report's scan kept in parts (report/scanparts.py): after any sequence of changes to a
 folder of CSVs (files written, rewritten with their mtime set back, removed, linked twice,
-provenance added beside them), the scan made from the kept parts and a fold of what changed
-equals a fresh scan of every file. Real files, real links; no cache is faked."""
+committed), the scan made from the kept parts and a fold of what changed equals a fresh scan
+of every file; provenance written beside a kept file makes it stale. Real files, real links,
+real git; no cache is faked."""
 
 from __future__ import annotations
 
