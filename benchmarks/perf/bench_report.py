@@ -27,6 +27,10 @@ A third case, `floor`, is what any report that reads every row with polars must 
 the files read, the files of one header joined, their rows split into the columns a report
 reads, as text (FLOOR below), and nothing else. `cold / floor` is what the report does beyond
 that floor: the quoting check, the rules, the facts, the fold, git, the frontier, the JSON.
+`fold` is the floor and then the least fold there is: every row grouped by (model, hardware,
+target length, token) in one polars group_by, each cell's first and latest date; no rule, no
+fact, no git, no JSON, nothing kept. Where `fold / import` is above 1, no report that reads
+every row can be at most 1.0x the import.
 
 A fourth corpus (`--headers`, default 300 files) gives each file its own header, the named
 columns in another order among 0 to 36 unread ones, five rows each: a corpus gathered over many
@@ -37,22 +41,25 @@ through the same reader; its JSON is asserted equal).
 Figures, 2026-12-04, 2-core dev VM, --runs 3 (`sweep`: the report after one more CSV):
 
     corpus              cold     report   sweep    import   cold/imp  report/imp  sweep/imp
-    10,000 x 100 rows   3.13 s   0.85 s   1.13 s   1.09 s   x2.92     x0.79       x1.10
-    10,000 x 11 rows    1.36 s   0.66 s   0.92 s   0.74 s   x1.94     x0.90       x1.25
-    300 headers         1.03 s   0.24 s   0.40 s   0.89 s   x1.16     x0.27       x0.48
-    real, 150 files     0.67 s   0.29 s   0.56 s   0.53 s   x1.26     x0.55       x1.02
+    10,000 x 100 rows   3.40 s   0.88 s   1.13 s   1.25 s   x2.72     x0.70       x0.92
+    10,000 x 11 rows    1.87 s   0.76 s   1.12 s   0.89 s   x2.00     x0.85       x1.22
+    300 headers         1.46 s   0.24 s   0.50 s   1.57 s   x0.93     x0.14       x0.32
+    real, 150 files     0.62 s   0.26 s   0.50 s   0.51 s   x1.21     x0.52       x0.98
 
-This VM's speed varies from run to run by a quarter: an earlier run of the same code the same
-day (before the signatures became tuples) gave sweep/import x0.89, x1.64, x0.47 and x1.05, and
-report/import x0.71, x1.03, x0.27 and x0.54. Against the stop before (750b237), which kept only
-the whole scan: the report after one more CSV was a cold report (sweep = cold), x2.9 of import
-on 10,000 x 100 rows; the JSON is the same on the real corpus, and on 10,000 x 100 rows the
-same but for the order of `contradictions` (now by model, machine class and length; the same
-2,765 entries). Where the sweep case's time goes beyond the report over unchanged files, in
-process, 10,000 x 11 rows: importing polars ~0.18 s, folding the one new file ~0.05 s; the
-stat of every file ~0.08 s and loading the parts ~0.08 s are in both. The cold report stays
-above the import (x1.2 to x2.9): it reads and parses every row, the import only the
-`SKIP:oom` candidates its byte search finds; the floor alone is x0.63 to x0.80 of the import.
+    corpus              floor    fold     floor/imp  fold/imp  cold/fold
+    10,000 x 100 rows   1.06 s   1.30 s   x0.86      x1.04     x2.61
+    10,000 x 11 rows    0.59 s   0.64 s   x0.64      x0.74     x2.81
+    300 headers         0.82 s   0.87 s   x0.52      x0.55     x1.69
+    real, 150 files     0.31 s   0.31 s   x0.54      x0.54     x2.04
+
+This VM's speed varies from run to run by a quarter (the 300-header import took 0.89 s in an
+earlier run the same day, and the cold report 1.03 s). The cold report stays above the import
+on three corpora: it reads and parses every row, the import only the `SKIP:oom` candidates its
+byte search finds. On 10,000 x 100 rows even the fold floor, which reads, splits and groups
+every row and does nothing else, is above the import (x1.04): a cold report there cannot be at
+most 1.0x. Where the sweep case's time goes beyond the report over unchanged files, in process,
+10,000 x 11 rows: importing polars ~0.18 s, folding the one new file ~0.05 s; the stat of every
+file ~0.08 s and loading the parts ~0.08 s are in both.
 """
 
 from __future__ import annotations
@@ -113,7 +120,10 @@ SWEEP_ARGV = [
 # header joined, and their rows split by polars into the columns a report reads (model,
 # hardware, date, the lengths, the commits, and the three fields after the named ones, where
 # the token stands), as text. No rule, no fact, no fold, no git, no JSON: only what the
-# import does too (reading, start-up) and the split it does only for its candidates.
+# import does too (reading, start-up) and the split it does only for its candidates. With
+# `fold` (argv[2]), also the least fold a report does: every header's rows joined under the
+# columns' names, and one group_by per (model, hardware, target length, token) for each
+# cell's first and latest date; still no rule, no fact, no git, no JSON, nothing kept.
 FLOOR = """
 import glob, sys
 import polars as pl
@@ -126,6 +136,7 @@ for name in sorted(glob.glob(sys.argv[1] + "/**/*.csv", recursive=True)):
         header, _, body = f.read().partition(b"\\n")
     groups.setdefault(header, []).append(body)
 rows = 0
+frames = []
 for header, bodies in groups.items():
     names = header.decode().split(",")
     width = len(names)
@@ -135,6 +146,17 @@ for header, bodies in groups.items():
     frame = pl.read_csv(data, has_header=False, new_columns=[f"c{i}" for i in range(width + 3)],
                         columns=columns, infer_schema=False, truncate_ragged_lines=True)
     rows += frame.height - 1
+    if sys.argv[2:] == ["fold"]:
+        first = {}
+        for i, n in enumerate(names):
+            if n in WANTED:
+                first.setdefault(n, f"c{i}")
+        named = {c: n for n, c in first.items()} | {f"c{width}": "token"}
+        frames.append(frame.slice(1).select(pl.col(c).alias(n) for c, n in named.items()))
+if frames:
+    rows = pl.concat(frames, how="diagonal").group_by(
+        "model", "hardware", "prompt_target_len", "token"
+    ).agg(pl.col("date").min().alias("first"), pl.col("date").max().alias("latest")).height
 print(rows)
 """
 
@@ -147,6 +169,7 @@ def compare(repo: Path, label: str, runs: int, before: Path | None) -> None:
         "report": REPORT_ARGV,
         "sweep": SWEEP_ARGV,
         "floor": [sys.executable, "-c", FLOOR, str(repo / "benchmarks")],
+        "fold": [sys.executable, "-c", FLOOR, str(repo / "benchmarks"), "fold"],
     }
     envs = {}
     if before is not None:
@@ -173,6 +196,13 @@ def compare(repo: Path, label: str, runs: int, before: Path | None) -> None:
         f"{statistics.median(floor.wall):.2f} s, cpu {statistics.median(floor.cpu):.2f} s; "
         f"floor / import wall x{ratio(floor.wall, imp.wall):.2f}; cold / floor wall "
         f"x{ratio(cold.wall, floor.wall):.2f}"
+    )
+    fold = results["fold"]
+    print(
+        f"{label}: fold floor (the floor, then one group_by of every row into "
+        f"{int(fold.stdout)} cells, nothing else) wall {statistics.median(fold.wall):.2f} s, cpu "
+        f"{statistics.median(fold.cpu):.2f} s; fold / import wall "
+        f"x{ratio(fold.wall, imp.wall):.2f}; cold / fold wall x{ratio(cold.wall, fold.wall):.2f}"
     )
     print(
         f"{label}: cold report (no kept scan) wall {statistics.median(cold.wall):.2f} s, cpu "
