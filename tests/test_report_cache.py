@@ -1,12 +1,14 @@
 """The report's kept scan (report/scanparts.py, report/scancache.py): asked again over the same
 files it is taken as it is, and any change to what it was made from (a CSV, its mtime set
-back, the provenance beside it, a new commit) makes it afresh; a broken cache is only a miss.
-Real files, real git."""
+back, the provenance beside it) makes it afresh; a broken cache is only a miss. Git is asked
+afresh every time: a commit, a replace ref, a deepened clone, git config and the time zone
+change its answers with no file changed. Real files, real git."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult
-from tests.gitrepo import Repo
+from tests.gitrepo import FIX_MESSAGE, Repo, git
 from tests.test_report import GEMMA, csv_text, failed, ran
-from tests.test_startup_imports import imported
+from tests.test_startup_imports import MARK, imported
 
 Cli = Callable[..., CliResult]
 
@@ -108,18 +110,17 @@ def _damage(kept: Path, damage: str) -> None:
 
 
 @pytest.mark.parametrize("damage", ["cut", "garbage", "folder"])
-@pytest.mark.parametrize("which", ["part", "git"])
-def test_a_broken_cache_is_a_miss(repo: Repo, corpus: Path, damage: str, which: str) -> None:
+def test_a_broken_cache_is_a_miss(repo: Repo, corpus: Path, damage: str) -> None:
     repo.git("add", "benchmarks/a.csv")
     repo.git("commit", "-q", "-m", "the CSV: its OOM row's commit is asked of git")
     first, _ = report(repo)
     kept = repo.path / ".git" / "oomrec"
     (part,) = (kept / "report-parts").iterdir()
-    _damage(part if which == "part" else kept / "report-git", damage)
+    _damage(part, damage)
     again, modules = report(repo)
     assert again == first
-    # A broken part is read again; broken answers are asked of git again.
-    assert ("polars" in modules) == (which == "part")
+    # A broken part is read again.
+    assert "polars" in modules
     if damage != "folder":
         # Replaced by a good one: the next report reads no row.
         third, modules = report(repo)
@@ -136,11 +137,12 @@ def test_a_fifo_or_a_link_to_a_device_in_the_cache_does_not_hang(repo: Repo, cor
     part.unlink()
     os.mkfifo(part)
     (kept / "report-parts" / "zero").symlink_to("/dev/zero")
-    (kept / "report-git").unlink(missing_ok=True)
+    # Where an earlier version kept git's answers: removed, never opened.
     os.mkfifo(kept / "report-git")
     again, modules = report(repo)
     assert again == first
     assert "polars" in modules
+    assert not (kept / "report-git").exists()
 
 
 def test_a_save_killed_mid_write_leaves_no_file_behind_for_long(repo: Repo, corpus: Path) -> None:
@@ -179,3 +181,99 @@ def test_a_report_from_kept_parts_lists_what_a_fresh_one_lists_in_its_order(repo
     fresh, modules = report(repo)
     assert "polars" in modules
     assert kept == fresh
+
+
+# -- git is asked afresh: its answers depend on more than HEAD and the index -----------------
+
+# An OOM row with no date and no commit column: its commit and date are git's answers.
+UNDATED_OOM = failed(GEMMA, 8192, "", "SKIP:oom")
+
+
+def warm(where: Path) -> None:
+    """A report that keeps its parts, made before what the next report must see."""
+    done, _ = imported(["report", "--json"], where)
+    assert done.returncode == 0, done.stderr
+
+
+def kept_and_fresh(where: Path, **env: str) -> dict[str, Any]:
+    """The report from the parts kept (none of its rows read again), asserted equal to a report
+    with nothing kept, its warnings too."""
+    done, modules = imported(["report", "--json"], where, **env)
+    assert done.returncode == 0, done.stderr
+    assert "polars" not in modules, "the rows were read again: nothing kept was tested"
+    git_dir = Path(git(where, "rev-parse", "--absolute-git-dir"))
+    shutil.rmtree(git_dir / "oomrec" / "report-parts")
+    fresh, _ = imported(["report", "--json"], where, **env)
+    assert fresh.returncode == 0, fresh.stderr
+    assert (json.loads(done.stdout), warnings(done.stderr)) == (
+        json.loads(fresh.stdout),
+        warnings(fresh.stderr),
+    )
+    return json.loads(done.stdout)
+
+
+def warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if not line.startswith(MARK)]
+
+
+def the_oom(body: dict[str, Any]) -> tuple[str, str, str]:
+    (oom,) = body["ooms"]
+    return oom["commit"], oom["date"], oom["status"]
+
+
+def oom_then_fix(repo: Repo) -> tuple[str, str]:
+    """A CSV whose undated OOM row came in one commit, then a fix of its model: the commits."""
+    rows = [ran(GEMMA, 512, "2026-07-01")]
+    repo.commit("a run", {"benchmarks/a.csv": csv_text(*rows)})
+    oom = repo.commit("an OOM", {"benchmarks/a.csv": csv_text(*rows, UNDATED_OOM)})
+    return oom, repo.commit(FIX_MESSAGE)
+
+
+def test_a_replace_ref_or_a_graft_is_seen_though_head_is_the_same(repo: Repo) -> None:
+    """`git replace --graft` changes which commit added the row, HEAD and the index the same;
+    so does undoing it, and GIT_NO_REPLACE_OBJECTS."""
+    oom, fix = oom_then_fix(repo)
+    warm(repo.path)
+    assert the_oom(kept_and_fresh(repo.path))[::2] == (oom, "no longer applies")
+    repo.git("replace", "--graft", "HEAD", "HEAD~2")
+    # HEAD's parent is the first run now: HEAD, which has the fix, added the OOM row.
+    assert the_oom(kept_and_fresh(repo.path))[::2] == (fix, "applies")
+    assert the_oom(kept_and_fresh(repo.path, GIT_NO_REPLACE_OBJECTS="1"))[0] == oom
+    repo.git("replace", "-d", "HEAD")
+    assert the_oom(kept_and_fresh(repo.path))[0] == oom
+
+
+def test_a_shallow_clone_deepened_is_seen(repo: Repo, tmp_path: Path) -> None:
+    """Deepening a shallow clone moves HEAD nowhere, yet the row's adding commit is found
+    below the old cut: the fix after it lifts the OOM."""
+    oom, fix = oom_then_fix(repo)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo.path}", str(clone))
+    warm(clone)
+    assert the_oom(kept_and_fresh(clone))[::2] == (fix, "applies")
+    git(clone, "fetch", "-q", "--unshallow")
+    assert the_oom(kept_and_fresh(clone))[::2] == (oom, "no longer applies")
+
+
+def test_git_config_that_changes_what_is_committed_is_seen(repo: Repo) -> None:
+    """With CRLF line ends in the work tree the row is not committed (dated by its file, no
+    commit); `core.autocrlf` set, the same file is what was committed: the file, HEAD and the
+    index are unchanged."""
+    oom, _ = oom_then_fix(repo)
+    csv = repo.path / "benchmarks" / "a.csv"
+    csv.write_bytes(csv.read_bytes().replace(b"\n", b"\r\n"))
+    warm(repo.path)
+    assert the_oom(kept_and_fresh(repo.path))[0] == "unknown"
+    repo.git("config", "core.autocrlf", "true")
+    assert the_oom(kept_and_fresh(repo.path))[::2] == (oom, "no longer applies")
+
+
+def test_a_row_dated_by_its_file_is_dated_in_the_time_zone_of_the_report(repo: Repo) -> None:
+    """A row no commit dates takes its file's modification date, in local time."""
+    csv = repo.path / "benchmarks" / "a.csv"
+    csv.parent.mkdir()
+    csv.write_text(csv_text(UNDATED_OOM))
+    os.utime(csv, (1_783_294_200, 1_783_294_200))  # 2026-07-05 23:30 UTC
+    warm(repo.path)
+    assert the_oom(kept_and_fresh(repo.path, TZ="UTC0"))[1] == "2026-07-05"
+    assert the_oom(kept_and_fresh(repo.path, TZ="JST-9"))[1] == "2026-07-06"

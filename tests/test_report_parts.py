@@ -51,8 +51,8 @@ def changes(draw: st.DrawFn) -> list[tuple[str, int, bytes]]:
 
 
 def kept_and_fresh(folder: Path, cache: Path) -> tuple[Scan, Scan]:
-    # No git state: the parts alone decide what is read (the whole scan is keyed on the files).
-    kept = scan_csvs([folder], folder, keep_in=(cache, ()))
+    # The parts alone decide what is read: they are kept under the files' signatures.
+    kept = scan_csvs([folder], folder, keep_in=cache)
     return kept, scan_csvs([folder], folder)
 
 
@@ -223,15 +223,13 @@ _Y = _UNDATED_OOM.format("Apple_M1_Ultra_128GB").encode()
 
 @settings(max_examples=examples(6))
 @given(GIT_OPS)
-# The same row (line, no date, no commit) on another machine, not committed yet: git's kept
-# answer (the commit that added the first) is not the answer for it.
+# The same row (line, no date, no commit) on another machine, not committed yet: the commit
+# that added the first is not the answer for it.
 @example([("write", 0, _X), ("commit", 0, b""), ("write", 0, _Y)])
-def test_git_answers_kept_are_what_git_says_now(ops: list[tuple[str, int, bytes]]) -> None:
+def test_kept_parts_in_git_are_what_git_says_now(ops: list[tuple[str, int, bytes]]) -> None:
     """In a real repository: CSVs written, grown (their old rows keep their lines, the new ones
-    are not committed yet), removed and committed; the scan from the kept parts and git's kept
-    answers (report-git, under HEAD, the index and each file's signature) equals a fresh scan
-    that asks git about every row."""
-    from oomrec.report.scancache import git_state
+    are not committed yet), removed and committed; the scan from the kept parts, git asked
+    about its rows, equals a fresh scan."""
     from tests.gitrepo import Repo
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -250,7 +248,6 @@ def test_git_answers_kept_are_what_git_says_now(ops: list[tuple[str, int, bytes]
             elif what == "commit":
                 repo.git("add", "-A")
                 repo.git("commit", "-q", "--allow-empty", "-m", f"{what} {slot}")
-            state = git_state(repo.path / ".git", repo.head())
-            kept = scan_csvs([folder], repo.path, in_git=True, keep_in=(cache, state))
+            kept = scan_csvs([folder], repo.path, in_git=True, keep_in=cache)
             fresh = scan_csvs([folder], repo.path, in_git=True)
             assert kept == fresh, (what, slot)

@@ -15,11 +15,11 @@ PYTHONPATH; the JSON values that differ are counted, per path.
     python benchmarks/perf/bench_report.py [--files 10000] [--rows 100 11] [--headers 300]
         [--runs 3] [--keep DIR] [--before DIR]
 
-Three reports are timed: `cold`, with nothing kept (the kept parts and git's answers removed
-first, one `sh` more), which reads and folds every row and keeps them; `report`, the same
-command over files unchanged since the last report, which takes the kept parts and answers
-(report/scanparts.py, report/scancache.py: every file's signature, HEAD and the index
-checked; its JSON asserted equal to cold's); and `sweep`, the report after one more CSV (a
+Three reports are timed: `cold`, with nothing kept (the kept parts removed first, one `sh`
+more), which reads and folds every row and keeps them; `report`, the same command over files
+unchanged since the last report, which takes the kept parts (report/scanparts.py,
+report/scancache.py: every file's signature checked; git asked afresh; its JSON asserted equal
+to cold's); and `sweep`, the report after one more CSV (a
 copy of the first file under a new name, one `cp` more), which reads only that file and merges
 its fold into the parts kept (its JSON asserted equal to a cold report's over the same files).
 
@@ -96,12 +96,12 @@ def pack(repo: Path) -> None:
     git(repo, "gc", "--quiet")
 
 
-# The report with nothing kept (report/scanparts.py, report/scancache.py): the kept parts and
-# git's answers removed first (one `sh` more).
+# The report with nothing kept (report/scanparts.py, report/scancache.py): the kept parts
+# removed first (one `sh` more).
 COLD_ARGV = [
     "sh",
     "-c",
-    'rm -rf .git/oomrec/report-parts .git/oomrec/report-git && exec "$@"',
+    'rm -rf .git/oomrec/report-parts && exec "$@"',
     "sh",
     *REPORT_ARGV,
 ]

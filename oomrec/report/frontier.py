@@ -474,12 +474,8 @@ def gather(
     in_git = settings.repo_root is not None
     keep_in = None
     if repo is not None:
-        from oomrec.report.scancache import git_state
-        from oomrec.store import gitrepo as gitutil
-
         with contextlib.suppress(AttributeError, TypeError, ValueError):
-            git_dir = Path(repo.git_dir)
-            keep_in = (git_dir / "oomrec", git_state(git_dir, gitutil.head_sha(repo)))
+            keep_in = Path(repo.git_dir) / "oomrec"
     scan = scan_csvs(paths, settings.base, commit_columns(settings), in_git=in_git, keep_in=keep_in)
     history = None
     if repo is not None:

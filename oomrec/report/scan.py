@@ -11,6 +11,7 @@ row by date; thousands of files repeat a few hundred cells, and only the cells a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -170,7 +171,7 @@ def scan_csvs(
     *,
     in_git: bool = False,
     engine: str = rowread.POLARS,
-    keep_in: tuple[Path, tuple[object, ...]] | None = None,
+    keep_in: Path | None = None,
 ) -> Scan:
     """Every data row of every CSV under `paths` (files and folders, recursive `*.csv`), folded.
 
@@ -178,10 +179,11 @@ def scan_csvs(
     row of their header are counted (`unreadable_rows`), rows without a length (that ran) and
     faked OOMs say nothing. `in_git`: `root` is a git work tree, asked for the commit (and date)
     of each OOM a row shows without one, as the import asks. `engine`: the row reader's.
-    `keep_in`: (the folder the last scan is kept in, the git state it depends on): only the
-    files that changed since are read, and folded into the parts kept of the others
-    (report/scanparts.py); git is asked only about rows it was not asked about under this
-    state (report/scancache.py). The result is the same scan either way.
+    `keep_in`: the folder the last scan is kept in: only the files that changed since are
+    read, and folded into the parts kept of the others (report/scanparts.py). The result is the
+    same scan either way. Git is asked afresh every time: what it answers depends on more than
+    any key could name (HEAD, the index, replace refs, grafts, a shallow cut, config, the
+    attributes, the time zone), and asking costs little, a few rows per cell.
     """
     files, refused = csvscan.find_csv_files(paths)
     if keep_in is None:
@@ -189,45 +191,22 @@ def scan_csvs(
         return _finish(out, at, refused, root, in_git)
     from oomrec.report import scancache, scanparts
 
-    folder, state = keep_in
+    # Git's answers an earlier version kept there: never read again.
+    with contextlib.suppress(OSError):
+        os.unlink(keep_in / "report-git")
     asked = (str(root.resolve()), tuple(commit_columns), engine)
-    signed = scancache.sign(files)
     out, at = scanparts.scan(
-        folder / "report-parts",
+        keep_in / "report-parts",
         asked,
         files,
-        signed,
+        scancache.sign(files),
         lambda todo: _read_fold(todo, root, commit_columns, engine),
     )
-    answers = None
-    if in_git:
-        # Git's answers about rows, kept under HEAD and the index and each file's signature:
-        # after a sweep, only its new rows are asked about.
-        answers_at, answers_key = folder / "report-git", scancache.key_of("git", *asked, state)
-        kept_answers = scancache.load(answers_at, answers_key, dict) or {}
-        answers = GitAnswers(kept_answers, {}, signed.files)
-    scan = _finish(out, at, refused, root, in_git, answers)
-    if answers is not None and answers.used != answers.kept:
-        scancache.save(answers_at, answers_key, answers.used)
-    return scan
-
-
-class GitAnswers(NamedTuple):
-    """Git's answers about rows (the resolved Seen by the Seen asked about and its file's
-    signature): `kept` from the last report, `used` this one's, by file path `signatures`."""
-
-    kept: dict[tuple[Seen, tuple[int, ...]], Seen]
-    used: dict[tuple[Seen, tuple[int, ...]], Seen]
-    signatures: dict[str, tuple[int, ...]]
+    return _finish(out, at, refused, root, in_git)
 
 
 def _finish(
-    out: Scan,
-    at: dict[str, FileAt],
-    refused: list[csvscan.ScannedFile],
-    root: Path,
-    in_git: bool,
-    answers: GitAnswers | None = None,
+    out: Scan, at: dict[str, FileAt], refused: list[csvscan.ScannedFile], root: Path, in_git: bool
 ) -> Scan:
     """The scan of the files read, with the refused files counted and, `in_git`, the commits git
     gives the OOM rows; each reason a file is skipped in order, as any part would give them."""
@@ -235,7 +214,7 @@ def _finish(
         out.files_skipped[bad.skipped or ""] = out.files_skipped.get(bad.skipped or "", 0) + 1
     out.files_skipped = dict(sorted(out.files_skipped.items()))
     if in_git:
-        _commits_from_git(out, at, root, answers)
+        _commits_from_git(out, at, root)
     return out
 
 
@@ -582,16 +561,12 @@ def _fold(rows: pl.DataFrame, sources: list[str], codes: Codes, out: Scan) -> No
         out.targets.setdefault(machines[mach], set()).add(length)
 
 
-def _commits_from_git(
-    out: Scan, at: dict[str, FileAt], root: Path, answers: GitAnswers | None = None
-) -> None:
+def _commits_from_git(out: Scan, at: dict[str, FileAt], root: Path) -> None:
     """The commit (and date) git gives each OOM a CSV row shows without one, as the import
     gives it to the record it makes: the OOM is judged by the commit it was measured at.
-    `at`: each read file by its source field; `answers`: git's answers kept from the last
-    report (taken for a row of a file unchanged since) and kept for the next."""
-    # Each row git is asked about, with its file and its key among the kept answers.
-    wanted: dict[Seen, tuple[Wanted, str, tuple[Seen, tuple[int, ...]]]] = {}
-    resolved: dict[Seen, Seen] = {}
+    `at`: each read file by its source field."""
+    # Each row git is asked about, with its file's path.
+    wanted: dict[Seen, tuple[Wanted, str]] = {}
     for cell in out.cells.values():
         for seen in (cell.latest.get(Outcome.OOM), cell.first.get(Outcome.OOM)):
             if seen is None or (seen.commit != UNKNOWN_COMMIT and seen.date):
@@ -600,26 +575,18 @@ def _commits_from_git(
             file = at.get(source)
             if file is None:
                 continue
-            asked: tuple[Seen, tuple[int, ...]] = (seen, ())
-            if answers is not None:
-                asked = (seen, answers.signatures.get(file.path, ()))
-                answer = answers.kept.get(asked)
-                if answer is not None:
-                    resolved[seen] = answers.used[asked] = answer
-                    continue
             lineno = int(line)
             git_line = lineno if file.git_lines is None else file.git_lines[lineno - 1]
             row = Wanted(file.relative, git_line, seen.commit == UNKNOWN_COMMIT)
-            wanted[seen] = (row, file.path, asked)
-    commits = git_commits([w[0] for w in wanted.values()], root, in_git=True) if wanted else None
-    for seen, (row, path, asked) in wanted.items():
-        added = commits.of(row) if commits is not None else None
+            wanted[seen] = (row, file.path)
+    if not wanted:
+        return
+    commits = git_commits([row for row, _ in wanted.values()], root, in_git=True)
+    resolved: dict[Seen, Seen] = {}
+    for seen, (row, path) in wanted.items():
+        added = commits.of(row)
         commit = seen.commit if not row.lacks_commit else (added.sha if added else seen.commit)
         resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
-        if answers is not None:
-            answers.used[asked] = resolved[seen]
-    if not resolved:
-        return
     for cell in out.cells.values():
         for rows in (cell.latest, cell.first):
             oom = rows.get(Outcome.OOM)

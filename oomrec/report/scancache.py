@@ -4,15 +4,15 @@ changed (the table, then `--html`, then `--json`) or after a sweep added one.
 
 The fold of the rows is kept in parts (report/scanparts.py), each under the signature of every
 file it read and of the provenance beside them: device, inode, size, mtime and ctime (a write
-changes the ctime, which no user can set back). Git's answers about rows without a commit are
-kept in `report-git`, under HEAD and the git index (a row's commit is the commit that added it)
-and each row's file's signature. Anything different, and that part is folded again, that row
-asked about again: what is taken is exactly what a fresh scan would give.
+changes the ctime, which no user can set back). Anything different, and that part is folded
+again: what is taken is exactly what a fresh scan would give. Git's answers (the commit that
+added a row without one) are not kept: they depend on more than a key could name, and asking
+costs a few rows per cell.
 
-The files are under `<git dir>/oomrec/` (each worktree its own, as its HEAD and index are;
-machine-local, never tracked; none outside git), each with oomrec's version and what it was
-made under in its head. They are a cache: one that cannot be read, is of another version or
-was made under another key is ignored and rewritten (atomically).
+The files are under `<git dir>/oomrec/` (each worktree its own; machine-local, never tracked;
+none outside git), each with oomrec's version and what it was made under in its head. They are
+a cache: one that cannot be read, is of another version or was made under another key is
+ignored and rewritten (atomically).
 """
 
 from __future__ import annotations
@@ -93,12 +93,6 @@ def key_of(*made_under: object) -> bytes:
     """The head a kept file starts with: oomrec's version and what it was made under."""
     digest = hashlib.sha256(repr((__version__, made_under)).encode()).hexdigest()
     return _MAGIC + digest.encode() + b"\n"
-
-
-def git_state(git_dir: Path, head: str | None) -> tuple[object, ...]:
-    """HEAD and the index's signature (the worktree's own git dir holds its index): what the
-    commits git gives rows depend on."""
-    return (head, _signed(str(git_dir / "index"))[0])
 
 
 def load(path: Path, key: bytes, kind: type) -> Any:
