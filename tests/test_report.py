@@ -425,6 +425,40 @@ def test_html_never_goes_over_the_record_or_a_csv_it_reads(repo: Repo, cli: Cli)
     assert cli("report", "--html", str(repo.path / "page.html")).exit_code == 0
 
 
+def test_html_to_a_fifo_is_written_while_read_and_refused_when_nothing_reads(
+    repo: Repo, cli: Cli
+) -> None:
+    """A FIFO no process reads would block the page's open for good: refused in one line. One
+    that is read (here by this test, opened before) gets the whole page."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    (folder / "cuda_gb10_2026-08-01.csv").write_text(csv_text(ran("m-4bit", 512, "2026-08-01")))
+    fifo = repo.path / "page"
+    os.mkfifo(fifo)
+    refused = cli("report", "--html", str(fifo))
+    assert refused.exit_code == 2
+    assert refused.stderr == (
+        f"oomrec: error: --html {fifo} is a FIFO no process reads; start its reader first, or "
+        "give --html a file path\n"
+    )
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        # A process of its own writes the page; the FIFO's 64 KiB buffer holds this small one,
+        # so it ends before the page is read here.
+        done = subprocess.run(
+            [sys.executable, "-m", "oomrec", "report", "--html", str(fifo)],
+            cwd=repo.path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        page = os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+    assert done.returncode == 0, done.stderr
+    assert page.startswith(b"<!DOCTYPE html>") and page.rstrip().endswith(b"</html>")
+
+
 def test_no_benchmarks_folder_says_what_to_pass(repo: Repo, cli: Cli) -> None:
     result = cli("report")
     assert result.exit_code == 2 and "pass the CSV files or folders" in result.stderr

@@ -8,6 +8,7 @@ so the page holds exactly the facts `oomrec report --json` prints.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -120,10 +121,30 @@ def target_problem(path: Path, searched: Sequence[Path], record: RecordFile) -> 
 
 
 def write_html(report: Report, path: Path) -> None:
-    """Write the page to `path`; OomrecError (one line) when it cannot be written."""
+    """Write the page to `path`; OomrecError (one line) when it cannot be written. A FIFO or a
+    device (`/dev/stdout` in a pipe) is written only while something reads it: opened without
+    blocking, one no process reads is refused rather than waited on."""
+    # A record line's undecodable bytes (surrogates) escaped, as on a terminal.
+    page = render(report).encode("utf-8", errors="backslashreplace")
     try:
-        # A record line's undecodable bytes (surrogates) escaped, as on a terminal.
-        path.write_text(render(report), encoding="utf-8", errors="backslashreplace")
+        regular = not path.exists() or path.is_file()
+        if regular:
+            path.write_bytes(page)
+            return
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OomrecError(
+                f"--html {path} is a FIFO no process reads; start its reader first, or give "
+                "--html a file path"
+            ) from None
+        raise OomrecError(
+            f"cannot write {path}: {exc.strerror or exc}; give --html a writable file path"
+        ) from None
+    try:
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb", closefd=True) as out:
+            out.write(page)
     except OSError as exc:
         raise OomrecError(
             f"cannot write {path}: {exc.strerror or exc}; give --html a writable file path"
