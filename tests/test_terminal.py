@@ -278,3 +278,39 @@ def test_record_add_of_a_missing_model_and_a_typed_duration_on_a_terminal_and_in
     assert wrong.returncode == 2
     assert wrong.stderr.splitlines() == [wrong.stderr.strip()], wrong.stderr
     assert "e.g. 1800, 30m, 1h30m, 90s" in wrong.stderr and "pydantic" not in wrong.stderr
+
+
+def test_a_record_with_control_sequences_reaches_no_terminal_raw(tmp_path: Path) -> None:
+    """A record line, hand-edited or pulled from another host's notes, may hold a terminal's
+    control sequences (a title set, the screen cleared, an 8-bit CSI) or a tab in any field:
+    `record list` shows each escaped, in a pipe and on a terminal, and the columns stay put."""
+    from tests.tty import run_on_tty
+
+    record = tmp_path / "rec"
+    record.write_bytes(
+        b"evil\x1b]0;PWNED\x07\x1b[2Jx\xc2\x9b31m,512,2026-01-01,abc\x1b[1m,,src\tx.csv,amd_epyc,"
+        b"25276203008\nl\xff\xfe,512,2026-01-01,abc,,x.csv\n"
+    )
+    done = piped("record", "list", "--record", str(record), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split("\t") for line in lines] == [
+        [
+            r"evil\x1b]0;PWNED\x07\x1b[2Jx\x9b31m",
+            "512",
+            "amd_epyc",
+            "2026-01-01",
+            r"abc\x1b[1m",
+            "-",
+            "25276203008",
+            r"src\tx.csv",
+        ],
+        [r"l\xff\xfe", "512", "-", "2026-01-01", "abc", "-", "-", "x.csv"],
+    ]
+    shown = ("record", "list", "--record", str(record))
+    status, screen, _ = run_on_tty(*shown, cwd=tmp_path, raw=True)
+    assert status == 0
+    assert r"evil\x1b]0;PWNED\x07\x1b[2Jx\x9b31m" in screen
+    # Only the table's own colour codes reach the terminal: no OSC, no clear, no C1.
+    assert "\x07" not in screen and "\x1b]" not in screen and "\x1b[2J" not in screen
+    assert "\x9b" not in screen

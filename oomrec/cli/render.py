@@ -90,15 +90,26 @@ def plain_lines(listing: Listing, count: int | None = None) -> str:
     """The first `count` records as tab-separated lines: full values, `-` for unknown."""
     records = listing.records if count is None else listing.records[:count]
     # One f-string per record and one per extra column: 100,000 records go to a pipe in ~0.1 s.
+    # Every text field escaped where it must be: a record line (or a shared note from another
+    # host) may hold a tab or a terminal's control sequence in any of them.
+    texts = zip(
+        _fields([r.model for r in records]),
+        _fields([r.hardware or "" for r in records]),
+        _fields([r.date or "" for r in records]),
+        _fields([r.commit or "" for r in records]),
+        _fields([r.source_csv for r in records]),
+        strict=True,
+    )
     out = [
-        f"{r.model}\t{r.prompt_target_len}\t{r.hardware or '-'}\t{r.date or '-'}\t"
-        f"{r.commit or '-'}\t{'-' if r.peak_bytes is None else r.peak_bytes}\t"
+        f"{model}\t{r.prompt_target_len}\t{hardware}\t{date}\t{commit}\t"
+        f"{'-' if r.peak_bytes is None else r.peak_bytes}\t"
         f"{'-' if r.mem_bytes is None else r.mem_bytes}\t{source}"
-        for r, source in zip(records, _fields([r.source_csv for r in records]), strict=True)
+        for r, (model, hardware, date, commit, source) in zip(records, texts, strict=True)
     ]
     if any(r.kind for r in records):
         # A guard stop is the operator's budget, not an OOM seen: said only when some line has it.
-        out = [f"{line}\t{r.kind or 'oom'}" for line, r in zip(out, records, strict=True)]
+        kinds = _fields([r.kind or "oom" for r in records])
+        out = [f"{line}\t{kind}" for line, kind in zip(out, kinds, strict=True)]
     for _, values in listing.extra:
         column = _fields(values[: len(out)])
         out = [f"{line}\t{value}" for line, value in zip(out, column, strict=True)]
@@ -107,21 +118,34 @@ def plain_lines(listing: Listing, count: int | None = None) -> str:
 
 
 def _fields(values: Sequence[str]) -> Sequence[str]:
-    """A column's values as fields of a tab-separated line: `-` for an empty one, a tab or line
-    break escaped (it would split the line or its columns). Checked once for the whole column:
-    nearly every column needs nothing."""
-    if all(values) and not _SPLITS.search("".join(values)):
+    """A column's values as fields of a tab-separated line: `-` for an empty one, each control
+    character escaped (`visible`). Checked once for the whole column: nearly every column needs
+    nothing."""
+    if all(values) and not _UNSAFE.search("".join(values)):
         return values
-    return [_one_field(value) for value in values]
+    return [visible(value) or "-" for value in values]
 
 
-_SPLITS = re.compile(r"[\t\n\r]")
+# What must not reach a terminal or a tab-separated line as it is: C0 and C1 controls (ESC,
+# CSI), DEL, the Unicode line breaks, and undecodable bytes (surrogateescape).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
-def _one_field(value: str) -> str:
-    if "\t" in value or "\n" in value or "\r" in value:
-        value = value.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    return value or "-"
+def visible(value: str) -> str:
+    """`value` with each character of _UNSAFE escaped: `\\t`, `\\xNN` (a surrogate as the byte it
+    stands for), `\\uNNNN`."""
+    return _UNSAFE.sub(_escape_unsafe, value) if _UNSAFE.search(value) else value
+
+
+def _escape_unsafe(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if char in _NAMED:
+        return _NAMED[char]
+    if code >= 0xDC80 and code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _print_table(listing: Listing, count: int, stream: TextIO) -> None:
@@ -160,16 +184,16 @@ def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) ->
 
     table = Table(title=listing.title, title_justify="left")
     columns: list[tuple[str, Any]] = [
-        ("model", lambda r: escape(r.model)),
+        ("model", lambda r: escape(visible(r.model))),
         ("length", lambda r: str(r.prompt_target_len)),
-        ("hardware", lambda r: r.hardware or "-"),
-        ("date", lambda r: r.date or "-"),
-        ("commit", lambda r: short_commit(r.commit) or "-"),
+        ("hardware", lambda r: escape(visible(r.hardware or "-"))),
+        ("date", lambda r: escape(visible(r.date or "-"))),
+        ("commit", lambda r: escape(visible(short_commit(r.commit) or "-"))),
         ("peak GiB", lambda r: peak_gib(r.peak_bytes)),
         ("mem GiB", lambda r: peak_gib(r.mem_bytes)),
-        ("source", lambda r: escape(r.source_csv) or "-"),
+        ("source", lambda r: escape(visible(r.source_csv)) or "-"),
         # A guard stop is the operator's budget, not an OOM seen; "oom" says the latter.
-        ("kind", lambda r: escape(r.kind or "oom")),
+        ("kind", lambda r: escape(visible(r.kind or "oom"))),
     ]
     kept = [(name, cell) for name, cell in columns if name not in dropped]
     for name, _ in kept:
@@ -185,7 +209,7 @@ def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) ->
     for name, _ in listing.extra:
         table.add_column(name, overflow="fold")
     for i, rec in enumerate(records):
-        extra = [escape(values[i]) for _, values in listing.extra]
+        extra = [escape(visible(values[i])) for _, values in listing.extra]
         table.add_row(*(cell(rec) for _, cell in kept), *extra)
     return table
 
