@@ -311,6 +311,41 @@ def test_only_regular_files_are_read_and_a_fifo_never_hangs(tmp_path: Path, kind
         )
 
 
+@pytest.mark.parametrize("how", ["sparse", "pseudo-file"])
+def test_a_file_no_record_could_be_is_refused_before_it_is_read_whole(
+    tmp_path: Path, how: str
+) -> None:
+    """A record file is read whole: one of gigabytes with no newline (one huge last line for an
+    append to tidy), or a pseudo-file that never ends, would take all memory. Refused in one
+    line, the file as it was."""
+    from oomrec.core.records import MAX_RECORD_BYTES
+
+    path = tmp_path / "rec"
+    if how == "sparse":
+        with path.open("wb") as out:
+            out.truncate(MAX_RECORD_BYTES + 1)
+    else:
+        path.symlink_to("/proc/self/pagemap")
+    size = path.stat().st_size
+    for args in (["record", "list", "--no-git"], ["record", "add", "m", "1"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "oomrec", *args, "--record", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("oomrec: error: ")
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        if how == "sparse":
+            assert done.stderr == (
+                f"oomrec: error: {path}: holds over 256 MiB, more than any OOM record file; "
+                "point --record at the record file\n"
+            )
+        assert path.stat().st_size == size
+
+
 def test_rewriting_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
     path = tmp_path / "rec"
     os.mkfifo(path)

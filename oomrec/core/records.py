@@ -50,6 +50,9 @@ FIELDS = (
     "kind",
 )
 MIN_FIELDS = 6
+# A record file is read whole: one over this (2.5 million lines of a hundred bytes) is not a
+# record file, and a pseudo-file (/proc/self/pagemap) that never ends is cut off here.
+MAX_RECORD_BYTES = 256 << 20
 # `kind` of a record written for a cell the memory guard stopped (no kind: an OOM seen).
 KIND_GUARD = "guard"
 # `kind` of a record of an OOM faked with --fake-oom: it applies as any record does (the hook
@@ -877,6 +880,9 @@ class RecordFile:
         """Under the lock: move a torn last line aside, remove temp files of killed rewrites."""
         self._remove_stale_temps()
         size = os.fstat(fd).st_size
+        if size > MAX_RECORD_BYTES:
+            # Before its last line is read: a file of gigabytes without a newline is one line.
+            raise self._too_large()
         if not _ends_without_newline(fd, size):
             return
         start = _last_line_start(fd, size)
@@ -991,8 +997,15 @@ class RecordFile:
         try:
             self._check_fd(fd)
             chunks = []
-            while chunk := os.read(fd, 1 << 20):
+            got = 0
+            # One byte past the limit: a file grown over it since fstat is refused too.
+            while got <= MAX_RECORD_BYTES and (
+                chunk := os.read(fd, min(1 << 20, MAX_RECORD_BYTES + 1 - got))
+            ):
                 chunks.append(chunk)
+                got += len(chunk)
+            if got > MAX_RECORD_BYTES:
+                raise self._too_large()
         except OSError as exc:
             raise OomrecError(f"{self.shown_as}: cannot read ({exc.strerror})") from None
         finally:
@@ -1030,7 +1043,16 @@ class RecordFile:
         self._refuse_irregular(mode)
 
     def _check_fd(self, fd: int) -> None:
-        self._refuse_irregular(os.fstat(fd).st_mode)
+        info = os.fstat(fd)
+        self._refuse_irregular(info.st_mode)
+        if info.st_size > MAX_RECORD_BYTES:
+            raise self._too_large()
+
+    def _too_large(self) -> OomrecError:
+        return OomrecError(
+            f"{self.shown_as}: holds over {show_bytes(MAX_RECORD_BYTES)}, more than any OOM record "
+            "file; point --record at the record file"
+        )
 
     def _refuse_irregular(self, mode: int) -> None:
         if not stat.S_ISREG(mode):
