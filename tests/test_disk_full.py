@@ -4,6 +4,7 @@ small tmpfs (root only; skipped where none can be mounted)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -88,3 +89,37 @@ def test_the_room_reserved_before_the_launch_takes_the_oom_when_the_disk_fills_m
         assert (disk / "filler").stat().st_size >= (256 - 64 - 8) * 1024
         lines = record.read_text().splitlines()
         assert [line.split(",")[:2] for line in lines] == [["a", "512"]]
+
+
+def test_a_retract_the_disk_cannot_take_leaves_record_and_archive_as_they_were(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The archive line fits, the rewrite of the record does not (its temp file needs a page
+    more): the archive line is cut off again, so the record is not both in play and retracted,
+    and a retry adds no second archive line. Then, with room, the retract goes through."""
+    with small_tmpfs(tmp_path / "disk", "64k") as disk:
+        record = disk / "rec"
+        # Past one page: its rewrite needs two pages free.
+        record.write_text("#" * 4095 + "\n")
+        assert cli("record", "add", "q", "9", "--record", str(record), "-q").exit_code == 0
+        kept = record.read_bytes()
+        fill(disk)
+        # One page free: the archive's line fits, the rewrite's temp file does not.
+        (disk / "filler2").unlink()
+        filler = disk / "filler"
+        os.truncate(filler, filler.stat().st_size - 4096)
+        for _ in range(2):
+            done = cli("record", "retract", "q", "9", "--reason", "typo", "--record", str(record))
+            assert done.exit_code == 2
+            assert done.stderr == (
+                f"oomrec: error: {record}: cannot rewrite it (No space left on device); it is "
+                "as it was; check free disk space and permissions\n"
+            )
+            assert record.read_bytes() == kept
+            assert not (disk / "rec.archive").exists()
+        filler.unlink()
+        done = cli("record", "retract", "q", "9", "--reason", "typo", "--record", str(record))
+        assert done.exit_code == 0, done.stderr
+        assert (disk / "rec.archive").read_text().count("\n") == 1
+        listed = cli("record", "list", "--record", str(record))
+        assert "q\t9" not in listed.stdout

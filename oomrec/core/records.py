@@ -960,6 +960,15 @@ class RecordFile:
                     os.unlink(real.parent / name)
 
     def _replace_with(self, text: str) -> None:
+        try:
+            self._write_replacement(text)
+        except OSError as exc:
+            raise OomrecError(
+                f"{self.shown_as}: cannot rewrite it ({exc.strerror or exc}); it is as it was; "
+                "check free disk space and permissions"
+            ) from None
+
+    def _write_replacement(self, text: str) -> None:
         # Rewrites refuse symlinks, so the path is the file; resolved all the same, so a
         # symlinked folder puts the temp file beside the real file.
         target = self.real_path

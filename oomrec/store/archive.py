@@ -18,9 +18,12 @@ once), never in neither.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -180,12 +183,35 @@ def move_out(
         if not moved:
             return []
         when = datetime.now(UTC)
-        archive.append_text(
-            "".join(archive_line(line.text, chosen[line.text], when) + "\n" for line in moved)
-        )
-        gone = {line.text for line in moved}
-        record_file.rewrite(lambda current: [x for x in current.lines if x.text not in gone])
+        with _taken_back_unless_done(archive):
+            archive.append_text(
+                "".join(archive_line(line.text, chosen[line.text], when) + "\n" for line in moved)
+            )
+            gone = {line.text for line in moved}
+            record_file.rewrite(lambda current: [x for x in current.lines if x.text not in gone])
     return moved
+
+
+@contextmanager
+def _taken_back_unless_done(archive: RecordFile) -> Iterator[None]:
+    """Under the record's lock: what is appended to the archive inside is cut off again when the
+    rewrite of the record that goes with it fails (a full disk), so that the two do not
+    disagree: a line archived yet still in the record (shown twice, archived again on each
+    retry), a restore logged without its line back."""
+    path = archive.real_path
+    try:
+        before: int | None = path.stat().st_size
+    except FileNotFoundError:
+        before = None
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if before is None:
+                path.unlink()
+            else:
+                os.truncate(path, before)
+        raise
 
 
 def add_retracted(record_file: RecordFile, texts: Sequence[str], reason: str) -> list[str]:
@@ -212,7 +238,7 @@ def restore_retracted(record_file: RecordFile, chosen: Sequence[ArchivedLine]) -
     if not texts:
         return []
     local = {line.original for line in chosen if not line.shared}
-    with record_file.locked():
+    with record_file.locked(), _taken_back_unless_done(archive):
         archive.append_text("".join(archive_line(t, RESTORED) + "\n" for t in texts))
 
         def add(current: Loaded) -> list[RecordLine]:
