@@ -703,6 +703,23 @@ def test_a_row_appended_by_a_later_commit_gets_that_commit(
     assert report.uncommitted_rows == []
 
 
+def test_a_blame_ignore_revs_file_in_config_changes_no_rows_commit(repo: Repo) -> None:
+    """`blame.ignoreRevsFile` naming a missing file (a common global setting, made for another
+    checkout): it failed every blame, and the rows of a file changed after it was added got
+    `unknown` and a warning that they were not committed."""
+    layout = "model,prompt_target_len,hardware"
+    source = "benchmarks/cuda_gb10_appended.csv"
+    first = repo.commit("first sweep", {source: csv_text(layout, f"early-oom,512,{GB10},SKIP:oom")})
+    with open(repo.path / source, "a", encoding="utf-8") as fh:
+        fh.write(f"late-oom,1024,{GB10},SKIP:oom\n")
+    repo.git("commit", "-q", "-am", "second sweep")
+    second = repo.head()
+    repo.git("config", "blame.ignoreRevsFile", str(repo.path.parent / "no-such-file"))
+    report = run_import(repo)
+    assert {r.model: r.commit for r in report.new} == {"early-oom": first, "late-oom": second}
+    assert report.uncommitted_rows == []
+
+
 def test_a_row_not_committed_yet_gets_unknown_and_a_warning(repo: Repo) -> None:
     source = "benchmarks/cuda_gb10_2026-07-03.csv"
     added = repo.commit(

@@ -423,7 +423,10 @@ def line_commits(root: Path, path: str, linenos: Collection[int]) -> dict[int, A
     for first, last in _runs(sorted(set(linenos))):
         ranges += ["-L", f"{first},{last}"]
     try:
-        out: str = repo.git.blame("--porcelain", *ranges, "--", path)
+        # --no-ignore-revs-file: a blame.ignoreRevsFile in the user's config (a common global
+        # setting) would credit lines to other commits, and one naming a missing file fails
+        # the blame; an empty `-c` value does not reset it before git opens the file.
+        out: str = repo.git.blame("--porcelain", "--no-ignore-revs-file", *ranges, "--", path)
     except GitCommandError as exc:
         raise OomrecError(
             f"git blame {path} in {root} failed ({_first_stderr_line(exc)}); check the repository"
