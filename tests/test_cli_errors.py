@@ -62,6 +62,25 @@ def test_an_explicit_record_in_a_missing_folder_is_an_error(
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.parametrize("command", [("record", "list"), ("record", "add", "m", "1")])
+def test_a_record_linked_into_a_missing_folder_is_an_error(
+    cli: Cli, repo: Repo, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """A dangling symlink is written through: its target's folder would have been created by
+    the first write. It must exist, as the link's own must; a link to a new file is fine."""
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "no" / "such" / "x")
+    line = one_error_line(cli(*command, "--record", str(link)))
+    assert line == (
+        f"oomrec: error: --record {link}: {tmp_path / 'no' / 'such'} does not exist; create the "
+        "folder or fix the path"
+    )
+    assert not (tmp_path / "no").exists()
+    (tmp_path / "fine").symlink_to(tmp_path / "new-record")
+    assert cli("record", "add", "m", "1", "--record", str(tmp_path / "fine")).exit_code == 0
+    assert (tmp_path / "new-record").read_text().startswith("m,1,")
+
+
 def test_a_file_as_the_records_folder_is_an_error(cli: Cli, repo: Repo) -> None:
     (repo.path / "afile").write_text("")
     line = one_error_line(cli("record", "add", "m", "1", "--record", "afile/x"))

@@ -210,11 +210,13 @@ def _exclude_from_git(path: Path, on_notice: Callable[[str], None] | None) -> No
 
 
 def _check_folder(path: Path, source: str) -> None:
-    folder = path.parent
-    if folder.is_dir():
-        return
-    what = "is not a folder" if folder.exists() else "does not exist"
-    raise OomrecError(f"{source} {path}: {folder} {what}; create the folder or fix the path")
+    # A symlink is written through to its target: the target's folder must exist too (a
+    # dangling link's target folder would be created by the first write).
+    for folder in dict.fromkeys((path.parent, Path(os.path.realpath(path)).parent)):
+        if folder.is_dir():
+            continue
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise OomrecError(f"{source} {path}: {folder} {what}; create the folder or fix the path")
 
 
 def default_record_path(settings: Settings) -> Path:
