@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -188,3 +189,30 @@ def test_a_closed_stderr_keeps_the_exit_status(repo: Repo) -> None:
     assert (wrong.returncode, wrong.stdout) == (2, b"")
     right = subprocess.run([*argv, "--json"], capture_output=True, cwd=repo.path)
     assert right.returncode == 0 and right.stdout.startswith(b'{"schema_version":1,')
+
+
+@pytest.mark.parametrize("char", ["\x1b", "\x7f", "\x9b", "\x85", "\u2028", "\u2029"])
+def test_a_model_name_with_a_control_character_is_refused_everywhere(
+    cli: Cli, repo: Repo, char: str
+) -> None:
+    """C0, DEL, C1 (an 8-bit CSI is a terminal's escape too) and the Unicode line breaks: no
+    model directory is named so. `record add` refuses it; `import-csv` leaves such a row out
+    with a warning, and the report does not show it as a model (they agree)."""
+    model = f"a{char}b-4bit"
+    line = one_error_line(cli("record", "add", model, "512"))
+    assert "contains a line break or control character" in line
+    folder = repo.path / "benchmarks"
+    folder.mkdir(exist_ok=True)
+    header = "model,prompt_target_len,hardware"
+    (folder / "cuda_gb10_a.csv").write_text(
+        f"{header}\n{model},512,NVIDIA_GB10_122GB,SKIP:oom\nok-4bit,512,NVIDIA_GB10_122GB\n",
+        encoding="utf-8",
+    )
+    imported = cli("record", "import-csv", "--dry-run", "--json")
+    assert imported.exit_code == 0, imported.stderr
+    body = json.loads(imported.stdout)
+    assert (body["would_add"], body["rows_skipped"]) == (0, {"model not a directory name": 1})
+    assert "contains a line break or control character" in imported.stderr
+    shown = cli("report", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["models"] == ["ok-4bit"]

@@ -1239,11 +1239,13 @@ def check_length(text: str) -> int:
     return value
 
 
+_MODEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("a leading '/'", lambda m: m.startswith("/")),
     ("an empty or '.' path part", lambda m: any(p in ("", ".") for p in m.split("/"))),
     ("','", lambda m: "," in m),
     ("'..'", lambda m: ".." in m),
-    ("a line break or control character", lambda m: any(ord(c) < 32 or c == "\x7f" for c in m)),
+    # C0, DEL and C1 (an 8-bit CSI is a terminal's escape too), and the Unicode line breaks.
+    ("a line break or control character", lambda m: bool(_MODEL_CONTROL.search(m))),
     ("a quote", lambda m: '"' in m),
 )
