@@ -419,3 +419,26 @@ def test_a_torn_line_that_cannot_be_moved_aside_names_the_torn_file(tmp_path: Pa
     with pytest.raises(OomrecError, match=r"\.oom-record\.torn: cannot keep the record's torn"):
         record.append([OomRecord("b-4bit", 512, "2026-07-04", "abc1234", None, "y.csv", "gb10")])
     assert path.read_bytes() == before
+
+
+def test_a_file_of_garbage_warns_a_screenful_and_keeps_every_line(tmp_path: Path, cli: Cli) -> None:
+    """The wrong file named as the record (a log, a CSV): a warning for each of its first lines,
+    then one for the rest, not a line per line on every command; a write keeps them all."""
+    from oomrec.core.records import MAX_LINE_WARNINGS
+
+    path = tmp_path / "rec"
+    garbage = "".join(f"garbage line {i}\n" for i in range(2000))
+    path.write_text(garbage)
+    listed = cli("record", "list", "--record", str(path))
+    assert listed.exit_code == 0
+    warned = [line for line in listed.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == MAX_LINE_WARNINGS + 1
+    assert warned[0] == f"warning: {path}:1: not a record (1 fields, needs at least 6), kept as is"
+    assert warned[-1] == (
+        f"warning: {path}:{MAX_LINE_WARNINGS + 1}: this line and "
+        f"{2000 - MAX_LINE_WARNINGS - 1} more up to line 2000 are not records or have notes too, "
+        "not listed one by one; every line is kept as is"
+    )
+    added = cli("record", "add", "m", "1", "--record", str(path), "-q")
+    assert added.exit_code == 0, added.stderr
+    assert path.read_text().startswith(garbage)

@@ -640,7 +640,20 @@ def collapse_warnings(path: Path, lines: Sequence[RecordLine]) -> list[Warning_]
         at = first[problem]
         extra = f" (and {n} more {'line' if n == 1 else 'lines'} like it)"
         warnings[at] = replace(warnings[at], problem=problem + extra)
+    if len(warnings) > MAX_LINE_WARNINGS:
+        # A file of garbage (the wrong file named, a binary) would print a line per line on
+        # every command: the first ones, then where the rest are.
+        rest = warnings[MAX_LINE_WARNINGS:]
+        summary = (
+            f"this line and {len(rest) - 1} more up to line {rest[-1].lineno} are not records "
+            "or have notes too, not listed one by one; every line is kept as is"
+        )
+        warnings = [*warnings[:MAX_LINE_WARNINGS], Warning_(path, rest[0].lineno, summary, True)]
     return warnings
+
+
+# Warnings about a record file's lines listed one by one, at most (as import-csv lists rows).
+MAX_LINE_WARNINGS = 20
 
 
 # Room for a sweep's records, reserved before its first launch: 64 KiB is ~600 record lines.
