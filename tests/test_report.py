@@ -17,6 +17,7 @@ import html5lib
 import pytest
 
 from oomrec.core.records import OomRecord
+from oomrec.core.schema import FAKE_OOM_PROMPT
 from oomrec.report.frontier import (
     CellRows,
     Machine,
@@ -733,3 +734,33 @@ def test_the_report_process_ends_with_its_status_and_all_its_output(repo: Repo) 
         assert early.stdout.read(10) == b'{"schema_v'
         early.stdout.close()
         assert b"Traceback" not in early.stderr.read()
+
+
+def test_oom_rows_the_import_leaves_out_are_counted_in_the_report(repo: Repo, cli: Cli) -> None:
+    """A SKIP:oom row with no length the import reads (`1e400`, `-4`, 20 digits) or no model
+    is left out by both; the import names each, the report counts them in one warning, so it
+    never drops evidence without a word. A faked OOM is no evidence: neither counts it."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    header = "model,prompt_target_len,hardware,prompt"
+    rows = [
+        "q-4bit,1e400,NVIDIA_GB10_122GB,x,SKIP:oom",
+        "q-4bit,-4,NVIDIA_GB10_122GB,x,SKIP:oom",
+        "q-4bit,99999999999999999999,NVIDIA_GB10_122GB,x,SKIP:oom",
+        ",512,NVIDIA_GB10_122GB,x,SKIP:oom",
+        f'q-4bit,,NVIDIA_GB10_122GB,"{FAKE_OOM_PROMPT}",SKIP:oom',
+        "q-4bit,512,NVIDIA_GB10_122GB,x",
+    ]
+    (folder / "cuda_gb10_a.csv").write_text("\n".join([header, *rows]) + "\n")
+    imported = cli("record", "import-csv", "--dry-run", "--json")
+    assert imported.exit_code == 0, imported.stderr
+    every = json.loads(imported.stdout)["bad_rows"]
+    bad = [b for b in every if not b["reason"].startswith("faked OOM")]
+    assert sorted(b["line"] for b in bad) == [2, 3, 4, 5] and len(every) == 5
+    shown = cli("report", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["files"]["oom_rows_left_out"] == len(bad)
+    assert shown.stderr == (
+        "warning: 4 SKIP:oom rows have no model or length the report can place, and are left "
+        "out; `oomrec record import-csv --dry-run` names each\n"
+    )

@@ -154,7 +154,13 @@ def facts(scan: Scan) -> dict:
         "cells": [(k, c.first, c.latest) for k, c in scan.cells.items()],
         "fits": list(scan.fits.items()),
         "targets": scan.targets,
-        "counts": (scan.files_read, scan.files_skipped, scan.rows, scan.unreadable_rows),
+        "counts": (
+            scan.files_read,
+            scan.files_skipped,
+            scan.rows,
+            scan.unreadable_rows,
+            scan.oom_rows_left_out,
+        ),
     }
 
 
@@ -182,6 +188,8 @@ def oracle(folder: Path, commit_columns: tuple[str, ...]) -> Scan:
         model = rowfacts.model_of(row["model"])
         length = rowfacts.length_of(row["target"], row["tokens"])
         if rowfacts.model_problem(model) or length.value is None:
+            if row[rowread.TOKEN] == schema.Token.TRUE_OOM and not schema.is_faked(row["prompt"]):
+                out.oom_rows_left_out += 1
             continue
         if not length.stated and outcome is not Outcome.OOM:
             continue

@@ -63,6 +63,13 @@ def report(
     # collection after it would walk them all again.
     with no_cycle_collection():
         built = gather(searched, record_file, loaded, settings, parked)
+    if built.oom_rows_left_out:
+        n = built.oom_rows_left_out
+        warnings.append(
+            f"warning: {n} SKIP:oom {'row has' if n == 1 else 'rows have'} no model or length "
+            "the report can place, and are left out; `oomrec record import-csv --dry-run` "
+            "names each"
+        )
     chosen = None
     if machine is not None:
         chosen = built.machine(machine.strip())

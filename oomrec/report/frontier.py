@@ -256,6 +256,8 @@ class Report:
     rows: int
     # Per grid cell, the row or record its outcome is shown from (for the page's hover titles).
     seen: dict[CellKey, Seen] = field(default_factory=dict)
+    # SKIP:oom rows without a model or length to place them by (Scan.oom_rows_left_out).
+    oom_rows_left_out: int = 0
 
     def machine(self, tag: str) -> Machine | None:
         """The class a `--machine` value names: its id (`gb10 122GB`) or its tag when unique."""
@@ -274,7 +276,12 @@ class Report:
         return {
             "schema_version": SCHEMA_VERSION,
             "head": self.head,
-            "files": {"read": self.files_read, "skipped": self.files_skipped, "rows": self.rows},
+            "files": {
+                "read": self.files_read,
+                "skipped": self.files_skipped,
+                "rows": self.rows,
+                "oom_rows_left_out": self.oom_rows_left_out,
+            },
             "machines": [
                 {"id": m.id, "hardware": m.tag, "mem_gb": m.mem_gb, "lengths": self.lengths[m]}
                 for m in self.machines
@@ -426,6 +433,7 @@ def _build(
         files_skipped=scan.files_skipped,
         rows=scan.rows,
         seen=shown_from,
+        oom_rows_left_out=scan.oom_rows_left_out,
     )
 
 

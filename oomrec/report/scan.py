@@ -136,6 +136,9 @@ class Scan:
     files_skipped: dict[str, int] = field(default_factory=dict)
     rows: int = 0
     unreadable_rows: int = 0
+    # `SKIP:oom` rows (not faked) without a model or a length the import reads: it leaves them
+    # out with a warning naming each, and so does the report, counted.
+    oom_rows_left_out: int = 0
 
 
 _FAKE = FAKE_OOM_PROMPT.encode()
@@ -257,7 +260,7 @@ def _read_fold(
     out.unreadable_rows = frame.select(problem.is_not_null().sum()).item()
     if out.unreadable_rows == out.rows:
         return out, at
-    rows, codes = _facts(frame, read)
+    rows, codes, out.oom_rows_left_out = _facts(frame, read)
     del frame
     if rows.height == 0:
         return out, at
@@ -297,10 +300,11 @@ def _mapped(frame: pl.DataFrame, column: str, decide: Callable[[str], Any], dtyp
     return pl.col(column).replace_strict(values, decided, default=None, return_dtype=dtype)
 
 
-def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.DataFrame, Codes]:
+def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.DataFrame, Codes, int]:
     """The rows of their header with their facts, in file and line order: model, machine class (an
     index into the list also returned), length, outcome, date, commit (None: the row names
-    none), whether the length is a target; rows that say nothing left out.
+    none), whether the length is a target; rows that say nothing left out, and how many of
+    them are OOMs (no model or no length).
 
     Each fact is decided once per distinct cell value (a corpus repeats a few), in Python by
     rowfacts and core.machine, and mapped onto the rows in one lazy polars query, which reads
@@ -327,6 +331,16 @@ def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.Dat
         faked = [p for p in prompts.to_list() if is_faked(p)]
     # MLXCEL_BENCH_FAKE_OOM / sweep --fake-oom: a cell never launched, no evidence.
     fake = oom & pl.col("prompt").is_in(faked)
+    # The OOM rows alone (a few in a hundred) asked which say nothing a cell can hold.
+    left_out = (
+        frame.lazy()
+        .filter(pl.col(rowread.PROBLEM).is_null() & oom)
+        .select(
+            ((models_of.is_null() | length.is_null()) & ~(fake if faked else pl.lit(False))).sum()
+        )
+        .collect()
+        .item()
+    )
     query = (
         frame.lazy()
         .filter(pl.col(rowread.PROBLEM).is_null())
@@ -355,7 +369,7 @@ def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.Dat
     query = _with_provenance(query, frame, read, machines, models)
     # In file and line order: the fold keeps the first of equal rows.
     rows = query.sort(rowread.FILE, maintain_order=True).with_row_index(_ORDER).collect()
-    return rows, Codes(machines, models, outcomes, days)
+    return rows, Codes(machines, models, outcomes, days), left_out
 
 
 class Codes(NamedTuple):

@@ -40,6 +40,8 @@ from oomrec.report.scancache import Signature, Signed
 
 # At most this many parts are kept: each costs a file read and a merge per report.
 MAX_PARTS = 8
+# What a part holds, in its key: a part of another format is of another question.
+_FORMAT = 2
 
 
 @dataclass(eq=False)
@@ -60,7 +62,7 @@ def scan(
 ) -> tuple[Scan, dict[str, FileAt]]:
     """The fold of `files` (in this order) and each read file by its source field: the clean
     parts kept in `folder`, and `fold` of the other files. Keeps the parts it was made of."""
-    head = scancache.key_of("part", *asked)
+    head = scancache.key_of("part", _FORMAT, *asked)
     now = {path: signed.files[path] + signed.sidecar_of.get(path, ()) for path in files}
     kept = _load_all(folder, head)
     clean: list[tuple[str, Part]] = []
@@ -145,6 +147,7 @@ def _merge(parts: Sequence[Part], position: dict[str, int]) -> Part:
         out.files_read += other.files_read
         out.rows += other.rows
         out.unreadable_rows += other.unreadable_rows
+        out.oom_rows_left_out += other.oom_rows_left_out
         for reason, count in other.files_skipped.items():
             out.files_skipped[reason] = out.files_skipped.get(reason, 0) + count
     return Part(files, out, at)
