@@ -367,3 +367,17 @@ def test_a_terminal_too_narrow_for_a_table_gets_whole_lines_and_markup_stays_tex
     status, screen, stderr = run_on_tty("record", "list", "--no-git", cwd=repo.path, columns=20)
     assert status == 0, stderr
     assert "a[bold]x\t1\t-\t2026-01-01\tu\t-\t-\ts" in screen
+
+
+def test_a_length_is_typed_as_check_and_sweep_take_it(cli: Cli, repo: Repo) -> None:
+    """`32k` is 32768 to `record add` and `record retract` as to `check` and `sweep`: one
+    reading of a typed length (0 too, for a record: the shortest prompt)."""
+    assert cli("record", "add", "m", "32k").exit_code == 0
+    assert cli("record", "add", "m", "0").exit_code == 0
+    record = repo.path / "benchmarks" / ".oom-record"
+    assert [line.split(",")[1] for line in record.read_text().splitlines()] == ["32768", "0"]
+    checked = cli("check", "m", "32k")
+    assert checked.exit_code == 1, checked.stderr
+    gone = cli("record", "retract", "m", "32K", "--reason", "typo")
+    assert gone.exit_code == 0, gone.stderr
+    assert [line.split(",")[1] for line in record.read_text().splitlines()] == ["0"]

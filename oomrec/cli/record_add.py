@@ -14,7 +14,8 @@ from oomrec.cli.render import print_json
 def add_command(
     model: Annotated[str, typer.Argument(metavar="MODEL", help="The model's directory name.")],
     length: Annotated[
-        str, typer.Argument(metavar="LENGTH", help="The prompt length (tokens) that OOMed.")
+        str,
+        typer.Argument(metavar="LENGTH", help="The length in tokens that OOMed (32768 or 32k)."),
     ],
     commit: Annotated[
         str | None,

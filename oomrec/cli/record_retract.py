@@ -14,7 +14,8 @@ from oomrec.cli.render import plural, print_json
 def retract_command(
     model: Annotated[str, typer.Argument(metavar="MODEL", help="The model's directory name.")],
     length: Annotated[
-        str, typer.Argument(metavar="LENGTH", help="The prompt length (tokens) recorded.")
+        str,
+        typer.Argument(metavar="LENGTH", help="The length in tokens recorded (32768 or 32k)."),
     ],
     reason: Annotated[
         str,

@@ -10,10 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.records import bounded_int, shorten
+from oomrec.core.records import shorten, typed_length
 
 # `2k` is 2048: the harness's ladder (512, 2048, 8192, 32768) is in powers of two.
-_LENGTH = re.compile(r"([0-9]+)([kK]?)")
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|h|m|s)?", re.IGNORECASE)
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 
@@ -50,15 +49,7 @@ def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[tuple[int, ..
 def parse_length(text: str) -> int | None:
     """One prompt length: digits, or digits and `k`/`K` (x1024); None when it is none or not a
     positive count below 2**63."""
-    match = _LENGTH.fullmatch(text)
-    if match is None:
-        return None
-    digits, k = match.groups()
-    number = bounded_int(digits)
-    if not number:
-        return None
-    value = number * 1024 if k else number
-    return value if value < 2**63 else None
+    return typed_length(text) or None
 
 
 def one_length(value: str | int) -> int:

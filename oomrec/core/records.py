@@ -1245,11 +1245,38 @@ def last_part(model: str) -> str:
 
 
 def check_length(text: str) -> int:
-    """A prompt length as typed by a user: a whole number >= 0; OomrecError otherwise."""
-    value = bounded_int(text.strip())
-    if value is None:
-        raise OomrecError(f"length {shorten(text)} is not a whole number >= 0; give a token count")
-    return value
+    """A record's prompt length as typed by a user (`typed_length`; 0 is the shortest prompt);
+    OomrecError otherwise."""
+    stripped = text.strip()
+    value = typed_length(stripped)
+    if value is not None:
+        return value
+    if _TYPED_LENGTH.fullmatch(stripped):
+        raise OomrecError(
+            f"length {shorten(text)} is over the largest a record holds, {2**63 - 1}; give a "
+            "token count"
+        )
+    raise OomrecError(
+        f"length {shorten(text)} is not a whole number >= 0; give a token count, e.g. 32768 or "
+        "32k (k = 1024)"
+    )
+
+
+def typed_length(text: str) -> int | None:
+    """A prompt length as people type it: digits, or digits and `k`/`K` (x1024), below 2**63;
+    None else. The one reading of a typed length (core.amounts takes the positive ones)."""
+    match = _TYPED_LENGTH.fullmatch(text)
+    if match is None:
+        return None
+    digits, k = match.groups()
+    number = bounded_int(digits)
+    if number is None:
+        return None
+    value = number * 1024 if k else number
+    return value if value < 2**63 else None
+
+
+_TYPED_LENGTH = re.compile(r"([0-9]+)([kK]?)")
 
 
 _MODEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
