@@ -381,3 +381,12 @@ def test_a_length_is_typed_as_check_and_sweep_take_it(cli: Cli, repo: Repo) -> N
     gone = cli("record", "retract", "m", "32K", "--reason", "typo")
     assert gone.exit_code == 0, gone.stderr
     assert [line.split(",")[1] for line in record.read_text().splitlines()] == ["0"]
+
+
+def test_a_filter_that_matches_nothing_says_it_is_the_filter(cli: Cli, repo: Repo) -> None:
+    assert cli("record", "add", "m", "512").exit_code == 0
+    listed = cli("record", "list", "--model", "nomatch", "--hardware", "gb10")
+    assert listed.exit_code == 0 and listed.stdout == ""
+    assert listed.stderr == (
+        "no OOM records matching --model nomatch --hardware gb10 in benchmarks/.oom-record\n"
+    )

@@ -320,7 +320,7 @@ def _root(
         typer.Option(
             "--quiet",
             "-q",
-            help="Print no informational lines; data and errors still (any command, any place).",
+            help="Print no informational lines; data and errors still print (any command, any place).",
         ),
     ] = False,
     color: Annotated[

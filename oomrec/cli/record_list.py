@@ -54,7 +54,13 @@ def list_command(
         print_json(result.to_json())
         return
     if not result.records:
-        info(f"no OOM records in {result.record}", err=True)
+        # With a filter, what matched nothing is the filter, not the file.
+        asked = [
+            *(f"--model {glob}" for glob in model or ()),
+            *([f"--hardware {hardware}"] * bool(hardware)),
+        ]
+        matching = f" matching {' '.join(asked)}" if asked else ""
+        info(f"no OOM records{matching} in {result.record}", err=True)
         return
     title = f"{result.record}: {plural(len(result.records), 'record')}"
     if not styled():
