@@ -320,7 +320,10 @@ def _root(
         typer.Option(
             "--quiet",
             "-q",
-            help="Print no informational lines; data and errors still print (any command, any place).",
+            help=(
+                "Print no informational lines; data and errors still print (any command, "
+                "any place)."
+            ),
         ),
     ] = False,
     color: Annotated[
