@@ -854,3 +854,21 @@ def test_off_a_terminal_the_summary_is_plain_columns(
     at = lines.index("cells per model and classification")
     assert lines[at + 1].split() == ["model", "ok", "total"]
     assert lines[at + 4].split() == ["all", "4", "4"]
+
+
+def test_a_dry_run_refuses_a_missing_models_dir_as_the_run_does(
+    cli: Cli, repo: Repo, runner: Runner
+) -> None:
+    """A dry run raises what the run would refuse before its first cell (a preflight in CI
+    catches it): a missing models dir too, said once; with --allow-empty both exit 0."""
+    args = ("--models", "a", "--lengths", "512", "--dry-run")
+    result = sweep(cli, runner, *args)
+    assert result.exit_code == 2
+    said = [line for line in result.stderr.splitlines() if "does not exist" in line]
+    assert said == [
+        "oomrec: error: models dir ./models does not exist: no model can run; pass --models-dir "
+        "or set models_dir in [tool.oomrec]"
+    ]
+    allowed = sweep(cli, runner, *args, "--allow-empty")
+    assert allowed.exit_code == 0, allowed.stderr
+    assert "does not exist: no model can run (pass --models-dir" in allowed.stderr

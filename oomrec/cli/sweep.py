@@ -247,7 +247,7 @@ def sweep_command(
     for warning in prepared.warnings:
         tell(warning)
     info(
-        *_header(prepared, "--ignore-record" if ignore_record else None, dry_run),
+        *_header(prepared, "--ignore-record" if ignore_record else None),
         *_memory_exclusions(prepared.loaded.lines, prepared.config),
         stream=log,
     )
@@ -330,7 +330,7 @@ def _memory_exclusions(lines: "Sequence[RecordLine]", config: "SweepConfig") -> 
     return said
 
 
-def _header(prepared: "Prepared", flag: str | None, dry_run: bool) -> list[str]:
+def _header(prepared: "Prepared", flag: str | None) -> list[str]:
     from oomrec.store.locations import display_path
     from oomrec.sweep.cell.accel import describe_gpus
     from oomrec.sweep.cell.cellscope import describe_mode
@@ -369,8 +369,8 @@ def _header(prepared: "Prepared", flag: str | None, dry_run: bool) -> list[str]:
         why = flag or f"{name}={os.environ.get(name or '', '')}"
         lines.append(f"  record pre-skip disabled by {why} (new OOMs are still recorded)")
     if plan.models_dir_missing:
-        if not dry_run and not prepared.options.allow_empty:
-            return lines  # the run stops with an error that says it: said once
+        if not prepared.options.allow_empty:
+            return lines  # the run (and the dry run) stops with an error that says it: once
         lines.append(
             f"models dir {config.models_dir_shown} does not exist: no model can run "
             "(pass --models-dir or set models_dir in [tool.oomrec])"

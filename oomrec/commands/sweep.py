@@ -43,6 +43,7 @@ from oomrec.sweep.options import (
     SweepConfig,
     SweepOptions,
     configure,
+    no_models_dir,
     output_problem,
 )
 from oomrec.sweep.outlock import OutputLock
@@ -204,6 +205,8 @@ class Prepared:
     def refused(self) -> OomrecError | None:
         """What the run would refuse before its first cell, as far as it can be known without
         writing (an --output that is the record, or a FIFO): a dry run says it too."""
+        if self.plan.models_dir_missing and not self.options.allow_empty:
+            return no_models_dir(self.config)
         problem = output_problem(self.config) if self.plan.cells else None
         return None if problem is None else OomrecError(problem)
 

@@ -432,6 +432,14 @@ def shard_of(model: str, shards: int) -> int:
     return int.from_bytes(digest[:8], "big") % shards + 1
 
 
+def no_models_dir(config: SweepConfig) -> OomrecError:
+    """The error of a sweep whose models dir does not exist (its run and its dry run alike)."""
+    return OomrecError(
+        f"models dir {config.models_dir_shown} does not exist: no model can run; pass "
+        "--models-dir or set models_dir in [tool.oomrec]"
+    )
+
+
 def check_before_launch(
     config: SweepConfig, models_dir_missing: bool, launches: bool = True
 ) -> None:
@@ -442,10 +450,7 @@ def check_before_launch(
     and a CSV written over the record (or a file beside it) would wipe the evidence.
     """
     if models_dir_missing:
-        raise OomrecError(
-            f"models dir {config.models_dir_shown} does not exist: no model can run; pass "
-            "--models-dir or set models_dir in [tool.oomrec]"
-        )
+        raise no_models_dir(config)
     problem = output_problem(config)
     if problem is not None:
         raise OomrecError(problem)
