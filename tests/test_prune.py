@@ -249,6 +249,25 @@ def test_prune_outside_git_is_one_line(cli: Cli, tmp_path: Path, monkeypatch) ->
     assert "needs git history" in result.stderr
 
 
+def test_prune_before_the_first_commit_says_there_is_no_commit(
+    cli: Cli, tmp_path: Path, monkeypatch
+) -> None:
+    """Inside a repository with no commit yet, 'run it inside the repository' misled: the
+    cause is that no commit (so no fix) exists. The record is left as it is."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    rec = tmp_path / "r"
+    write(rec, [line("m", 1, "abc1234")])
+    kept = rec.read_bytes()
+    result = cli("record", "prune", "--record", str(rec))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"oomrec: error: record prune: {tmp_path} has no commit yet, so no fix; commit first (a "
+        "fix is a commit with an OOM-Fix trailer)\n"
+    )
+    assert rec.read_bytes() == kept
+
+
 def test_a_line_in_the_archive_that_is_not_an_archive_line_is_kept_and_warned(
     cli: Cli, history: History, record: Path
 ) -> None:

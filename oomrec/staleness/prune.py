@@ -65,9 +65,15 @@ def plan(
     those the fix `since` and its copies take out of play). `loaded`: the record as the caller
     read it (read here when None)."""
     repo = gitutil.open_repo()
-    if repo is None or gitutil.head_sha(repo) is None:
+    if repo is None:
         raise OomrecError(
             "record prune needs git history: run it inside the repository that holds the fixes"
+        )
+    if gitutil.head_sha(repo) is None:
+        # No commit, so no fix: nothing can have taken a record out of play.
+        raise OomrecError(
+            f"record prune: {repo.working_dir} has no commit yet, so no fix; commit first (a "
+            "fix is a commit with an OOM-Fix trailer)"
         )
     if loaded is None:
         loaded = record_file.load()
