@@ -85,7 +85,7 @@ def test_add_reports_the_info_exclude_notice_and_bad_input_as_errors(
     assert first.notices[0].startswith("oomrec: added /benchmarks/.oom-record and ")
     assert record_add(model="n", length=512).notices == []
     with pytest.raises(OomrecError, match="not a whole number"):
-        record_add(model="m", length="12k")
+        record_add(model="m", length="12.5k")
     with pytest.raises(OomrecError, match="exclude each other"):
         record_add(model="m", length=1, hardware="gb10", any_hardware=True)
     with pytest.raises(OomrecError, match="does not exist"):
