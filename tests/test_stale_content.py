@@ -277,6 +277,85 @@ def test_an_empty_fix_commit_is_declared_and_the_graph_decides(repo: Repo) -> No
     assert verdict(repo.path, pre).status == Status.LIFTED
 
 
+def test_a_trailer_on_a_merge_s_ours_lifts_nothing(code: tuple[Repo, str]) -> None:
+    """The PR-merge style with `-s ours`: the merge carries the trailer and brought no change to
+    its first parent. It is no declared fix (that is a plain empty commit): the record applies,
+    unknown, and says why."""
+    repo, pre = code
+    repo.git("checkout", "-q", "-b", "topic")
+    fix(repo, "Chunk the prefill")
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "-s", "ours", "-m", f"Merge PR #1\n\n{TRAILER}", "topic")
+    merge = repo.head()
+    got = verdict(repo.path, pre)
+    assert got.status == Status.UNKNOWN
+    assert str(got) == (
+        f"applies (unknown: HEAD's tree may not hold the change of fix {merge[:7]} (Merge PR "
+        "#1): it is a merge that brought no change to its first parent (merged with -s ours?))"
+    )
+
+
+@pytest.mark.parametrize("how", ["redundant", "resolved to ours"])
+def test_an_empty_pick_of_the_fix_lifts_nothing(code: tuple[Repo, str], how: str) -> None:
+    """A pick that changes no file: of a change the branch had already (the record measured
+    with it), or a conflict resolved to the branch's side (the change is not there). Either
+    way the fix's change is the original's, which the pick does not hold: the record applies."""
+    repo, _ = code
+    repo.git("checkout", "-q", "-b", "release")
+    ours = AFTER if how == "redundant" else BEFORE.replace("run(tokens)", "run_release(tokens)")
+    measured = repo.commit("the release's own version", {"prefill.py": ours})
+    repo.git("checkout", "-q", "main")
+    f = fix(repo)
+    repo.git("checkout", "-q", "release")
+    if how == "redundant":
+        repo.git("cherry-pick", "-x", "--keep-redundant-commits", f)
+    else:
+        with pytest.raises(AssertionError):
+            repo.git("cherry-pick", "-x", f)
+        repo.git("checkout", "--ours", "prefill.py")
+        repo.git("add", "prefill.py")
+        repo.git("-c", "core.editor=true", "commit", "-q", "--allow-empty", "--no-edit")
+    got = verdict(repo.path, measured)
+    assert got.status in (Status.APPLIES, Status.UNKNOWN), str(got)
+    assert "cherry-pick that changes no file" in str(got)
+
+
+def test_a_fix_of_a_file_mode_alone_is_not_blind(repo: Repo) -> None:
+    """`chmod +x` as the fix, then `chmod -x`: the blobs never change, so the tree check cannot
+    see the mode. It said 'a fix of no file' and lifted for good; the record applies now."""
+    script = repo.path / "guard.sh"
+    pre = repo.commit("a guard", {"guard.sh": "echo guard\n"})
+    script.chmod(0o755)
+    repo.git("commit", "-q", "-am", f"Run the guard\n\n{TRAILER}")
+    script.chmod(0o644)
+    repo.git("commit", "-q", "-am", "not executable after all")
+    got = verdict(repo.path, pre)
+    assert got.status == Status.UNKNOWN
+    assert "its guard.sh changes only its mode" in str(got)
+
+
+def test_a_work_tree_that_undoes_the_fix_keeps_the_record(code: tuple[Repo, str], cli: Cli) -> None:
+    """Judged at HEAD, the fix is in the tree; but what a sweep runs is the work tree, where the
+    change is undone (not committed): the record applies (unknown) until the tree is clean.
+    A sweep's own CSV left uncommitted changes nothing."""
+    repo, pre = code
+    f = fix(repo)
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    (repo.path / "prefill.py").write_text(BEFORE)
+    got = verdict(repo.path, pre)
+    assert got.status == Status.UNKNOWN
+    assert str(got) == (
+        f"applies (unknown: the work tree changes prefill.py, which fix {f[:7]} (Chunk the "
+        "prefill) changed: what runs is not HEAD's tree (commit or stash it, then check again))"
+    )
+    record = repo.path / "rec"
+    record.write_text(f"{MODEL},8192,2026-07-03,{pre},,x.csv\n")
+    assert cli("check", MODEL, "8192", "--record", str(record)).exit_code == 1
+    repo.git("checkout", "prefill.py")
+    assert cli("check", MODEL, "8192", "--record", str(record)).exit_code == 0
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
 def test_a_binary_fix_rewritten_later_is_unknown(repo: Repo) -> None:
     pre = repo.commit("weights", {"w.bin": "\0old\0"})
     repo.commit(f"Smaller buffers\n\n{TRAILER}\n", {"w.bin": "\0new\0"})

@@ -24,7 +24,9 @@ cannot tell; a rewrite that keeps it says so with the fix's `OOM-Fix-Id` trailer
 a copy whose change is present.
 
 A fix that changes no file (an empty commit: a driver or a dependency outside the tree) has no
-change to look for; it is **declared**, and its place in history alone decides.
+change to look for; it is **declared**, and its place in history alone decides. Only a plain
+commit declares (verdict.py makes an empty merge or pick undecided); a change of a file's mode
+alone is undecided, since trees are compared by blob.
 
 Cost: two `git diff-tree --stdin` for all the fixes' patches, then per depth of the deepest
 path one `cat-file --batch` for the trees of all the commits asked about (trees are shared
@@ -135,7 +137,14 @@ def read_changes(repo: git.Repo, shas: Collection[str]) -> dict[str, Change]:
                     opaque,
                 )
             )
-        out[sha] = Change(sha, tuple(f for f in files if f.old != f.new))
+        # A file whose mode alone changed (the same blob) is kept: a fix of `chmod +x` alone is
+        # no fix of no file, and its tree cannot show it (the blobs say nothing of modes).
+        kept = [
+            f
+            for f, entry in zip(files, entries.get(sha, []), strict=True)
+            if f.old != f.new or entry[0] != entry[1]
+        ]
+        out[sha] = Change(sha, tuple(kept))
     return out
 
 
@@ -293,6 +302,8 @@ def _sides_found(lines: Sequence[bytes], hunks: Sequence[Hunk], new: bool) -> bo
 
 # A file's state in one tree: "post", "pre" or "rewritten".
 def _file_state(fc: FileChange, blob: str | None, content: Callable[[str], bytes | None]) -> str:
+    if fc.old == fc.new:
+        return "mode"
     if blob == fc.new:
         return "post"
     if blob == fc.old:
@@ -404,6 +415,10 @@ def _change_state(
         return Verdict(State.PRESENT)
     if kinds == {"pre"}:
         return Verdict(State.ABSENT)
+    for f, s in states:
+        if s == "mode":
+            why = f"its {f.shown} changes only its mode, which the tree check does not compare"
+            return Verdict(State.UNDECIDED, why)
     for f, s in states:
         if s == "unreadable":
             why = f" ({problem})" if problem else ""

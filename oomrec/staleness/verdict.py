@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oomrec.core.errors import OomrecError
@@ -106,6 +107,8 @@ class _Pending:
 # A fix lifts a record when its change is here (present, or a declared fix) and was not where
 # the record was measured.
 _LIFTS_HERE = frozenset({State.PRESENT, State.DECLARED})
+# Files a sweep writes, never code a fix changes: left out of the work tree's check.
+_OUTPUT_SUFFIXES = (".csv", ".oomrec.json")
 _LIFTS_THERE = frozenset({State.ABSENT, State.DECLARED})
 
 
@@ -180,6 +183,8 @@ class History:
         self._snapshots: Snapshots | None = None
         # commit -> fix class (root) -> whether its change is in that commit's tree.
         self._states: dict[str, dict[str, Verdict]] = {}
+        # The paths of the fixes' changes that the work tree changes from HEAD (_dirty_paths).
+        self._dirty: set[str] | None = None
         # The same per group of commits with the same blobs at the fixes' paths.
         self._group_states: dict[int, dict[str, Verdict]] = {}
         self._commits = {text: read_commit(text) for text in set(record_commits)}
@@ -248,6 +253,7 @@ class History:
                 if target is not None and not e.reverts:
                     classes.union(sha, target)
         fix_roots = {classes.find(sha) for sha in fix_shas}
+        self._undeclarable = _undeclarable(events, self._graph)
         # Depth 0: every copy of a class that has a fix; reverts get the depth of their chain.
         # A commit may stand for several fixes: a revert of a merge reverts all it brought in.
         entries: dict[str, list[tuple[str, int]]] = {}
@@ -550,8 +556,8 @@ class History:
                 # One judgement per set of fixes: records lifted alike share it.
                 lifted = judged.get(id(p.fixes))
                 if lifted is None:
-                    lifted = judged[id(p.fixes)] = Judgement(
-                        Status.LIFTED, tuple(fix for _, fix in p.fixes)
+                    lifted = judged[id(p.fixes)] = self._lifted(
+                        tuple(fix for _, fix in p.fixes), at
                     )
                 cache[key] = lifted
             else:
@@ -600,13 +606,63 @@ class History:
             for root in left:
                 shas = copies[root]
                 if len(shas) == 1:
-                    at_g[root] = snaps.verdict(g, shas[0])
+                    at_g[root] = self._copy_verdict(snaps.verdict(g, shas[0]), shas[0])
                 elif shas:
-                    at_g[root] = combine([snaps.verdict(g, sha) for sha in shas])
+                    at_g[root] = combine([self._copy_verdict(snaps.verdict(g, s), s) for s in shas])
                 else:
                     at_g[root] = Verdict(State.UNDECIDED, "no patch to compare")
         for c in todo:
             states[c] = self._group_states[groups[c]]
+
+    def _lifted(self, fixes: tuple[Fix, ...], at: str) -> Judgement:
+        """Lifted by `fixes`; at HEAD, unknown while the work tree changes a file they
+        changed (what runs is the work tree, whose change the tree check did not see)."""
+        dirty = self._dirty_paths(fixes) if at == "HEAD" else []
+        if dirty:
+            return Judgement(
+                Status.UNKNOWN,
+                (fixes[0],),
+                f"the work tree changes {dirty[0]}, which {fixes[0].describe()} changed: what "
+                "runs is not HEAD's tree (commit or stash it, then check again)",
+            )
+        return Judgement(Status.LIFTED, fixes)
+
+    def _dirty_paths(self, fixes: Sequence[Fix]) -> list[str]:
+        """The paths these fixes' copies change that the work tree (or the index) changes from
+        HEAD: a record is judged at HEAD, but what a sweep runs is the work tree. One `git
+        diff` per History; none in a bare repository."""
+        if self._snapshots is None or self.repo.working_tree_dir is None:
+            return []
+        changes = self._snapshots.changes
+        paths = {
+            f.path.decode("utf-8", "surrogateescape")
+            for fix in fixes
+            for sha in fix.copies
+            if sha in changes
+            for f in changes[sha].files
+        }
+        # A sweep's own output (its CSVs, the record) is not code: a fix that committed some
+        # does not stop applying while the next sweep writes them.
+        paths = {p for p in paths if not p.endswith(_OUTPUT_SUFFIXES) and ".oom-record" not in p}
+        if self._dirty is None:
+            from oomrec.store import gitrepo as gitutil
+
+            every = {
+                f.path.decode("utf-8", "surrogateescape")
+                for change in changes.values()
+                for f in change.files
+            }
+            try:
+                self._dirty = gitutil.uncommitted(Path(self.repo.working_tree_dir), every)
+            except OomrecError:
+                self._dirty = set(every)
+        return sorted(paths & self._dirty)
+
+    def _copy_verdict(self, verdict: Verdict, sha: str) -> Verdict:
+        """A copy that changes no file is declared (its place in history decides) unless it is
+        a merge or a pick: their change is what they brought, and none is no proof."""
+        why = self._undeclarable.get(sha) if verdict.state == State.DECLARED else None
+        return verdict if why is None else Verdict(State.UNDECIDED, why)
 
     def _settle(self, pending: _Pending, at: str, at_sha: str) -> Judgement:
         """A record the graph would lift: lifted by the fixes whose change is present at `at`
@@ -645,7 +701,7 @@ class History:
             else:
                 lifted.append(fix)
         if lifted:
-            return Judgement(Status.LIFTED, tuple(lifted))
+            return self._lifted(tuple(lifted), at)
         if unknown is not None:
             return Judgement(Status.UNKNOWN, (unknown[0],), unknown[1])
         assert kept is not None
@@ -697,6 +753,27 @@ class _PrefixIndex:
             hits.append(self._sorted[i])
             i += 1
         return hits[0] if len(hits) == 1 else None
+
+
+def _undeclarable(events: dict[str, Event], graph: list[list[str]]) -> dict[str, str]:
+    """The fix commits that cannot be declared fixes when they change no file, and why: a merge
+    that brought nothing to its first parent (`merge -s ours` of the fix's branch, the trailer
+    on the merge) and a cherry-pick (of a change the branch had already, or a conflict resolved
+    to ours). Only a plain empty commit declares a fix outside the tree."""
+    out: dict[str, str] = {}
+    for row in graph:
+        event = events.get(row[0])
+        if event is not None and (event.globs or event.fix_ids) and len(row) > 2:
+            out[row[0]] = (
+                "it is a merge that brought no change to its first parent (merged with -s ours?)"
+            )
+    for sha, event in events.items():
+        if (event.globs or event.fix_ids) and event.picked_from and sha not in out:
+            out[sha] = (
+                "it is a cherry-pick that changes no file (the change was there already, or a "
+                "conflict was resolved to ours)"
+            )
+    return out
 
 
 def _masks(graph: list[list[str]], bits: dict[str, int]) -> dict[str, int]:
