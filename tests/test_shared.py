@@ -597,3 +597,67 @@ def test_two_pushes_of_one_clone_at_once_both_land(fleet: Fleet, cli: Cli) -> No
         assert push.returncode == 0, out + err
     shared = git(fleet.origin, "notes", "--ref", "refs/notes/oomrec/gb10-a", "list")
     assert shared.strip()
+
+
+def test_read_objects_takes_a_missing_last_object_as_missing(tmp_path: Path) -> None:
+    """GitPython strips cat-file's last newline: a missing object asked for last (a gitlink in a
+    pushed notes tree, a deleted blob) raised ValueError out of every reader of notes."""
+    from oomrec.store import gitrepo as gitutil
+    from tests.gitrepo import Repo
+
+    repo = Repo(tmp_path / "r")
+    head = repo.commit("one")
+    opened = gitutil.open_repo(repo.path)
+    assert opened is not None
+    found = gitutil.read_objects(opened, [head, "e" * 40])
+    assert found[0] is not None and found[0][0] == "commit"
+    assert found[1] is None
+    assert gitutil.read_objects(opened, ["e" * 40]) == [None]
+
+
+def test_a_fanned_out_notes_tree_of_a_sha256_repository_is_read_whole(tmp_path: Path) -> None:
+    """A notes ref of 600 notes fans out (`ab/cdef...`); SHA-256 tree entries hold 32-byte ids,
+    read as 20 they lost whole subtrees (some of 600 records read). Every note is read."""
+    from oomrec.store import gitrepo as gitutil
+    from oomrec.store.notes import read_ref
+
+    path = tmp_path / "r"
+    git(tmp_path, "init", "-q", "--object-format=sha256", str(path))
+    stream = []
+    for i in range(600):
+        stream.append(f"commit refs/heads/main\ncommitter t <t@t> {1_700_000_000 + i} +0000\n")
+        stream.append(f"data {len(str(i))}\n{i}\n")
+    done = subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        input="".join(stream),
+        cwd=path,
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    shas = git(path, "rev-list", "main").split()
+    lines = [
+        f"{sha} m{i},512,2026-01-01,{sha},,x.csv,gb10,137438953472" for i, sha in enumerate(shas)
+    ]
+    # One note per commit, through fast-import's notemodify: git fans the tree out itself.
+    notes = ["commit refs/notes/oomrec/many\ncommitter t <t@t> 1700000000 +0000\ndata 0\n"]
+    for line in lines:
+        sha, text = line.split(" ", 1)
+        notes.append(f"N inline {sha}\ndata {len(text) + 1}\n{text}\n")
+    done = subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        input="".join(notes),
+        cwd=path,
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    tree = git(path, "ls-tree", "refs/notes/oomrec/many")
+    assert "\ttree " not in tree and " tree " in tree, "the notes tree did not fan out"
+    opened = gitutil.open_repo(path)
+    assert opened is not None
+    read = read_ref(opened, "refs/notes/oomrec/many")
+    assert len(read) == 600
+    assert sorted(read) == sorted(shas)

@@ -296,7 +296,10 @@ def read_objects(repo: git.Repo, names: Sequence[str]) -> list[tuple[str, bytes]
     found: list[tuple[str, bytes] | None] = []
     pos = 0
     for _ in names:
-        end = out.index(b"\n", pos)
+        # GitPython strips the output's last newline: a last "<name> missing" ends without one.
+        end = out.find(b"\n", pos)
+        if end == -1:
+            end = len(out)
         header = out[pos:end].split()
         if len(header) != 3:
             # "<name> missing" (or ambiguous): no content follows.
@@ -314,6 +317,14 @@ def read_objects(repo: git.Repo, names: Sequence[str]) -> list[tuple[str, bytes]
 _TREE_ENTRY = {
     size: re.compile(rb"([0-7]+) ([^\0]*)\0(.{%d})" % size, re.DOTALL) for size in (20, 32)
 }
+
+
+def object_id_size(repo: git.Repo) -> int:
+    """How many raw bytes an object id has in `repo`: 20 (SHA-1) or 32 (SHA-256)."""
+    try:
+        return 32 if repo.git.rev_parse("--show-object-format").strip() == "sha256" else 20
+    except GitCommandError:
+        return 20
 
 
 def tree_entries(data: bytes, id_size: int = 20) -> list[tuple[bytes, bytes, bytes]]:

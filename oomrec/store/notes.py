@@ -133,13 +133,15 @@ def read_refs(repo: git.Repo, refs: Sequence[str]) -> dict[str, dict[str, str]]:
     # (ref, path so far, object name) of the trees still to read.
     trees = [(ref, "", f"{ref}^{{tree}}") for ref in refs]
     blobs: list[tuple[str, str, str]] = []
+    # A SHA-256 tree's ids are 32 bytes: read as 20, a fanned-out notes tree lost whole subtrees.
+    id_size = gitutil.object_id_size(repo) if refs else 20
     while trees:
         read = gitutil.read_objects(repo, [name for _, _, name in trees])
         deeper = []
         for (ref, prefix, _), found in zip(trees, read, strict=True):
             if found is None or found[0] != "tree":
                 continue
-            for mode, name, sha in _tree_entries(found[1]):
+            for mode, name, sha in _tree_entries(found[1], id_size):
                 path = prefix + name
                 if mode == b"40000":
                     deeper.append((ref, path, sha))
@@ -158,12 +160,12 @@ def read_ref(repo: git.Repo, ref: str) -> dict[str, str]:
     return read_refs(repo, [ref])[ref]
 
 
-def _tree_entries(data: bytes) -> list[tuple[bytes, str, str]]:
+def _tree_entries(data: bytes, id_size: int) -> list[tuple[bytes, str, str]]:
     from oomrec.store import gitrepo as gitutil
 
     return [
         (mode, name.decode("ascii", errors="replace"), oid.hex())
-        for mode, name, oid in gitutil.tree_entries(data)
+        for mode, name, oid in gitutil.tree_entries(data, id_size)
     ]
 
 
