@@ -661,3 +661,28 @@ def test_a_fanned_out_notes_tree_of_a_sha256_repository_is_read_whole(tmp_path: 
     read = read_ref(opened, "refs/notes/oomrec/many")
     assert len(read) == 600
     assert sorted(read) == sorted(shas)
+
+
+def test_a_host_name_with_terminal_escapes_is_shown_escaped(fleet: Fleet, cli: Cli) -> None:
+    """A notes ref's name is the host's id as others see it, and git allows a bidi override or
+    an 8-bit CSI in it: `record pull`, `record list` and the sweep's log show it escaped."""
+    rogue = fleet.clone("rogue")
+    base = git(rogue, "rev-parse", "HEAD")
+    name = "x\u202eevil\u009b31m"
+    line = f"gemma-4-31b,4096,2026-07-03,{base},,x.csv,gb10,{128 * GIB}"
+    git(rogue, "notes", f"--ref=oomrec/{name}", "add", "-m", line, base)
+    git(rogue, "push", "-q", "origin", f"refs/notes/oomrec/{name}:refs/notes/oomrec/{name}")
+    fleet.on("B")
+    cli("remote", "setup")
+    shown = r"x\u202eevil\x9b31m"
+    pulled = cli("record", "pull")
+    assert pulled.exit_code == 0, pulled.stderr
+    assert pulled.stdout.endswith(f"records by host: {shown} (1)\n")
+    listed = cli("record", "list", "--json")
+    assert [r["from"] for r in json.loads(listed.stdout)["records"]] == [f"notes:{shown}"]
+    plan = cli("sweep", "--models", "gemma-4-31b", "--lengths", "4096", "--dry-run",
+               "--runner", "true {cell_csv}")  # fmt: skip
+    assert plan.exit_code == 0, plan.stderr
+    everything = pulled.stdout + pulled.stderr + listed.stderr + plan.stdout + plan.stderr
+    assert "\u202e" not in everything and "\u009b" not in everything
+    assert f"notes {shown}@" in plan.stdout + plan.stderr

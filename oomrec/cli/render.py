@@ -7,13 +7,13 @@ On a terminal, a rich table fitted to its width: the model name and the commit a
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from oomrec.cli.output import console, info, styled
+from oomrec.core.shown import UNSAFE, visible
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -121,31 +121,9 @@ def _fields(values: Sequence[str]) -> Sequence[str]:
     """A column's values as fields of a tab-separated line: `-` for an empty one, each control
     character escaped (`visible`). Checked once for the whole column: nearly every column needs
     nothing."""
-    if all(values) and not _UNSAFE.search("".join(values)):
+    if all(values) and not UNSAFE.search("".join(values)):
         return values
     return [visible(value) or "-" for value in values]
-
-
-# What must not reach a terminal or a tab-separated line as it is: C0 and C1 controls (ESC,
-# CSI), DEL, the Unicode line breaks, and undecodable bytes (surrogateescape).
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def visible(value: str) -> str:
-    """`value` with each character of _UNSAFE escaped: `\\t`, `\\xNN` (a surrogate as the byte it
-    stands for), `\\uNNNN`."""
-    return _UNSAFE.sub(_escape_unsafe, value) if _UNSAFE.search(value) else value
-
-
-def _escape_unsafe(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    if char in _NAMED:
-        return _NAMED[char]
-    if code >= 0xDC80 and code <= 0xDCFF:
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _print_table(listing: Listing, count: int, stream: TextIO) -> None:

@@ -37,6 +37,7 @@ from oomrec.core.records import (
     read_commit,
     short_commit,
 )
+from oomrec.core.shown import visible
 from oomrec.store.noterefs import LOCAL_PREFIX
 from oomrec.store.retractions import (
     NOTE_RESTORED,
@@ -112,10 +113,13 @@ def note_refs(repo: git.Repo, warnings: list[str] | None = None) -> list[tuple[s
             host = ref.rsplit("/oomrec/", 1)[1]
         else:
             continue
+        # Shown in listings and log lines as it is named: a ref name another host pushed may
+        # hold a terminal's escapes (git allows them); escaped once, here.
+        host = visible(host)
         if kind != "commit":
             if warnings is not None:
                 warnings.append(
-                    f"warning: {ref} points at a {kind or 'missing object'}, not a notes "
+                    f"warning: {visible(ref)} points at a {kind or 'missing object'}, not a notes "
                     f"commit: its records are not read (delete it: git update-ref -d {ref})"
                 )
             continue
