@@ -166,3 +166,34 @@ def test_b_retracts_a_shared_record_of_a_and_publishes_it(
     fleet.on("A2")
     cli("record", "pull")
     assert fleet.plan("A2") == ["run", "run"]
+
+
+def test_a_retraction_stamped_in_the_future_hides_nothing(
+    fleet: Fleet,  # noqa: F811
+    cli: Cli,
+) -> None:
+    """Any host may write notes: a retraction stamped 9999 would beat every restore (stamped
+    now) and hide A's record on every other host for good. One no clock could have written
+    (over a day ahead) is left out with a warning; the record applies."""
+    from tests.gitrepo import git
+
+    fleet.on("A")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+    rogue = fleet.clone("rogue")
+    git(rogue, "fetch", "-q", "origin", "+refs/notes/oomrec/*:refs/notes/theirs/*")
+    (shown,) = [
+        line for line in git(rogue, "notes", "--ref=refs/notes/theirs/gb10-a", "list").splitlines()
+    ]
+    commit = shown.split()[1]
+    text = git(rogue, "notes", "--ref=refs/notes/theirs/gb10-a", "show", commit)
+    line = next(x for x in text.splitlines() if x.startswith("gemma-4-31b,"))
+    git(rogue, "notes", "--ref=oomrec/evil", "add", "-m",
+        f"oomrec-retracted 9999-12-31T23:59:59Z x {line}", commit)  # fmt: skip
+    git(rogue, "push", "-q", "origin", "refs/notes/oomrec/evil:refs/notes/oomrec/evil")
+    fleet.on("B")
+    cli("remote", "setup")
+    assert cli("record", "pull").exit_code == 0
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+    listed = cli("record", "list")
+    assert "stamped in the future (the first: 9999-12-31T23:59:59Z)" in listed.stderr

@@ -44,6 +44,7 @@ from oomrec.store.retractions import (
     NOTE_RETRACTED,
     Event,
     applies,
+    from_the_future,
     parse_note_line,
     retracted,
 )
@@ -227,6 +228,12 @@ def shared(
     everything = read_all(repo, skip_host=own, warnings=warnings)
     events = [e for line in everything if (e := parse_note_line(line.text)) is not None]
     gone = retracted([*events, *local_events])
+    future = from_the_future(events)
+    if future and warnings is not None:
+        warnings.append(
+            f"warning: {len(future)} retraction(s) in shared notes are stamped in the future "
+            f"(the first: {visible(future[0].stamp)}); left out, so the records they name apply"
+        )
     for line in everything:
         if line.text.startswith((NOTE_RETRACTED, NOTE_RESTORED)):
             continue

@@ -18,6 +18,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from oomrec.core.records import EvidenceKey, NotARecord, OomRecord, evidence_key, parse_line
 
@@ -62,16 +63,32 @@ def parse_note_line(text: str) -> Event | None:
     return Event(restored_at, record, line)
 
 
-def retracted(events: Iterable[Event]) -> dict[EvidenceKey, Event]:
-    """The evidence whose latest event is a retraction, with that event."""
+def retracted(events: Iterable[Event], now: datetime | None = None) -> dict[EvidenceKey, Event]:
+    """The evidence whose latest event is a retraction, with that event. A retraction stamped
+    later than a day from `now` (clock skew aside: a stamp no clock wrote) is left out, or one
+    stamped 9999 by any host would hide the record for good, beyond every restore."""
+    horizon = _horizon(now)
     latest: dict[EvidenceKey, Event] = {}
     for event in events:
+        if event.retracts and event.stamp > horizon:
+            continue
         key = evidence_key(event.record)
         now = latest.get(key)
         # Later wins; at the same second a restore (False sorts first: not retracts) wins.
         if now is None or (event.stamp, not event.retracts) > (now.stamp, not now.retracts):
             latest[key] = event
     return {key: event for key, event in latest.items() if event.retracts}
+
+
+def from_the_future(events: Iterable[Event], now: datetime | None = None) -> list[Event]:
+    """The retractions `retracted` leaves out for their stamp."""
+    horizon = _horizon(now)
+    return [e for e in events if e.retracts and e.stamp > horizon]
+
+
+def _horizon(now: datetime | None) -> str:
+    """The latest stamp a clock could have written: a day past `now`, for skew."""
+    return ((now or datetime.now(UTC)) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def applies(record: OomRecord, gone: dict[EvidenceKey, Event]) -> bool:
