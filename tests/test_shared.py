@@ -686,3 +686,50 @@ def test_a_host_name_with_terminal_escapes_is_shown_escaped(fleet: Fleet, cli: C
     everything = pulled.stdout + pulled.stderr + listed.stderr + plan.stdout + plan.stderr
     assert "\u202e" not in everything and "\u009b" not in everything
     assert f"notes {shown}@" in plan.stdout + plan.stderr
+
+
+@pytest.mark.parametrize("how", ["force-push an empty ref", "a commit that drops the note",
+                                 "delete the ref, prune on"])  # fmt: skip
+def test_a_rewritten_notes_ref_loses_no_record_on_the_hosts_that_had_it(
+    fleet: Fleet, cli: Cli, how: str
+) -> None:
+    """Any machine can rewrite another's notes ref on the remote. A host that had read the
+    records keeps them (the old tip under refs/notes/kept/, said once), judged by the lines
+    the notes lost, not by whether the update was a fast-forward."""
+    fleet.on("A")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+    fleet.on("B")
+    cli("remote", "setup")
+    assert cli("record", "pull").exit_code == 0
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+    rogue = fleet.clone("rogue")
+    ref = "refs/notes/oomrec/gb10-a"
+    if how == "force-push an empty ref":
+        empty = git(rogue, "mktree", input="")
+        bare = git(rogue, "commit-tree", empty, "-m", "nothing here")
+        git(rogue, "push", "-q", "--force", "origin", f"{bare}:{ref}")
+    elif how == "a commit that drops the note":
+        git(rogue, "fetch", "-q", "origin", f"+{ref}:{ref}")
+        tip = git(rogue, "rev-parse", ref)
+        empty = git(rogue, "mktree", input="")
+        child = git(rogue, "commit-tree", empty, "-p", tip, "-m", "drop")
+        git(rogue, "push", "-q", "origin", f"{child}:{ref}")
+    else:
+        git(rogue, "push", "-q", "origin", f":{ref}")
+        git(fleet.clone("B"), "config", "fetch.prune", "true")
+    b = fleet.on("B")
+    pulled = cli("record", "pull")
+    assert pulled.exit_code == 0, pulled.stderr
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+    kept = git(b, "for-each-ref", "--format=%(refname)", "refs/notes/kept/")
+    if how.startswith("delete"):
+        # Never pruned by record pull's fetch: the tracking ref stays, nothing to keep.
+        assert kept == "" and "no longer hold" not in pulled.stderr
+        return
+    assert "no longer hold 1 record line(s) they held" in pulled.stderr
+    assert kept.count("\n") == 0 and kept.endswith("/oomrec/gb10-a")
+    # Said once: the next pull has nothing new to keep.
+    again = cli("record", "pull")
+    assert "no longer hold" not in again.stderr
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]

@@ -110,8 +110,8 @@ def record_pull(remote: str = "origin") -> PullResult:
     from oomrec.store import notes
 
     repo = _repo()
-    refs = notes.pull(repo, remote)
     warnings: list[str] = []
+    refs = notes.pull(repo, remote, warnings)
     counts = notes.grouped(notes.read_all(repo, warnings=warnings))
     return PullResult(
         warnings=warnings, remote=remote, refs=refs, by_host=dict(sorted(counts.items()))

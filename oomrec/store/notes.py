@@ -74,6 +74,10 @@ def local_ref(host: str) -> str:
     return f"{LOCAL_PREFIX}{host}"
 
 
+# Old tips of tracking refs whose rewrite dropped record lines (pull): read, never pruned.
+KEPT_PREFIX = "refs/notes/kept/"
+
+
 def tracking_prefix(remote: str) -> str:
     return f"refs/notes/remotes/{remote}/oomrec/"
 
@@ -103,14 +107,14 @@ def note_refs(repo: git.Repo, warnings: list[str] | None = None) -> list[tuple[s
     pushed garbage there) is left out with one warning naming it in `warnings`; git itself
     leaves out a ref whose object is missing. The other hosts' refs are read as ever."""
     out = repo.git.for_each_ref(
-        "--format=%(objecttype) %(refname)", LOCAL_PREFIX, "refs/notes/remotes/"
+        "--format=%(objecttype) %(refname)", LOCAL_PREFIX, "refs/notes/remotes/", KEPT_PREFIX
     )
     found = []
     for line in out.split("\n"):
         kind, _, ref = line.partition(" ")
         if ref.startswith(LOCAL_PREFIX):
             host = ref[len(LOCAL_PREFIX) :]
-        elif ref.startswith("refs/notes/remotes/") and "/oomrec/" in ref:
+        elif ref.startswith(("refs/notes/remotes/", KEPT_PREFIX)) and "/oomrec/" in ref:
             host = ref.rsplit("/oomrec/", 1)[1]
         else:
             continue
@@ -414,12 +418,69 @@ def push(repo: git.Repo, plan: PushPlan) -> tuple[bool, int]:
     return False, PUSH_TRIES
 
 
-def pull(repo: git.Repo, remote: str) -> list[str]:
-    """Fetch every host's notes from `remote` into its tracking namespace; returns the refs."""
+def pull(repo: git.Repo, remote: str, warnings: list[str] | None = None) -> list[str]:
+    """Fetch every host's notes from `remote` into its tracking namespace; returns the refs.
+
+    Evidence is never lost to a ref rewritten on the remote: a tracking ref whose new notes
+    lack record lines its old ones held (a force push, a commit that drops notes, a deleted
+    ref) keeps its old tip under `refs/notes/kept/<remote>/<sha>/oomrec/<host>`, which readers
+    read like any host's ref and no fetch prunes; said in `warnings`. Judged by the lines, not
+    by whether the update was a fast-forward."""
     check_remote(repo, remote)
-    _fetch(repo, remote, refspec(remote))
     prefix = tracking_prefix(remote)
+    before = _tips(repo, prefix)
+    _fetch(repo, remote, refspec(remote))
+    after = _tips(repo, prefix)
+    changed = [ref for ref, tip in before.items() if after.get(ref) != tip]
+    if changed:
+        _keep_lost_lines(repo, remote, changed, before, after, warnings)
     return [ref for ref, _ in note_refs(repo) if ref.startswith(prefix)]
+
+
+def _tips(repo: git.Repo, prefix: str) -> dict[str, str]:
+    out = repo.git.for_each_ref("--format=%(objectname) %(objecttype) %(refname)", prefix)
+    tips = {}
+    for line in out.split("\n"):
+        sha, kind, ref = [*line.split(" ", 2), "", ""][:3]
+        if kind == "commit":
+            tips[ref] = sha
+    return tips
+
+
+def _keep_lost_lines(
+    repo: git.Repo,
+    remote: str,
+    changed: Sequence[str],
+    before: dict[str, str],
+    after: dict[str, str],
+    warnings: list[str] | None,
+) -> None:
+    old = read_refs(repo, [before[ref] for ref in changed])
+    new = read_refs(repo, sorted({after[ref] for ref in changed if ref in after}))
+    for ref in changed:
+        held = _record_lines(old[before[ref]])
+        lost = held - (_record_lines(new[after[ref]]) if ref in after else set())
+        if not lost:
+            continue
+        host = ref.rsplit("/oomrec/", 1)[1]
+        kept = f"{KEPT_PREFIX}{remote}/{before[ref][:12]}/oomrec/{host}"
+        repo.git.update_ref(kept, before[ref])
+        if warnings is not None:
+            warnings.append(
+                f"warning: {remote}'s notes of {visible(host)} no longer hold {len(lost)} record "
+                f"line(s) they held (rewritten there); kept in {visible(kept)}, where they "
+                "still apply"
+            )
+
+
+def _record_lines(notes: dict[str, str]) -> set[tuple[str, str]]:
+    """(annotated commit, line) of every line of these notes: what a rewrite may drop."""
+    return {
+        (commit, line.strip("\r"))
+        for commit, text in notes.items()
+        for line in text.split("\n")
+        if line.strip()
+    }
 
 
 def setup(repo: git.Repo, remote: str) -> bool:
@@ -521,7 +582,8 @@ def _config(repo: git.Repo, key: str) -> str:
 
 def _fetch(repo: git.Repo, remote: str, spec: str) -> None:
     try:
-        repo.git.fetch("--quiet", "--end-of-options", remote, spec)
+        # --no-prune: a ref deleted on the remote (fetch.prune set) would drop its records here.
+        repo.git.fetch("--quiet", "--no-prune", "--end-of-options", remote, spec)
     except _git_error() as exc:
         message = _stderr(exc)
         if "couldn't find remote ref" in message:
