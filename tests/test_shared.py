@@ -733,3 +733,29 @@ def test_a_rewritten_notes_ref_loses_no_record_on_the_hosts_that_had_it(
     again = cli("record", "pull")
     assert "no longer hold" not in again.stderr
     assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+
+
+def test_a_push_puts_back_what_a_descendant_commit_dropped(fleet: Fleet, cli: Cli) -> None:
+    """A commit on top of host A's notes that drops them, pushed from elsewhere: A's next push
+    merges it (a fast-forward) and puts back what its ref held, so the remote holds it again;
+    it said 'nothing new to push' and left the remote without the record."""
+    a = fleet.on("A")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+    rogue = fleet.clone("rogue")
+    ref = "refs/notes/oomrec/gb10-a"
+    git(rogue, "fetch", "-q", "origin", f"+{ref}:{ref}")
+    tip = git(rogue, "rev-parse", ref)
+    empty = git(rogue, "mktree", input="")
+    child = git(rogue, "commit-tree", empty, "-p", tip, "-m", "drop")
+    git(rogue, "push", "-q", "origin", f"{child}:{ref}")
+    fleet.on("A")
+    pushed = cli("record", "push")
+    assert pushed.exit_code == 0, pushed.stderr
+    git(a, "fetch", "-q", "origin", f"+{ref}:refs/notes/check")
+    listed = git(a, "notes", "--ref=refs/notes/check", "list")
+    assert len(listed.splitlines()) == 1
+    fleet.on("B")
+    cli("remote", "setup")
+    cli("record", "pull")
+    assert fleet.plan("B") == ["run", "SKIP:oom_record"]

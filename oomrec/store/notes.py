@@ -23,7 +23,7 @@ import re
 import socket
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from oomrec.core.errors import OomrecError
@@ -403,6 +403,7 @@ def push(repo: git.Repo, plan: PushPlan) -> tuple[bool, int]:
             _fetch(repo, plan.remote, f"+{ref}:{tracking}")
             _refuse_foreign(repo, plan, tracking)
             name, email = _committer(repo)
+            held = read_ref(repo, ref)
             repo.git.notes(
                 f"--ref={ref}",
                 "merge",
@@ -412,6 +413,14 @@ def push(repo: git.Repo, plan: PushPlan) -> tuple[bool, int]:
                 tracking,
                 env={"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email},
             )
+            # A remote tip that descends from ours but dropped notes is a fast-forward to the
+            # merge: what this ref held goes back on top (notes only ever gain lines).
+            lost = _record_lines(held) - _record_lines(read_ref(repo, ref))
+            if lost:
+                back: dict[str, list[str]] = {}
+                for sha, line in lost:
+                    back.setdefault(sha, []).append(line)
+                write_notes(repo, replace(plan, publish=back))
             continue
         _fetch(repo, plan.remote, f"+{ref}:{tracking}")
         return True, attempt
