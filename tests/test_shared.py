@@ -759,3 +759,12 @@ def test_a_push_puts_back_what_a_descendant_commit_dropped(fleet: Fleet, cli: Cl
     cli("remote", "setup")
     cli("record", "pull")
     assert fleet.plan("B") == ["run", "SKIP:oom_record"]
+
+
+def test_quiet_silences_the_summaries_of_setup_push_and_pull(fleet: Fleet, cli: Cli) -> None:
+    fleet.on("A")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    for args in (("remote", "setup"), ("record", "push"), ("record", "pull")):
+        done = cli(*args, "-q")
+        assert done.exit_code == 0, done.stderr
+        assert (done.stdout, done.stderr) == ("", ""), args

@@ -6,6 +6,7 @@ import typer
 
 from oomrec.cli.apps import RecordOption, record_app, remote_app
 from oomrec.cli.common import print_messages
+from oomrec.cli.output import info
 
 RemoteArg = Annotated[
     str, typer.Argument(metavar="REMOTE", help="The git remote. Default: origin.")
@@ -30,7 +31,7 @@ def remote_setup(remote: RemoteArg = "origin", as_json: JsonOption = False) -> N
         write_result(result)
         return
     state = "added" if result.added else "already there"
-    typer.echo(f"{state}: remote.{remote}.fetch {result.refspec}")
+    info(f"{state}: remote.{remote}.fetch {result.refspec}")
 
 
 @record_app.command("push")
@@ -61,12 +62,10 @@ def record_push(
         typer.echo(f"kept local: {text} ({why})", err=True)
     kept = f"{len(result.kept_back)} stay local"
     if dry_run:
-        typer.echo(
-            f"dry run: would publish {result.publish} record line(s) as {result.ref}; {kept}"
-        )
+        info(f"dry run: would publish {result.publish} record line(s) as {result.ref}; {kept}")
         return
     state = "pushed" if result.pushed else "nothing new to push"
-    typer.echo(f"{state}: {result.new} new record line(s) in {result.ref} to {remote}; {kept}")
+    info(f"{state}: {result.new} new record line(s) in {result.ref} to {remote}; {kept}")
 
 
 @record_app.command("pull")
@@ -86,4 +85,4 @@ def record_pull(remote: RemoteArg = "origin", as_json: JsonOption = False) -> No
         write_result(result)
         return
     shown = ", ".join(f"{host} ({n})" for host, n in result.by_host.items()) or "none"
-    typer.echo(f"fetched {len(result.refs)} host ref(s) from {remote}; records by host: {shown}")
+    info(f"fetched {len(result.refs)} host ref(s) from {remote}; records by host: {shown}")
