@@ -615,6 +615,18 @@ def test_read_objects_takes_a_missing_last_object_as_missing(tmp_path: Path) -> 
     assert gitutil.read_objects(opened, ["e" * 40]) == [None]
 
 
+def fast_import(repo: Path, stream: str) -> None:
+    done = subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        input=stream,
+        cwd=repo,
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_fanned_out_notes_tree_of_a_sha256_repository_is_read_whole(tmp_path: Path) -> None:
     """A notes ref of 600 notes fans out (`ab/cdef...`); SHA-256 tree entries hold 32-byte ids,
     read as 20 they lost whole subtrees (some of 600 records read). Every note is read."""
@@ -627,15 +639,7 @@ def test_a_fanned_out_notes_tree_of_a_sha256_repository_is_read_whole(tmp_path: 
     for i in range(600):
         stream.append(f"commit refs/heads/main\ncommitter t <t@t> {1_700_000_000 + i} +0000\n")
         stream.append(f"data {len(str(i))}\n{i}\n")
-    done = subprocess.run(
-        ["git", "fast-import", "--quiet"],
-        input="".join(stream),
-        cwd=path,
-        text=True,
-        capture_output=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    fast_import(path, "".join(stream))
     shas = git(path, "rev-list", "main").split()
     lines = [
         f"{sha} m{i},512,2026-01-01,{sha},,x.csv,gb10,137438953472" for i, sha in enumerate(shas)
@@ -645,15 +649,7 @@ def test_a_fanned_out_notes_tree_of_a_sha256_repository_is_read_whole(tmp_path: 
     for line in lines:
         sha, text = line.split(" ", 1)
         notes.append(f"N inline {sha}\ndata {len(text) + 1}\n{text}\n")
-    done = subprocess.run(
-        ["git", "fast-import", "--quiet"],
-        input="".join(notes),
-        cwd=path,
-        text=True,
-        capture_output=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    fast_import(path, "".join(notes))
     tree = git(path, "ls-tree", "refs/notes/oomrec/many")
     assert "\ttree " not in tree and " tree " in tree, "the notes tree did not fan out"
     opened = gitutil.open_repo(path)

@@ -138,17 +138,19 @@ def write_html(report: Report, path: Path) -> None:
                 f"--html {path} is a FIFO no process reads; start its reader first, or give "
                 "--html a file path"
             ) from None
-        raise OomrecError(
-            f"cannot write {path}: {exc.strerror or exc}; give --html a writable file path"
-        ) from None
+        raise _cannot_write(path, exc) from None
     try:
         os.set_blocking(fd, True)
         with os.fdopen(fd, "wb", closefd=True) as out:
             out.write(page)
     except OSError as exc:
-        raise OomrecError(
-            f"cannot write {path}: {exc.strerror or exc}; give --html a writable file path"
-        ) from None
+        raise _cannot_write(path, exc) from None
+
+
+def _cannot_write(path: Path, exc: OSError) -> OomrecError:
+    return OomrecError(
+        f"cannot write {path}: {exc.strerror or exc}; give --html a writable file path"
+    )
 
 
 def render(report: Report) -> str:
