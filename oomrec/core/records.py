@@ -34,6 +34,7 @@ from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import GIB, normalize
 from oomrec.core.pathkind import kind as file_kind
+from oomrec.core.regular import NotRead, read_regular
 
 if TYPE_CHECKING:
     from oomrec.staleness.verdict import Judgement
@@ -893,9 +894,6 @@ class RecordFile:
         """Under the lock: move a torn last line aside, remove temp files of killed rewrites."""
         self._remove_stale_temps()
         size = os.fstat(fd).st_size
-        if size > MAX_RECORD_BYTES:
-            # Before its last line is read: a file of gigabytes without a newline is one line.
-            raise self._too_large()
         if not _ends_without_newline(fd, size):
             return
         start = _last_line_start(fd, size)
@@ -1010,30 +1008,19 @@ class RecordFile:
     def _read_text(self) -> str:
         self._check_regular()
         try:
-            # Non-blocking: a FIFO put there after the check must not hang the reader.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            # Non-blocking, judged on the open file, read to the limit (core.regular): a FIFO
+            # put there after the check cannot hang it, nor a pseudo-file make it unbounded.
+            data, _ = read_regular(self.path, MAX_RECORD_BYTES)
         except FileNotFoundError:
             return ""
-        except OSError as exc:
-            raise OomrecError(f"{self.shown_as}: cannot read ({exc.strerror})") from None
-        try:
-            self._check_fd(fd)
-            chunks = []
-            got = 0
-            # One byte past the limit: a file grown over it since fstat is refused too.
-            while got <= MAX_RECORD_BYTES and (
-                chunk := os.read(fd, min(1 << 20, MAX_RECORD_BYTES + 1 - got))
-            ):
-                chunks.append(chunk)
-                got += len(chunk)
-            if got > MAX_RECORD_BYTES:
-                raise self._too_large()
-        except OSError as exc:
-            raise OomrecError(f"{self.shown_as}: cannot read ({exc.strerror})") from None
-        finally:
-            os.close(fd)
+        except NotRead as why:
+            if why.kind:
+                raise self._irregular(why.kind) from None
+            if why.size:
+                raise self._too_large() from None
+            raise OomrecError(f"{self.shown_as}: cannot read ({why.error})") from None
         # surrogateescape: bytes that are not UTF-8 survive a rewrite unchanged.
-        return b"".join(chunks).decode("utf-8", errors="surrogateescape")
+        return data.decode("utf-8", errors="surrogateescape")
 
     def _open_for_write(self) -> int:
         try:
@@ -1067,6 +1054,8 @@ class RecordFile:
     def _check_fd(self, fd: int) -> None:
         info = os.fstat(fd)
         self._refuse_irregular(info.st_mode)
+        # Before an append tidies the last line, which it reads whole: gigabytes without a
+        # newline are one line.
         if info.st_size > MAX_RECORD_BYTES:
             raise self._too_large()
 
@@ -1078,10 +1067,12 @@ class RecordFile:
 
     def _refuse_irregular(self, mode: int) -> None:
         if not stat.S_ISREG(mode):
-            raise OomrecError(
-                f"{self.shown_as}: is {file_kind(mode)}, not a regular file; point --record at "
-                "a file"
-            )
+            raise self._irregular(file_kind(mode))
+
+    def _irregular(self, kind: str) -> OomrecError:
+        return OomrecError(
+            f"{self.shown_as}: is {kind}, not a regular file; point --record at a file"
+        )
 
     def _check_rewritable(self) -> None:
         if self.path.is_symlink():
