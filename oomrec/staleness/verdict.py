@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.provenance import SIDECAR_SUFFIX
 from oomrec.core.records import OomRecord, read_commit, short_commit
 from oomrec.staleness.content import Snapshots, State, Verdict, combine
 from oomrec.staleness.fixlog import Event, first_match
@@ -108,7 +109,7 @@ class _Pending:
 # the record was measured.
 _LIFTS_HERE = frozenset({State.PRESENT, State.DECLARED})
 # Files a sweep writes, never code a fix changes: left out of the work tree's check.
-_OUTPUT_SUFFIXES = (".csv", ".oomrec.json")
+_OUTPUT_SUFFIXES = (".csv", SIDECAR_SUFFIX)
 _LIFTS_THERE = frozenset({State.ABSENT, State.DECLARED})
 
 
@@ -633,6 +634,8 @@ class History:
         diff` per History; none in a bare repository."""
         if self._snapshots is None or self.repo.working_tree_dir is None:
             return []
+        from oomrec.store.locations import DEFAULT_RECORD
+
         changes = self._snapshots.changes
         paths = {
             f.path.decode("utf-8", "surrogateescape")
@@ -643,7 +646,9 @@ class History:
         }
         # A sweep's own output (its CSVs, the record) is not code: a fix that committed some
         # does not stop applying while the next sweep writes them.
-        paths = {p for p in paths if not p.endswith(_OUTPUT_SUFFIXES) and ".oom-record" not in p}
+        paths = {
+            p for p in paths if not p.endswith(_OUTPUT_SUFFIXES) and DEFAULT_RECORD.name not in p
+        }
         if self._dirty is None:
             from oomrec.store import gitrepo as gitutil
 
