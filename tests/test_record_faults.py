@@ -284,6 +284,20 @@ def test_huge_numbers_are_one_warning_never_a_traceback(tmp_path: Path, cli: Cli
     assert added.stderr.startswith("oomrec: error: length '") and added.stderr.count("\n") == 1
 
 
+def read_and_append(path: Path, cwd: Path, timeout: int) -> list[subprocess.CompletedProcess[str]]:
+    """`record list` and `record add` of the record at `path`, each in a fresh process."""
+    return [
+        subprocess.run(
+            [sys.executable, "-m", "oomrec", *args, "--record", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+        )
+        for args in (["record", "list", "--no-git"], ["record", "add", "m", "1"])
+    ]
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dir", "device"])
 def test_only_regular_files_are_read_and_a_fifo_never_hangs(tmp_path: Path, kind: str) -> None:
     path = tmp_path / "rec"
@@ -293,17 +307,7 @@ def test_only_regular_files_are_read_and_a_fifo_never_hangs(tmp_path: Path, kind
         path.mkdir()
     else:
         path.symlink_to("/dev/zero")
-    for args in (
-        ["record", "list", "--no-git"],
-        ["record", "add", "m", "1"],
-    ):
-        done = subprocess.run(
-            [sys.executable, "-m", "oomrec", *args, "--record", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            cwd=tmp_path,
-        )
+    for done in read_and_append(path, tmp_path, timeout=30):
         assert done.returncode == 2, done.stderr
         what = {"fifo": "a FIFO", "dir": "a directory", "device": "a character device"}[kind]
         assert done.stderr == (
@@ -327,14 +331,7 @@ def test_a_file_no_record_could_be_is_refused_before_it_is_read_whole(
     else:
         path.symlink_to("/proc/self/pagemap")
     size = path.stat().st_size
-    for args in (["record", "list", "--no-git"], ["record", "add", "m", "1"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "oomrec", *args, "--record", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-        )
+    for done in read_and_append(path, tmp_path, timeout=120):
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("oomrec: error: ")
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

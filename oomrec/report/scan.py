@@ -330,14 +330,12 @@ def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.Dat
         prompts = frame.filter(token == Token.TRUE_OOM).get_column("prompt").unique()
         faked = [p for p in prompts.to_list() if is_faked(p)]
     # MLXCEL_BENCH_FAKE_OOM / sweep --fake-oom: a cell never launched, no evidence.
-    fake = oom & pl.col("prompt").is_in(faked)
+    fake = (oom & pl.col("prompt").is_in(faked)) if faked else pl.lit(False)
     # The OOM rows alone (a few in a hundred) asked which say nothing a cell can hold.
     left_out = (
         frame.lazy()
         .filter(pl.col(rowread.PROBLEM).is_null() & oom)
-        .select(
-            ((models_of.is_null() | length.is_null()) & ~(fake if faked else pl.lit(False))).sum()
-        )
+        .select(((models_of.is_null() | length.is_null()) & ~fake).sum())
         .collect()
         .item()
     )
@@ -357,7 +355,7 @@ def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.Dat
             ((target != "") & length.is_not_null()).alias(_AIMED),
             # A row that ran states its length; an OOM without one stands at the shortest prompt.
             ((target != "") | (tokens != "") | oom).alias("_stated"),
-            (fake if faked else pl.lit(False)).alias("_faked"),
+            fake.alias("_faked"),
         )
     )
     query = query.filter(

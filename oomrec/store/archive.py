@@ -23,7 +23,6 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -192,7 +191,7 @@ def move_out(
     return moved
 
 
-@contextmanager
+@contextlib.contextmanager
 def _taken_back_unless_done(archive: RecordFile) -> Iterator[None]:
     """Under the record's lock: what is appended to the archive inside is cut off again when the
     rewrite of the record that goes with it fails (a full disk), so that the two do not

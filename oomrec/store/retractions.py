@@ -70,12 +70,12 @@ def retracted(events: Iterable[Event], now: datetime | None = None) -> dict[Evid
     horizon = _horizon(now)
     latest: dict[EvidenceKey, Event] = {}
     for event in events:
-        if event.retracts and event.stamp > horizon:
+        if _unwritten(event, horizon):
             continue
         key = evidence_key(event.record)
-        now = latest.get(key)
+        held = latest.get(key)
         # Later wins; at the same second a restore (False sorts first: not retracts) wins.
-        if now is None or (event.stamp, not event.retracts) > (now.stamp, not now.retracts):
+        if held is None or (event.stamp, not event.retracts) > (held.stamp, not held.retracts):
             latest[key] = event
     return {key: event for key, event in latest.items() if event.retracts}
 
@@ -83,12 +83,17 @@ def retracted(events: Iterable[Event], now: datetime | None = None) -> dict[Evid
 def from_the_future(events: Iterable[Event], now: datetime | None = None) -> list[Event]:
     """The retractions `retracted` leaves out for their stamp."""
     horizon = _horizon(now)
-    return [e for e in events if e.retracts and e.stamp > horizon]
+    return [e for e in events if _unwritten(e, horizon)]
 
 
 def _horizon(now: datetime | None) -> str:
     """The latest stamp a clock could have written: a day past `now`, for skew."""
     return ((now or datetime.now(UTC)) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _unwritten(event: Event, horizon: str) -> bool:
+    """A retraction stamped past `horizon`: no clock wrote it."""
+    return event.retracts and event.stamp > horizon
 
 
 def applies(record: OomRecord, gone: dict[EvidenceKey, Event]) -> bool:
