@@ -163,7 +163,7 @@ def test_tokens_are_one_enum_and_unknown_ones_stay_plain_strings() -> None:
     assert f"{Token.FAIL_BENCH}" == "FAIL:bench"
     # The dry run's actions are the tokens their rows get, or words for what writes no row.
     assert [a.value for a in Action] == [
-        "run", "SKIP:oom_backstop", "SKIP:oom_record", "SKIP:oom", "done",
+        "run", "probe", "SKIP:oom_backstop", "SKIP:oom_record", "SKIP:oom", "done",
     ]  # fmt: skip
 
 

@@ -128,8 +128,8 @@ def test_prune_and_restore_dry_and_real_runs_have_one_shape(
     assert (real_json["would_archive"], real_json["archived"]) == (2, 2)
     assert dry_json["records"] == real_json["records"]
     assert [(e["line"], e["status"], e["fix"]) for e in real_json["records"]] == [
-        (1, "no longer applies", h.fix),
-        (3, "no longer applies", h.fix),
+        (1, "lifted, unverified", h.fix),
+        (3, "lifted, unverified", h.fix),
     ]
     assert (real.kept, real.kept_unknown, real.since) == (2, 0, None)
     assert real.archived == [lines[0], lines[2]]
@@ -150,7 +150,7 @@ def test_prune_and_restore_dry_and_real_runs_have_one_shape(
     entry = back.to_json()["records"][0]
     assert (entry["archived_for"], entry["status"], entry["record"]["prompt_target_len"]) == (
         h.fix,
-        "no longer applies",
+        "lifted, unverified",
         1024,
     )
     assert sorted(record.read_text().splitlines()) == sorted(lines)
@@ -171,7 +171,7 @@ def test_stale_sorts_the_lines_and_says_when_the_user_must_act(
     write(record, [line("gemma-4-31b", 1024, h.pre), line("gemma-4-31b", 2048, "cafe")])
     result = record_stale()
     assert [(x.line, x.judgement.status.value) for x in result.no_longer_apply] == [
-        (1, "no longer applies")
+        (1, "lifted, unverified")
     ]
     assert [x.line for x in result.unknown] == [2]
     assert (result.apply_again, result.found) == ([], True)

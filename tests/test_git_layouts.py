@@ -73,8 +73,8 @@ def test_worktrees_of_a_bare_repository_share_one_record(bare: tuple[Path, Path,
     # A fix on one worktree's branch lifts the record there only.
     (wa / "prefill.py").write_text("chunked\n")
     git(wa, "commit", "-q", "-am", "Chunk\n\nOOM-Fix: gemma-4-*")
-    assert "no longer applies" in oomrec(wa, "record", "list")
-    assert "no longer applies" not in oomrec(wb, "record", "list")
+    assert "lifted, unverified" in oomrec(wa, "record", "list")
+    assert "lifted, unverified" not in oomrec(wb, "record", "list")
 
 
 def test_git_dir_and_work_tree_from_elsewhere(tmp_path: Path) -> None:
@@ -87,10 +87,10 @@ def test_git_dir_and_work_tree_from_elsewhere(tmp_path: Path) -> None:
     elsewhere.mkdir()
     env = {"GIT_DIR": str(repo / ".git"), "GIT_WORK_TREE": str(repo)}
     listed = oomrec(elsewhere, "record", "list", env=env)
-    assert "no longer applies: fix" in listed
+    assert "lifted, unverified: fix" in listed
     # Without $GIT_WORK_TREE git takes the cwd as the worktree's top: so does oomrec.
     listed = oomrec(repo, "record", "list", env={"GIT_DIR": str(repo / ".git")})
-    assert "no longer applies: fix" in listed
+    assert "lifted, unverified: fix" in listed
 
 
 def test_a_sha256_repository_through_the_cli_and_the_hooks(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_a_sha256_repository_through_the_cli_and_the_hooks(tmp_path: Path) -> No
     )
     fix = git(repo, "rev-parse", "HEAD")
     assert f"1 OOM record stopped applying (fix {fix[:7]} (Chunk))" in done.stdout + done.stderr
-    assert "no longer applies: fix" in oomrec(repo, "record", "list")
+    assert "lifted, unverified: fix" in oomrec(repo, "record", "list")
     reverted = subprocess.run(
         ["git", "revert", "--no-edit", "HEAD"],
         cwd=repo,

@@ -28,6 +28,8 @@ CELL_KEYS = [
     "already_recorded",
     "oom_evidence",
     "notes",
+    "probe",
+    "verified",
 ]
 SWEEP_KEYS = [
     "schema_version",

@@ -48,9 +48,11 @@ def test_prune_archives_what_no_longer_applies_and_keeps_the_rest(
     assert [
         (r["prompt_target_len"], r["status"]) for r in json.loads(listed.stdout)["records"]
     ] == [
-        (1024, f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)"),
-        (8192, f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)"),
-    ]
+        (1024, f"out of play: archived by record prune; fix {h.fix[:7]} (Chunk the prefill) "
+         "in effect"),
+        (8192, f"out of play: archived by record prune; fix {h.fix[:7]} (Chunk the prefill) "
+         "in effect"),
+    ]  # fmt: skip
 
 
 def test_since_judges_only_what_that_fix_matches(cli: Cli, repo: Repo, record: Path) -> None:
@@ -146,17 +148,18 @@ def test_the_sweep_judges_records_at_head_without_any_prune(
     h = history
     write(record, [line("gemma-4-31b", 8192, h.pre, hardware="testhw")])
     plan, verdicts = dry_run_verdicts(cli, h.repo.path)
-    assert verdicts == ["run", "run"]
+    assert verdicts == ["run", "probe"]
     lifted = plan["cells"][1]  # type: ignore[index]
     assert lifted["reason"] == (
-        f"recorded OOM at 8192 no longer applies: fix {h.fix[:7]} (Chunk the prefill)"
+        f"recorded OOM at 8192 <= 8192, lifted, unverified: fix {h.fix[:7]} (Chunk the "
+        "prefill); runs alone as a probe under the guard"
     )
     assert lifted["record_line"].startswith("benchmarks/.oom-record:1: ")
     # The fix reverted: the record applies again.
     h.repo.git("revert", "--no-edit", h.fix)
     assert dry_run_verdicts(cli, h.repo.path)[1] == ["run", "SKIP:oom_record"]
     h.repo.git("revert", "--no-edit", "HEAD")
-    assert dry_run_verdicts(cli, h.repo.path)[1] == ["run", "run"]
+    assert dry_run_verdicts(cli, h.repo.path)[1] == ["run", "probe"]
 
 
 def test_an_archived_record_pre_skips_again_on_a_branch_without_the_fix(

@@ -309,7 +309,7 @@ def test_one_decision_whether_a_record_applies_here(
     assert (why is None) is (reach == Applicability.APPLIES)
     assert reach.on_host is (reach in (Applicability.APPLIES, Applicability.LIFTED))
     if reach == Applicability.LIFTED:
-        assert why == "no longer applies: fix 9bef3f2 (Chunk the prefill)"
+        assert why == "lifted, unverified: fix 9bef3f2 (Chunk the prefill)"
 
 
 def test_the_sweep_plans_by_that_decision() -> None:
@@ -323,5 +323,7 @@ def test_the_sweep_plans_by_that_decision() -> None:
     planner = Planner(evidence, "gb10", host_mem=96 * GIB)
     assert [e.lineno for e in planner.records["m"]] == [1, 4]
     # Line 3 was measured with less memory than this host has: not this host's to lift.
-    assert "m" not in planner.lifted
-    assert Planner(evidence, "gb10", host_mem=64 * GIB).lifted["m"][0].lineno == 3
+    assert "m" not in planner.unverified and "m" not in planner.lifted
+    # Where it is evidence, a lift is a hypothesis to probe, never out of play unverified.
+    smaller = Planner(evidence, "gb10", host_mem=64 * GIB)
+    assert smaller.unverified["m"][0].lineno == 3 and "m" not in smaller.lifted

@@ -40,7 +40,7 @@ def test_lists_records_that_no_longer_apply_with_the_fix(
     text = cli("record", "stale")
     assert "run: oomrec record prune" in text.stdout
     assert text.stdout.splitlines()[-1] == (
-        "1 record no longer applies, 0 archived records apply again, 1 applies because git "
+        "1 record lifted, unverified, 0 archived records apply again, 1 applies because git "
         "cannot say (at HEAD)"
     )
 
@@ -102,7 +102,7 @@ def test_no_commits_yet_means_everything_applies(
     write(empty.path / "benchmarks" / ".oom-record", [line("m", 1, "abc1234")])
     result = cli("record", "stale")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines()[-1].startswith("0 records no longer apply")
+    assert result.stdout.splitlines()[-1].startswith("0 records lifted, unverified")
 
 
 def test_trailer_hygiene_warnings(cli: Cli, repo: Repo, record: Path) -> None:
@@ -127,7 +127,7 @@ def test_trailer_hygiene_warnings(cli: Cli, repo: Repo, record: Path) -> None:
         for w in warnings
     )
     # None of them lifts anything.
-    assert result.stdout.splitlines()[-1].startswith("0 records no longer apply")
+    assert result.stdout.splitlines()[-1].startswith("0 records lifted, unverified")
 
 
 def test_list_shows_each_records_status(cli: Cli, history: History, record: Path) -> None:
@@ -143,7 +143,7 @@ def test_list_shows_each_records_status(cli: Cli, history: History, record: Path
     )
     statuses = [r["status"] for r in json.loads(cli("record", "list", "--json").stdout)["records"]]
     assert statuses == [
-        f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)",
+        f"lifted, unverified: fix {h.fix[:7]} (Chunk the prefill)",
         "applies",
         "applies (unknown: commit deadbeef not in this repository (rebased away or from "
         "another clone?))",

@@ -234,7 +234,7 @@ def test_a_replace_ref_or_a_graft_is_seen_though_head_is_the_same(repo: Repo) ->
     so does undoing it, and GIT_NO_REPLACE_OBJECTS."""
     oom, fix = oom_then_fix(repo)
     warm(repo.path)
-    assert the_oom(kept_and_fresh(repo.path))[::2] == (oom, "no longer applies")
+    assert the_oom(kept_and_fresh(repo.path))[::2] == (oom, "lifted, unverified")
     repo.git("replace", "--graft", "HEAD", "HEAD~2")
     # HEAD's parent is the first run now: HEAD, which has the fix, added the OOM row.
     assert the_oom(kept_and_fresh(repo.path))[::2] == (fix, "applies")
@@ -252,7 +252,7 @@ def test_a_shallow_clone_deepened_is_seen(repo: Repo, tmp_path: Path) -> None:
     warm(clone)
     assert the_oom(kept_and_fresh(clone))[::2] == (fix, "applies")
     git(clone, "fetch", "-q", "--unshallow")
-    assert the_oom(kept_and_fresh(clone))[::2] == (oom, "no longer applies")
+    assert the_oom(kept_and_fresh(clone))[::2] == (oom, "lifted, unverified")
 
 
 def test_git_config_that_changes_what_is_committed_is_seen(repo: Repo) -> None:
@@ -265,7 +265,7 @@ def test_git_config_that_changes_what_is_committed_is_seen(repo: Repo) -> None:
     warm(repo.path)
     assert the_oom(kept_and_fresh(repo.path))[0] == "unknown"
     repo.git("config", "core.autocrlf", "true")
-    assert the_oom(kept_and_fresh(repo.path))[::2] == (oom, "no longer applies")
+    assert the_oom(kept_and_fresh(repo.path))[::2] == (oom, "lifted, unverified")
 
 
 def test_a_row_dated_by_its_file_is_dated_in_the_time_zone_of_the_report(repo: Repo) -> None:

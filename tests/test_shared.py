@@ -99,7 +99,8 @@ def test_a_fix_merged_on_origin_lifts_a_shared_record_once_b_pulls_the_code(
     git(a, "push", "-q", "origin", "main")
     assert fleet.plan("B") == ["run", "SKIP:oom_record"]
     git(b, "pull", "-q")
-    assert fleet.plan("B") == ["run", "run"]
+    # Lifted on B by the pulled fix: a probe, which a run on B verifies.
+    assert fleet.plan("B") == ["run", "probe"]
 
 
 def test_what_cannot_be_judged_elsewhere_stays_local(

@@ -34,7 +34,7 @@ def status(path: Path, model: str, commit: str) -> Status:
 
 def test_linear_history_and_branches(history: Hist) -> None:
     h = history
-    lifted = f"no longer applies: fix {h.fix[:7]} (Chunk the prefill)"
+    lifted = f"lifted, unverified: fix {h.fix[:7]} (Chunk the prefill)"
     got = judge(
         h.repo.path,
         [("gemma-4-31b", c) for c in (h.base, h.pre, h.fix, h.post, h.side, h.feat, h.merged)],
@@ -53,8 +53,8 @@ def test_only_models_the_fix_globs_match_are_judged(repo: Repo) -> None:
     )
     assert got[0] == "applies"
     assert got[1] == "applies"
-    assert got[2].startswith("no longer applies: fix")
-    assert got[3] == f"no longer applies: fix {f1[:7]} (gemma fix)"
+    assert got[2].startswith("lifted, unverified: fix")
+    assert got[3] == f"lifted, unverified: fix {f1[:7]} (gemma fix)"
 
 
 def test_a_reverted_fix_is_not_in_effect_and_a_revert_of_the_revert_restores_it(
@@ -85,7 +85,7 @@ def test_a_cherry_pick_is_a_copy_of_the_fix(history: Hist) -> None:
     # Judged on the release branch, the pick is the fix in effect there.
     r.git("checkout", "-q", "side")
     assert judge(r.path, [("gemma-4-31b", h.pre)])[0].startswith(
-        f"no longer applies: fix {git(r.path, 'rev-parse', 'HEAD~1')[:7]}"
+        f"lifted, unverified: fix {git(r.path, 'rev-parse', 'HEAD~1')[:7]}"
     )
 
 
@@ -210,7 +210,7 @@ def test_hostile_git_config_changes_nothing(history: Hist, config: list[str]) ->
         name, _, value = item.partition("=")
         r.git("config", name, value)
     got = judge(r.path, [("gemma-4-31b", h.pre), ("gemma-4-31b", picked), ("x", h.pre)])
-    assert got[0].startswith("no longer applies: fix")
+    assert got[0].startswith("lifted, unverified: fix")
     assert got[1:] == ["applies", "applies"]
 
 

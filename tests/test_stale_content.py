@@ -56,7 +56,7 @@ def test_a_record_before_the_fix_on_main_is_lifted(code: tuple[Repo, str]) -> No
     f = fix(repo)
     after = repo.commit("later work")
     assert verdict(repo.path, pre).status == Status.LIFTED
-    assert str(verdict(repo.path, pre)) == f"no longer applies: fix {f[:7]} (Chunk the prefill)"
+    assert str(verdict(repo.path, pre)) == f"lifted, unverified: fix {f[:7]} (Chunk the prefill)"
     assert verdict(repo.path, after).status == Status.APPLIES
 
 
@@ -352,7 +352,7 @@ def test_a_work_tree_that_undoes_the_fix_keeps_the_record(code: tuple[Repo, str]
     record.write_text(f"{MODEL},8192,2026-07-03,{pre},,x.csv\n")
     assert cli("check", MODEL, "8192", "--record", str(record)).exit_code == 1
     repo.git("checkout", "prefill.py")
-    assert cli("check", MODEL, "8192", "--record", str(record)).exit_code == 0
+    assert cli("check", MODEL, "8192", "--record", str(record)).exit_code == 3
     assert verdict(repo.path, pre).status == Status.LIFTED
 
 
@@ -419,7 +419,7 @@ def test_every_view_gives_each_record_the_same_verdict(cli: Cli, repo: Repo) -> 
 
     listed = run("record", "list", "--json")["records"]
     by_list = {
-        r["model"]: "lifted" if r["status"].startswith("no longer applies") else "applies"
+        r["model"]: "lifted" if r["status"].startswith("lifted, unverified") else "applies"
         for r in listed
     }
     stale = run("record", "stale", "--json")
@@ -429,7 +429,7 @@ def test_every_view_gives_each_record_the_same_verdict(cli: Cli, repo: Repo) -> 
     by_prune = {m: "lifted" if n in pruned else "applies" for n, (m, _) in enumerate(rows, 1)}
     report = run("report", "--json", str(record.parent))
     by_report = {
-        o["model"]: "lifted" if o["status"] == "no longer applies" else "applies"
+        o["model"]: "lifted" if o["status"] == "lifted, unverified" else "applies"
         for o in report["ooms"]
     }
     models = " ".join(m for m, _ in rows)

@@ -25,8 +25,9 @@ def check_command(
     record: RecordOption = None,
 ) -> None:
     """May this cell launch here and now? Exit 0 yes, 1 no (a record applies: the line says
-    which and why), 2 usage. The sweep's own decision for one cell, on this host's hardware and
-    memory, with the record judged at HEAD; put it in front of a hand run.
+    which and why), 3 only as a probe (a fix lifted a record, no run has verified it: the line
+    gives the `oomrec run` that does), 2 usage. The sweep's own decision for one cell, on this
+    host's hardware and memory, with the record judged at HEAD; put it in front of a hand run.
 
     Example: oomrec check gemma-4-31b-it-4bit 32768 && scripts/bench_decode.sh ...
     """

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 # nothing), 2 usage.
 EXIT_MAY_LAUNCH = 0
 EXIT_RECORDED = 1
+# A fix lifted a record but no run has verified it: launch it only as a probe (`oomrec run`).
+EXIT_PROBE = 3
 
 
 def parse(args: list[str]) -> tuple[str, str, Path | None, bool] | None:
@@ -74,4 +76,6 @@ def render(result: CheckResult, as_json: bool, quiet: bool) -> int:
         # A refusal is said even with -q: a script's log shows why nothing ran.
         print(result.line())
     sys.stdout.flush()
-    return EXIT_MAY_LAUNCH if result.may_launch else EXIT_RECORDED
+    if result.may_launch:
+        return EXIT_MAY_LAUNCH
+    return EXIT_PROBE if result.decision == "probe" else EXIT_RECORDED

@@ -37,12 +37,14 @@ def stale_command(
     verbose: VerboseOption = False,
     record: RecordOption = None,
 ) -> None:
-    """List the records that no longer apply at HEAD, and the archived ones that apply again.
+    """List the records a fix lifted at HEAD (to verify by a probe), the archived ones that
+    apply again, and the undecided ones (a fix git cannot prove in effect).
 
-    A record no longer applies when a fix commit (trailer `OOM-Fix: <model glob>`) is in effect
-    at HEAD and was not where the record was measured; a revert takes a fix out of effect. Also
-    warns about fix trailers that cannot work as written. Exit status 0 either way, unless
-    --exit-code.
+    A fix commit (trailer `OOM-Fix: <model glob>`) in effect at HEAD and not where the record
+    was measured lifts it: a hypothesis until a run of the cell, under the guard, proves it
+    (`oomrec sweep` probes it; `oomrec run MODEL LENGTH -- CMD` runs one). A revert takes a fix
+    out of effect. Also warns about fix trailers that cannot work as written. Exit status 0
+    either way, unless --exit-code.
 
     Example: oomrec record stale --range v1.2..HEAD --exit-code
     """
@@ -64,9 +66,9 @@ def _print_report(result: "StaleResult", *, verbose: bool) -> None:
 
     gone, back, unknown = result.no_longer_apply, result.apply_again, result.unknown
     for title, rows in (
-        (f"{result.record}: no longer apply at HEAD", gone),
+        (f"{result.record}: lifted at HEAD, not yet verified (probes)", gone),
         (f"{result.record}{archive.SUFFIX}: archived, apply again at HEAD", back),
-        ("apply because git cannot prove otherwise", unknown),
+        ("undecided: apply because git cannot prove otherwise", unknown),
     ):
         if rows:
             print_records(
@@ -83,7 +85,15 @@ def _print_report(result: "StaleResult", *, verbose: bool) -> None:
     for line in contradiction_lines(result.contradicted):
         typer.echo(line)
     if gone:
-        info("run: oomrec record prune   (archives them; the sweep skips them already)")
+        info(
+            "verify: oomrec sweep (probes each under the guard), or one cell: oomrec run "
+            "MODEL LENGTH -- CMD; or take them out of play unverified: oomrec record prune"
+        )
+    if unknown:
+        info(
+            "verify: oomrec sweep --probe-undecided (probes them under the guard), or one "
+            "cell: oomrec run MODEL LENGTH --probe-undecided -- CMD"
+        )
     if back:
         info("run: oomrec record restore (the sweep pre-skips their cells already)")
     for row in result.shared_no_longer_apply[:SCREENFUL]:
@@ -93,7 +103,7 @@ def _print_report(result: "StaleResult", *, verbose: bool) -> None:
             "when read; prune never touches another host's records)"
         )
     info(
-        f"{plural(len(gone), 'record')} no longer {verb(len(gone), 'applies', 'apply')}, "
+        f"{plural(len(gone), 'record')} lifted, unverified, "
         f"{plural(len(back), 'archived record')} {verb(len(back), 'applies', 'apply')} again, "
         f"{len(unknown)} {verb(len(unknown), 'applies', 'apply')} because git cannot say "
         "(at HEAD)"

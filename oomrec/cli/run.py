@@ -70,6 +70,14 @@ def run_command(
     max_cell_gpu_memory: MaxCellGpuMemoryOption = None,
     min_gpu_available: MinGpuAvailableOption = None,
     ignore_record: IgnoreRecordOption = False,
+    probe_undecided: Annotated[
+        bool,
+        typer.Option(
+            "--probe-undecided",
+            help="Run the cell as a probe when a fix may have lifted its record (git cannot "
+            "prove it): under the guard, and its outcome decides.",
+        ),
+    ] = False,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -102,6 +110,7 @@ def run_command(
         max_cell_gpu_memory=max_cell_gpu_memory,
         min_gpu_available=min_gpu_available,
         ignore_record=ignore_record,
+        probe_undecided=probe_undecided,
     )
     # While it waits for another oomrec's lock, SIGTERM ends the wait as Ctrl-C does (130).
     with sigterm_as_interrupt():

@@ -124,6 +124,14 @@ def sweep_command(
             "after raising the guard's limits; records of OOMs seen still apply.",
         ),
     ] = False,
+    probe_undecided: Annotated[
+        bool,
+        typer.Option(
+            "--probe-undecided",
+            help="Also probe records a fix may have lifted (git cannot prove its change is in "
+            "the tree): each runs alone under the guard, and its outcome decides.",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; launch nothing, write nothing.")
     ] = False,
@@ -227,6 +235,7 @@ def sweep_command(
             fake_oom=fake_oom,
             ignore_record=ignore_record,
             ignore_guard_records=ignore_guard_records,
+            probe_undecided=probe_undecided,
             shard=shard,
             resume="keep" if resume_keep else "rerun" if resume else None,
             rerun_failed=rerun_failed,
@@ -347,7 +356,12 @@ def _header(prepared: "Prepared", flag: str | None) -> list[str]:
         f"  output:  {display_path(config.output)}",
         f"  record:  {config.record.shown_as} ({plural(planner.applicable_records, 'record')} "
         f"{verb(planner.applicable_records, 'applies', 'apply')} to {config.hardware} at HEAD"
-        + (f", {planner.lifted_records} lifted by fixes" if planner.lifted_records else "")
+        + (
+            f", {planner.unverified_records} lifted by fixes, to verify by a probe"
+            if planner.unverified_records
+            else ""
+        )
+        + (f", {planner.lifted_records} out of play" if planner.lifted_records else "")
         + ")",
         f"  guard:   {config.guard.describe()}",
     ]
@@ -397,11 +411,13 @@ def _plan_lines(decided: "list[tuple[Cell, Decision]]") -> list[str]:
             line += f" ({decision.reason})"
         lines.append(line)
     to_run = sum(1 for _, d in decided if d.action == Action.RUN)
+    probes = sum(1 for _, d in decided if d.action == Action.PROBE)
     done = sum(1 for _, d in decided if d.action == Action.DONE)
     already = f"{done} done, " if done else ""
+    probed = f", {probes} to probe under the guard" if probes else ""
     lines.append(
-        f"dry run: {already}{to_run} to run, {len(decided) - to_run - done} to skip; "
-        "nothing launched, nothing written"
+        f"dry run: {already}{to_run} to run{probed}, "
+        f"{len(decided) - to_run - probes - done} to skip; nothing launched, nothing written"
     )
     return lines
 
@@ -428,7 +444,8 @@ def _cell_line(done: int, total: int, result: "CellResult") -> str:
     """One finished cell, as the log shows it."""
     from oomrec.cli.cellline import cell_details
 
-    line = f"[{done}/{total}] {result.cell.model} @ {result.cell.length}: {result.token}"
+    probe = " (probe)" if result.probe else ""
+    line = f"[{done}/{total}] {result.cell.model} @ {result.cell.length}{probe}: {result.token}"
     details = cell_details(result)
     if details:
         line += f" ({'; '.join(details)})"
@@ -463,6 +480,8 @@ class _LineReporter:
             self.log(Whole(f"  recorded: {result.recorded}"))
         if result.already_recorded:
             self.log(Whole(f"  already recorded: {result.already_recorded}"))
+        for line in result.verified:
+            self.log(Whole(f"  verified (archived): {line}"))
 
 
 class _ProgressReporter(_LineReporter):

@@ -10,6 +10,7 @@ fake-OOM hook is the sweep's testing hook and has none either.
 from __future__ import annotations
 
 import itertools
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,8 @@ class CheckResult(Result):
     hardware: str
     host_mem: int | None
     record: str
-    # Action.RUN, or Action.RECORD (the token a sweep's row would get: SKIP:oom_record).
+    # Action.RUN, Action.PROBE (a lift no run has verified yet), or Action.RECORD (the token a
+    # sweep's row would get: SKIP:oom_record).
     verdict: str
     reason: str
     # `path:lineno: line` of the record that applies (or, to run, that a fix lifted).
@@ -45,7 +47,25 @@ class CheckResult(Result):
 
     @property
     def may_launch(self) -> bool:
+        """May the cell launch unguarded (a probe may not: it runs under `oomrec run`)."""
         return self.verdict == Action.RUN
+
+    @property
+    def decision(self) -> str:
+        """`launch`, `probe` or `skip`: what a script does next."""
+        if self.verdict == Action.RUN:
+            return "launch"
+        return "probe" if self.verdict == Action.PROBE else "skip"
+
+    @property
+    def verify_command(self) -> str | None:
+        """For a probe: the command that runs the cell under the guard and decides."""
+        if self.verdict != Action.PROBE:
+            return None
+        return (
+            f"oomrec run {shlex.quote(self.model)} {self.length} -- <the cell's command, "
+            "e.g. scripts/bench_decode.sh {model_path} --prompt-tokens {length}>"
+        )
 
     def json_body(self) -> dict[str, Any]:
         return {
@@ -55,6 +75,8 @@ class CheckResult(Result):
             "host_mem_bytes": self.host_mem,
             "record": self.record,
             "may_launch": self.may_launch,
+            "decision": self.decision,
+            "verify_command": self.verify_command,
             "verdict": self.verdict,
             "reason": self.reason,
             "record_line": self.record_line,
@@ -70,6 +92,11 @@ class CheckResult(Result):
             return f"run: {cell}: no OOM record applies ({self.record})"
         if self.may_launch:
             return f"run: {cell}: {self.reason} ({self.record_line})"
+        if self.verdict == Action.PROBE:
+            return (
+                f"probe: {cell}: {self.reason} ({self.record_line}); verify it with: "
+                f"{self.verify_command}"
+            )
         return f"{self.verdict}: {cell}: {self.reason} ({self.record_line})"
 
 
@@ -142,7 +169,17 @@ def _decide(
             warnings=warnings,
             models=wanted,
         )
-    return Planner(evidence, hardware, host_mem=host_mem).decide(cell)
+    planner = Planner(evidence, hardware, host_mem=host_mem, probe_problem=None)
+    decision = planner.decide(cell)
+    if decision.action == Action.PROBE:
+        # Only now the guard's modules (psutil, NVML): can this host watch a probe at all?
+        from oomrec.sweep.cell.probeguard import watch_problem
+
+        problem = watch_problem(hardware)
+        if problem is not None:
+            planner.probe_problem = problem
+            decision = planner.decide(cell)
+    return decision
 
 
 def _no_fix_can_apply(key: str, records: Sequence[OomRecord]) -> bool:

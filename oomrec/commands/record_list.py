@@ -15,6 +15,7 @@ from oomrec.commands.common import record_warnings
 from oomrec.core.hardware import option_tag
 from oomrec.core.records import OomRecord
 from oomrec.store import archive
+from oomrec.store.archive import ArchivedLine
 from oomrec.store.locations import Settings, open_record
 
 LOCAL = "local"
@@ -77,11 +78,13 @@ def record_list(
     origin: dict[int, str] = {}
     stamps: dict[int, str] = {}
     reasons: dict[int, str | None] = {}
+    parked_of: dict[int, ArchivedLine] = {}
     if archived:
         shown = archive.in_play(parked) + archive.retracted_now(parked)
         pool = [line.record for line in shown if line.record is not None]
         stamps = {id(line.record): line.archived_at for line in shown}
         reasons = {id(line.record): line.reason for line in shown}
+        parked_of = {id(line.record): line for line in shown}
     else:
         pool = loaded.records
     if not archived and git and settings.repo_root is not None:
@@ -101,7 +104,11 @@ def record_list(
         records=chosen,
         origins=[origin.get(id(rec), default) for rec in chosen],
         statuses=_retracted_status(
-            _statuses(chosen, settings) if git and chosen else None, chosen, reasons
+            _statuses(chosen, settings, parked_of if archived else None)
+            if git and chosen
+            else None,
+            chosen,
+            reasons,
         ),
         archived_at=[stamps[id(rec)] for rec in chosen] if archived else None,
         reasons=[reasons[id(rec)] for rec in chosen] if archived else None,
@@ -139,8 +146,13 @@ def records_matching(
     return chosen
 
 
-def _statuses(records: list[OomRecord], settings: Settings) -> list[str] | None:
-    """Each record's status at HEAD; None outside git."""
+def _statuses(
+    records: list[OomRecord],
+    settings: Settings,
+    parked_of: dict[int, ArchivedLine] | None = None,
+) -> list[str] | None:
+    """Each record's status at HEAD (of an archived one, `parked_of` its archive line: how it
+    was archived decides whether it is out of play); None outside git."""
     if settings.repo_root is None:
         # Outside a repository: no status, and no GitPython import either.
         return None
@@ -150,4 +162,14 @@ def _statuses(records: list[OomRecord], settings: Settings) -> list[str] | None:
     history = open_history(trailer_key(settings), [r.commit for r in records])
     if history is None:
         return None
-    return [str(j) for j in judge_all(history, records)]
+    judged = judge_all(history, records)
+    if parked_of is None:
+        return [str(j) for j in judged]
+    from oomrec.core.hardware import detect, detect_memory
+    from oomrec.sweep.planner import JudgedLine, state_text
+
+    hardware, host_mem = detect(), detect_memory()
+    return [
+        state_text(JudgedLine("", 0, "", rec, j, parked_of.get(id(rec))), hardware, host_mem)
+        for rec, j in zip(records, judged, strict=True)
+    ]

@@ -3,6 +3,7 @@ what is wrong with the fix trailers."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,17 @@ class StaleLine:
 
     def to_json(self) -> dict[str, Any]:
         entry = judged_entry(self.line, self.record, self.judgement)
+        entry["verify_command"] = self.verify_command
         return entry if self.host is None else {**entry, "from": f"notes:{self.host}"}
+
+    @property
+    def verify_command(self) -> str | None:
+        """The hand run that verifies a lift (or, undecided, decides it) under the guard."""
+        if not self.judgement.fixes:
+            return None
+        undecided = " --probe-undecided" if self.judgement.applies else ""
+        model = shlex.quote(self.record.model)
+        return f"oomrec run {model} {self.record.prompt_target_len}{undecided} -- CMD"
 
 
 @dataclass(kw_only=True)

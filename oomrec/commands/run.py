@@ -50,6 +50,8 @@ class RunOptions:
     # Launch even where a record applies (a new OOM is still recorded: "already recorded" when
     # the record holds it).
     ignore_record: bool = False
+    # Probe the cell when a fix may have lifted its record (git cannot prove it either way).
+    probe_undecided: bool = False
 
 
 @dataclass(kw_only=True)
@@ -158,6 +160,7 @@ def _sweep_options(options: RunOptions) -> SweepOptions:
         max_cell_gpu_memory=options.max_cell_gpu_memory,
         min_gpu_available=options.min_gpu_available,
         ignore_record=options.ignore_record,
+        probe_undecided=options.probe_undecided,
         models_need_dirs=False,
         append=True,
     )

@@ -30,6 +30,7 @@ from oomrec.store import locations as config_mod
 from oomrec.store.locations import display_path, load_settings
 from oomrec.sweep import demo as demo_mod
 from oomrec.sweep.cell.guard import AvailableMemory, GpuLimit
+from oomrec.sweep.cell.probeguard import watch_problem
 from oomrec.sweep.grid import (
     CellResult,
     Plan,
@@ -47,7 +48,7 @@ from oomrec.sweep.options import (
     output_problem,
 )
 from oomrec.sweep.outlock import OutputLock
-from oomrec.sweep.planner import Cell, Decision, Planner, gather_evidence
+from oomrec.sweep.planner import Action, Cell, Decision, Planner, gather_evidence
 
 
 @dataclass(kw_only=True)
@@ -138,6 +139,8 @@ def _planned_cell(cell: Cell, decision: Decision) -> dict[str, Any]:
         "already_recorded": None,
         "oom_evidence": None,
         "notes": [],
+        "probe": decision.action == Action.PROBE,
+        "verified": [],
         # The name before schema_version 1; kept one release for scripts that read it.
         "action": decision.action,
     }
@@ -310,6 +313,8 @@ def prepare(
         ignore_guard_records=config.ignore_guard_records,
         fake_oom=config.fake_oom,
         host_mem=config.host_mem,
+        probe_problem=watch_problem(hardware),
+        probe_undecided=config.probe_undecided,
     )
     warnings.extend(_guard_warnings(config))
     plan = plan_cells(config)

@@ -17,6 +17,8 @@ from oomrec.core.errors import OomrecError
 
 HARDWARE_ENV = "OOMREC_HARDWARE"
 MEM_ENV = "OOMREC_MEM_BYTES"
+BACKEND_ENV = "OOMREC_BACKEND"
+BACKENDS = ("cuda", "rocm", "metal", "cpu")
 GIB = 1024**3
 MAX_FALLBACK_LEN = 20
 # Hardware names are short; what follows this many characters is not read, which bounds the
@@ -324,7 +326,16 @@ def _cpu_model_name() -> str | None:
 
 
 def detect_backend() -> str:
-    """This host's compute backend as the harness names CSV files: cuda, rocm, metal or cpu."""
+    """This host's compute backend as the harness names CSV files: cuda, rocm, metal or cpu.
+    `$OOMREC_BACKEND` wins (a container without nvidia-smi); OomrecError when it names none."""
+    override = os.environ.get(BACKEND_ENV, "").strip().lower()
+    if override:
+        if override not in BACKENDS:
+            raise OomrecError(
+                f"{BACKEND_ENV}={override[:40]!r} is not a backend; give one of "
+                f"{', '.join(BACKENDS)}, or unset it"
+            )
+        return override
     if _probe(_NVIDIA_SMI):
         return "cuda"
     if _probe(_ROCMINFO):
@@ -332,6 +343,12 @@ def detect_backend() -> str:
     if _system() == "Darwin":
         return "metal"
     return "cpu"
+
+
+def unified(tag: str) -> bool:
+    """Whether a host of this tag addresses its accelerator's memory as host RAM (or has no
+    accelerator): then host memory is the memory a cell can run out of."""
+    return tag in _UNIFIED_TAGS
 
 
 def option_tag(given: str | None) -> str | None:

@@ -111,6 +111,12 @@ ENV_VARS: tuple[Setting, ...] = (
     ),
     Setting("OOMREC_HARDWARE", "tag", "detected", "This host's hardware tag (gb10, m1ultra, ...)."),
     Setting(
+        "OOMREC_BACKEND",
+        "cuda, rocm, metal or cpu",
+        "detected",
+        "This host's compute backend: which memory a probe must watch (a discrete GPU's too).",
+    ),
+    Setting(
         "OOMREC_MEM_BYTES",
         "size or unknown",
         "detected",

@@ -52,7 +52,9 @@ class Status(StrEnum):
     APPLIES = "applies"
     # Applies, because git cannot prove otherwise; the judgement says why.
     UNKNOWN = "unknown"
-    LIFTED = "no longer applies"
+    # A fix is in effect (graph and tree): a hypothesis until a run of the cell verifies it
+    # (sweep/planner.record_state); the record stays in play meanwhile, as a probe.
+    LIFTED = "lifted, unverified"
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class Judgement:
 
     def __str__(self) -> str:
         if self.status == Status.LIFTED:
-            return f"no longer applies: {self.fixes[0].describe()}"
+            return f"lifted, unverified: {self.fixes[0].describe()}"
         if self.status == Status.UNKNOWN:
             return f"applies (unknown: {self.reason})"
         # Applies although a fix is in the history: the tree says why.

@@ -11,6 +11,13 @@ another host's shared record), and `record restore --retracted` appends `<UTC ti
 <the record line>`: events, never judged, whose latest says whether the evidence is
 retracted (store.retractions); `record push` publishes them.
 
+A record a fix lifted is a hypothesis until a run of its cell proves it (a probe: sweep/probe.py):
+the probe that ran is archived as `<UTC time> verified:<fix SHA>,<tag>,<memory>,<run commit>,
+<peak>,<CSV, percent-encoded> <the record line>`: the fix, the machine class the run proved it
+on, the commit it ran at, its peak and its row's CSV (`-` for what is unknown). Such a line is out
+of play on that class with no less memory while the fix stays in effect; elsewhere the lift is
+still a hypothesis.
+
 Both files are written under the record's lock. A move appends to the destination first and
 then rewrites the source atomically, so a crash between the two leaves a line in both (read
 once), never in neither.
@@ -27,6 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from oomrec.core.records import (
+    MEM_JITTER,
     Loaded,
     NotARecord,
     OomRecord,
@@ -34,6 +42,8 @@ from oomrec.core.records import (
     RecordLine,
     evidence_key,
     parse_line,
+    short_commit,
+    show_bytes,
 )
 from oomrec.store.retractions import Event, retracted
 
@@ -41,10 +51,81 @@ SUFFIX = ".archive"
 RETRACTED = "retracted:"
 RETRACTED_SHARED = "retracted-shared:"
 RESTORED = "restored"
+VERIFIED = "verified:"
 _LINE = re.compile(
     r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z) "
-    r"([0-9a-f]{40}|[0-9a-f]{64}|-|retracted:\S*|retracted-shared:\S*|restored) (.*)"
+    r"([0-9a-f]{40}|[0-9a-f]{64}|-|retracted:\S*|retracted-shared:\S*|restored|verified:\S*) (.*)"
 )
+_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """What a probe proved: its cell ran to completion at `commit` on a host of `hardware` with
+    `mem_bytes` of memory, peaking at `peak_bytes`, its row in `csv`. None: unknown."""
+
+    hardware: str | None
+    mem_bytes: int | None
+    commit: str | None
+    peak_bytes: int | None
+    csv: str
+
+    def field(self, fix: str) -> str:
+        """The archive line's second field, for a lift by `fix`."""
+        values = [
+            fix or "-",
+            self.hardware or "-",
+            _int_field(self.mem_bytes),
+            self.commit or "-",
+            _int_field(self.peak_bytes),
+            urllib.parse.quote(self.csv, safe="") or "-",
+        ]
+        return VERIFIED + ",".join(values)
+
+    def covers(self, host_tag: str | None, host_mem: int | None) -> bool:
+        """Whether the run proves the cell on this host: the same machine class, and no less
+        memory than the run had. Memory unknown on one side only proves nothing; unknown on
+        both is the same class as far as anything can tell (as the record applied there)."""
+        if self.hardware is None or host_tag is None or self.hardware != host_tag:
+            return False
+        if self.mem_bytes is None or host_mem is None:
+            return self.mem_bytes is None and host_mem is None
+        return host_mem >= self.mem_bytes * (1 - MEM_JITTER)
+
+    def describe(self) -> str:
+        at = short_commit(self.commit) if self.commit else "an unknown commit"
+        peak = f", peak {show_bytes(self.peak_bytes)}" if self.peak_bytes is not None else ""
+        mem = show_bytes(self.mem_bytes) if self.mem_bytes is not None else "unknown memory"
+        return f"by a run at {at} on {self.hardware or 'an unknown host'} ({mem}{peak})"
+
+
+def _int_field(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _parse_verified(field: str) -> tuple[str, Verified] | None:
+    """(fix SHA, Verified) from a `verified:` field; None when it is not one oomrec wrote."""
+    parts = field.removeprefix(VERIFIED).split(",")
+    if len(parts) != 6:
+        return None
+    fix, hardware, mem, commit, peak, csv = parts
+    if not _HEX.fullmatch(fix):
+        return None
+    numbers: list[int | None] = []
+    for text in (mem, peak):
+        if text == "-":
+            numbers.append(None)
+        elif text.isascii() and text.isdigit() and len(text) <= 19:
+            numbers.append(int(text))
+        else:
+            return None
+    return fix, Verified(
+        hardware=None if hardware == "-" else hardware,
+        mem_bytes=numbers[0],
+        commit=commit if _HEX.fullmatch(commit) else None,
+        peak_bytes=numbers[1],
+        csv="" if csv == "-" else urllib.parse.unquote(csv),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +143,8 @@ class ArchivedLine:
     shared: bool = False
     # The event undoing a retraction (`record restore --retracted`).
     restored: bool = False
+    # Archived by a probe that ran (`fix` is the fix it verified); None: by a person.
+    verified: Verified | None = None
 
     @property
     def retracted(self) -> bool:
@@ -132,13 +215,25 @@ def parse(text: str, shown_as: str = "") -> tuple[list[ArchivedLine], list[str]]
         except NotARecord:
             record = None
         reason, shared, restored = None, False, fix == RESTORED
+        verified: Verified | None = None
         for tag in (RETRACTED, RETRACTED_SHARED):
             if fix.startswith(tag):
                 reason, shared = urllib.parse.unquote(fix[len(tag) :]), tag == RETRACTED_SHARED
+        if fix.startswith(VERIFIED):
+            proved = _parse_verified(fix)
+            if proved is None:
+                warnings.append(
+                    f"warning: {shown_as}:{lineno}: a verified line oomrec cannot read, kept as "
+                    "is (its record applies)"
+                )
+                continue
+            fix, verified = proved
         if reason is not None or restored:
             fix = "-"
         lines.append(
-            ArchivedLine(lineno, raw, original, record, stamp, fix, reason, shared, restored)
+            ArchivedLine(
+                lineno, raw, original, record, stamp, fix, reason, shared, restored, verified
+            )
         )
     return lines, warnings
 
@@ -156,14 +251,24 @@ def read(
     retraction event is kept (in file order, which is time order)."""
     archive = archive_file(record_file)
     lines, warnings = parse(archive.read_text(), archive.shown_as)
-    seen = {line.text for line in (live or record_file.load()).lines}
-    out = []
-    for line in lines:
-        if line.event is not None:
-            out.append(line)
-        elif line.record is not None and line.original not in seen:
-            seen.add(line.original)
-            out.append(line)
+    live_lines = {line.text for line in (live or record_file.load()).lines}
+    # The latest archive line of a record line wins: a probe that verified it again, on
+    # another machine class, is what its state now rests on.
+    latest = {
+        line.original: line.lineno
+        for line in lines
+        if line.event is None and line.record is not None
+    }
+    out = [
+        line
+        for line in lines
+        if line.event is not None
+        or (
+            line.record is not None
+            and line.original not in live_lines
+            and latest[line.original] == line.lineno
+        )
+    ]
     return out, warnings
 
 
@@ -211,6 +316,32 @@ def _taken_back_unless_done(archive: RecordFile) -> Iterator[None]:
             else:
                 os.truncate(path, before)
         raise
+
+
+def verify(record_file: RecordFile, lines: Sequence[tuple[str, str]], proof: Verified) -> list[str]:
+    """Archive as verified, under the lock, the record lines a probe refuted: `lines` holds
+    (record line, the fix that lifted it). A line of this record moves out of it; one that is
+    in no local file (another host's shared record) is only archived, as a retraction of a
+    shared one is. Returns the lines archived."""
+    archive = archive_file(record_file)
+    fixes = dict(lines)
+    if not fixes:
+        return []
+    record_file.check_writable()
+    with record_file.locked():
+        loaded = record_file.load()
+        local = {line.text for line in loaded.lines if line.record is not None}
+        when = datetime.now(UTC)
+        with _taken_back_unless_done(archive):
+            archive.append_text(
+                "".join(archive_line(t, proof.field(f), when) + "\n" for t, f in fixes.items())
+            )
+            gone = local & fixes.keys()
+            if gone:
+                record_file.rewrite(
+                    lambda current: [x for x in current.lines if x.text not in gone]
+                )
+    return list(fixes)
 
 
 def add_retracted(record_file: RecordFile, texts: Sequence[str], reason: str) -> list[str]:

@@ -43,6 +43,8 @@ from oomrec.core.schema import (
     ran_row,
     skip_row,
 )
+from oomrec.store import archive
+from oomrec.store.archive import Verified
 from oomrec.sweep import resume
 from oomrec.sweep.cell import cellcsv
 from oomrec.sweep.cell.classify import (
@@ -52,6 +54,7 @@ from oomrec.sweep.cell.classify import (
     verdict_from_guard,
     verdict_from_row,
 )
+from oomrec.sweep.cell.probeguard import ProbeGuard, probe_guard
 from oomrec.sweep.cell.runner import CellRun, run_cell
 from oomrec.sweep.cellfolder import cell_folder
 from oomrec.sweep.options import SweepConfig, check_before_launch
@@ -122,6 +125,10 @@ class CellResult:
     oom_evidence: HowKnown | None = None
     # What else the log should say about the cell: leftover processes killed, rows dropped.
     notes: tuple[str, ...] = ()
+    # Run as a probe of lifted, unverified records (under the probe's guard).
+    probe: bool = False
+    # The record lines a probe that ran verified (archived as verified).
+    verified: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,6 +145,8 @@ class CellResult:
             "already_recorded": self.already_recorded,
             "oom_evidence": self.oom_evidence,
             "notes": list(self.notes),
+            "probe": self.probe,
+            "verified": list(self.verified),
         }
 
 
@@ -302,6 +311,7 @@ class Sweep:
         # A runner given no {cell_csv} cannot write a row: its clean exit is its result.
         self._runner_writes_rows = config.runner.uses("cell_csv")
         self._big: dict[str, bool] = {}
+        self._guard_of_probes: ProbeGuard | None = None
 
     def _is_big(self, cell: Cell) -> bool:
         """Whether the cell's model weighs more than BIG_MODEL_BYTES (its *.safetensors)."""
@@ -576,6 +586,10 @@ class Sweep:
         if decision.fake:
             result = CellResult(cell, Token.TRUE_OOM, decision.reason, oom_evidence=HowKnown.FAKE)
             rows, header = [self._skip_row(cell, Token.TRUE_OOM, FAKE_OOM_PROMPT)], HEADER
+        elif decision.action == Action.PROBE:
+            result, rows, header = self._launch(cell, cell_csv, self._probe_guard())
+            result.probe = True
+            result.record_line = decision.record_line
         else:
             result, rows, header = self._launch(cell, cell_csv)
         if result.token in RECORDED_TOKENS:
@@ -595,10 +609,48 @@ class Sweep:
             else:
                 result.already_recorded = line
         self._write_row(result, rows, header)
+        if result.probe and result.token == Token.SUCCESS:
+            self._verify(result, decision)
         return result
 
-    def _launch(self, cell: Cell, cell_csv: Path) -> tuple[CellResult, list[str], str]:
-        """Run the cell; its result, and the rows (with their header) to write for it."""
+    def _probe_guard(self) -> ProbeGuard:
+        if self._guard_of_probes is None:
+            self._guard_of_probes = probe_guard(self.config.guard, self.config.hardware)
+            self.reporter.log(f"probe guard: {self._guard_of_probes.describe()}")
+        return self._guard_of_probes
+
+    def _verify(self, result: CellResult, decision: Decision) -> None:
+        """The probe ran to completion: archive the lifted records it covered as verified, with
+        the run's commit, peak and CSV. A record that cannot be written keeps them unverified
+        (the next sweep probes again), and says so."""
+        c = self.config
+        proof = Verified(
+            hardware=c.hardware,
+            mem_bytes=c.host_mem,
+            commit=None if self._head() == UNKNOWN_COMMIT else self._head(),
+            peak_bytes=result.peak_rss_bytes,
+            csv=source_path(c.output, c.repo_root),
+        )
+        lines = [
+            (item.text, item.judgement.fixes[0].sha)
+            for item in decision.verifies
+            if item.judgement.fixes
+        ]
+        try:
+            result.verified = tuple(archive.verify(c.record, lines, proof))
+        except (OomrecError, OSError) as exc:
+            self.reporter.log(
+                f"warning: the probe of {result.cell.model} @ {result.cell.length} ran, but its "
+                f"records could not be archived as verified ({exc}); the next sweep probes again"
+            )
+            return
+        self.planner.verified(decision.verifies)
+
+    def _launch(
+        self, cell: Cell, cell_csv: Path, probe: ProbeGuard | None = None
+    ) -> tuple[CellResult, list[str], str]:
+        """Run the cell (`probe`: under that guard); its result, and the rows (with their
+        header) to write for it."""
         c = self.config
         if self._last_launched is not None and not self._runner_cools:
             pause = c.cooldown
@@ -621,7 +673,13 @@ class Sweep:
             }
         )
         self.result.killed_cell = cell
-        run = run_cell(argv, self.config.timeout, guard=self.config.guard, echo=self.echo)
+        run = run_cell(
+            argv,
+            self.config.timeout,
+            guard=self.config.guard if probe is None else probe.limits,
+            echo=self.echo,
+            hard_limit=None if probe is None else probe.hard_limit,
+        )
         self.result.killed_cell = None
         written = cellcsv.read_cell_csv(cell_csv, cell.model, cell.length)
         cellcsv.remove(cell_csv)

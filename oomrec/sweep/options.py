@@ -74,6 +74,8 @@ class SweepConfig:
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     ignore_record: bool = False
     ignore_guard_records: bool = False
+    # `--probe-undecided`: records a fix may have lifted (git cannot prove it) are probed too.
+    probe_undecided: bool = False
     fake_oom: frozenset[tuple[str, int]] = frozenset()
     # Models that count as present without a directory yet (the demo creates them before running).
     provided_models: frozenset[str] = frozenset()
@@ -168,6 +170,7 @@ class SweepOptions:
     fake_oom: str | None = None
     ignore_record: bool = False
     ignore_guard_records: bool = False
+    probe_undecided: bool = False
     # `I/N`: only the models of shard I of N.
     shard: str | None = None
     # Continue the aggregate CSV: "rerun" runs rows of another commit or runner again, "keep"
@@ -328,6 +331,7 @@ def configure(
         warmup_tokens=opts.warmup_tokens,
         ignore_record=opts.ignore_record or ignore_record_from_env() is not None,
         ignore_guard_records=opts.ignore_guard_records,
+        probe_undecided=opts.probe_undecided,
         fake_oom=fake,
         provided_models=frozenset(demo.BY_NAME)
         if demo_dirs is not None

@@ -24,7 +24,7 @@ from oomrec.core.records import (
 from oomrec.core.schema import FAKE_OOM_ENV, Token
 
 if TYPE_CHECKING:
-    from oomrec.staleness.verdict import Judgement
+    from oomrec.staleness.verdict import Fix, Judgement
     from oomrec.store.archive import ArchivedLine
 
 
@@ -32,6 +32,9 @@ class Action(StrEnum):
     """What the sweep does with a cell before launching anything (a dry run's `action`)."""
 
     RUN = "run"
+    # A record a fix lifted, not yet verified: the cell runs alone under the guard, and its
+    # outcome verifies the lift (archived) or refreshes the record (sweep/probe.py).
+    PROBE = "probe"
     # Skipped without launching: the token its row gets.
     BACKSTOP = Token.OOM_BACKSTOP
     RECORD = Token.OOM_RECORD
@@ -57,6 +60,8 @@ class Decision:
     reason: str = ""
     # `path:lineno: line` of the record that pre-skips the cell (or, to run, that a fix lifted).
     record_line: str | None = None
+    # PROBE: the lifted, unverified records the cell's run would verify.
+    verifies: tuple[JudgedLine, ...] = ()
 
     @property
     def fake(self) -> bool:
@@ -75,6 +80,8 @@ class JudgedLine(NamedTuple):
     record: OomRecord
     # As judged at HEAD (staleness/verdict.py); APPLIES when not judged.
     judgement: Judgement
+    # Read from the archive: how it was archived (by a person, or verified by a probe).
+    parked: ArchivedLine | None = None
 
     @property
     def length(self) -> int:
@@ -89,8 +96,67 @@ class JudgedLine(NamedTuple):
         return f"{self.where}: {self.text}"
 
 
+class State(StrEnum):
+    """A record's state on this host at HEAD: the three states of docs/staleness.md."""
+
+    # In play: it pre-skips its cells.
+    APPLIES = "applies"
+    # A fix is in effect (graph and content), or (--probe-undecided) may be: a hypothesis,
+    # which a guarded run of the cell (a probe) verifies or refutes.
+    UNVERIFIED = "lifted, unverified"
+    # Out of play: a probe's run proved it here, or a person archived it (prune).
+    OUT = "out of play"
+
+
+def record_state(
+    item: JudgedLine, hardware: str, host_mem: int | None, probe_undecided: bool = False
+) -> State:
+    """The one rule for a record's state on a host (the sweep, `check`, `record list`,
+    `record stale` and the report call it): only a verified run or a person takes a record out
+    of play; an inference (a fix's change found in the tree) only makes it a probe."""
+    judged = item.judgement
+    parked = item.parked
+    proof = parked.verified if parked is not None else None
+    if proof is not None and proof.covers(hardware, host_mem):
+        if not judged.applies:
+            return State.OUT
+        # Verified for an undecided fix: out while that same fix is still in the history.
+        if judged.fixes and any(proved_by(fix, parked.fix) for fix in judged.fixes):
+            return State.OUT
+        return State.APPLIES
+    if not judged.applies:
+        # Archived by a person (prune): their decision stands while the fix is in effect.
+        return State.OUT if parked is not None and proof is None else State.UNVERIFIED
+    if probe_undecided and _undecided(judged):
+        return State.UNVERIFIED
+    return State.APPLIES
+
+
+def state_text(item: JudgedLine, hardware: str, host_mem: int | None) -> str:
+    """A record's state on this host as every view shows it (record list, stale, the plan)."""
+    state = record_state(item, hardware, host_mem)
+    parked = item.parked
+    if state != State.OUT or parked is None:
+        return str(item.judgement)
+    if parked.verified is not None:
+        return f"verified {parked.verified.describe()}; fix {short_commit(parked.fix)} in effect"
+    judged = item.judgement
+    fix = judged.fixes[0].describe() if judged.fixes else "a fix"
+    return f"out of play: archived by record prune; {fix} in effect"
+
+
+def proved_by(fix: Fix, sha: str) -> bool:
+    return sha == fix.sha or sha in fix.copies
+
+
+def _undecided(judged: Judgement) -> bool:
+    """A fix is in the history whose change git cannot prove in effect here (or not)."""
+    return judged.status == "unknown" and bool(judged.fixes)
+
+
 class Planner:
-    """Decides each cell before launch: backstop, then record, then fake OOM, else run."""
+    """Decides each cell before launch: backstop, then record, then fake OOM, then a probe of a
+    lifted record, else run."""
 
     def __init__(
         self,
@@ -101,34 +167,47 @@ class Planner:
         ignore_guard_records: bool = False,
         fake_oom: frozenset[tuple[str, int]] = frozenset(),
         host_mem: int | None = None,
+        probe_problem: str | None = None,
+        probe_undecided: bool = False,
     ) -> None:
+        """`probe_problem`: why this host cannot watch the memory that matters (no probe: a
+        lifted record keeps applying, and the decision says why). `probe_undecided`: records
+        a fix may have lifted (undecided) are probed too."""
         self.ignore_record = ignore_record
+        self.probe_problem = probe_problem
         self.fake_oom = fake_oom
         self.oom_min: dict[str, int] = {}
         # How the smallest of oom_min was known, for the backstop's reason.
         self.oom_token: dict[str, str] = {}
         # Per model, the records of this hardware (or of none) and memory, smallest length
-        # first: those that apply at HEAD, and those a fix in effect at HEAD lifted (for the
-        # dry run's why).
+        # first: those in play at HEAD, those a fix lifted but no run has verified (probes),
+        # and those out of play (verified here, or archived by a person: the dry run's why).
         self.records: dict[str, list[JudgedLine]] = {}
+        self.unverified: dict[str, list[JudgedLine]] = {}
         self.lifted: dict[str, list[JudgedLine]] = {}
-        # applicability() reads only these three: decided once per distinct triple.
-        reaches: dict[tuple[str | None, int | None, bool], Applicability] = {}
+        tables = {
+            State.APPLIES: self.records,
+            State.UNVERIFIED: self.unverified,
+            State.OUT: self.lifted,
+        }
+        # applicability() reads only these two: decided once per distinct pair.
+        reaches: dict[tuple[str | None, int | None], Applicability] = {}
         for item in evidence:
             rec = item.record
-            key = (rec.hardware, rec.mem_bytes, item.judgement.applies)
+            key = (rec.hardware, rec.mem_bytes)
             reach = reaches.get(key)
             if reach is None:
-                reach = reaches[key] = applicability(rec, hardware, host_mem, item.judgement)
+                reach = reaches[key] = applicability(rec, hardware, host_mem)
             if not reach.on_host:
                 continue
             # Guard stops are the operator's budget: lifted alone when the budget changed.
             if ignore_guard_records and rec.kind == KIND_GUARD:
                 continue
-            into = self.records if reach == Applicability.APPLIES else self.lifted
-            into.setdefault(rec.model, []).append(item)
-        for hits in (*self.records.values(), *self.lifted.values()):
-            hits.sort(key=_length)
+            state = record_state(item, hardware, host_mem, probe_undecided)
+            tables[state].setdefault(rec.model, []).append(item)
+        for table in tables.values():
+            for hits in table.values():
+                hits.sort(key=_length)
 
     @property
     def applicable_records(self) -> int:
@@ -137,6 +216,24 @@ class Planner:
     @property
     def lifted_records(self) -> int:
         return sum(len(hits) for hits in self.lifted.values())
+
+    @property
+    def unverified_records(self) -> int:
+        return sum(len(hits) for hits in self.unverified.values())
+
+    def verified(self, lines: Sequence[JudgedLine]) -> None:
+        """A probe's run verified these lifted records: out of play for the rest of the sweep."""
+        gone = {id(item) for item in lines}
+        for model, hits in list(self.unverified.items()):
+            kept = [item for item in hits if id(item) not in gone]
+            moved = [item for item in hits if id(item) in gone]
+            if moved:
+                self.lifted.setdefault(model, []).extend(moved)
+                self.lifted[model].sort(key=_length)
+            if kept:
+                self.unverified[model] = kept
+            else:
+                del self.unverified[model]
 
     def record_hit(self, model: str, length: int) -> JudgedLine | None:
         """The applying record with the smallest length <= `length` for `model`, if any."""
@@ -184,6 +281,9 @@ class Planner:
             (last_part(cell.model), cell.length) in self.fake_oom
         ):
             return Decision(Action.FAKE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
+        hypothesis = _first_hit(self.unverified, cell.model, cell.length)
+        if hypothesis is not None:
+            return self._probe(cell, hypothesis)
         lifted = self.lifted_hit(cell.model, cell.length)
         if lifted is not None:
             return Decision(
@@ -192,6 +292,35 @@ class Planner:
                 str(lifted),
             )
         return Decision(Action.RUN)
+
+    def _probe(self, cell: Cell, hit: JudgedLine) -> Decision:
+        """The decision for a cell that only lifted, unverified records cover."""
+        judged = hit.judgement
+        how = (
+            str(judged)
+            if not judged.applies
+            else f"perhaps lifted by {judged.fixes[0].describe()}: {judged}"
+        )
+        if self.probe_problem is not None:
+            return Decision(
+                Action.RECORD,
+                f"recorded OOM at {hit.length} <= {cell.length}, {how}; no probe here: "
+                f"{self.probe_problem}",
+                str(hit),
+            )
+        covering = [
+            item
+            for model in dict.fromkeys((cell.model, last_part(cell.model)))
+            for item in self.unverified.get(model, ())
+            if item.length <= cell.length
+        ]
+        return Decision(
+            Action.PROBE,
+            f"recorded OOM at {hit.length} <= {cell.length}, {how}; runs alone as a probe "
+            "under the guard",
+            str(hit),
+            verifies=tuple(covering),
+        )
 
     def known_oom(self, model: str) -> tuple[int, str] | None:
         """The smallest length at which `model` is known to run out of memory here, and how
@@ -255,15 +384,15 @@ def _gather(
     from oomrec.store import archive
 
     shown = record_file.shown_as
-    items = [
-        (shown, line.lineno, line.text, line.record)
+    items: list[tuple[str, int, str, OomRecord, ArchivedLine | None]] = [
+        (shown, line.lineno, line.text, line.record, None)
         for line in loaded.lines
         if line.record is not None
     ]
     shown = archive.archive_file(record_file).shown_as
     archived = archive.load(record_file, loaded) if parked is None else parked
     items += [
-        (shown, line.lineno, line.original, line.record)
+        (shown, line.lineno, line.original, line.record, line)
         for line in archive.in_play(archived)
         if line.record is not None
     ]
@@ -272,7 +401,7 @@ def _gather(
 
         known = [item[3] for item in items]
         items += [
-            (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record)
+            (f"notes {line.host}@{short_commit(line.commit)}", 0, line.text, line.record, None)
             for line in notes.shared(known, hardware, warnings, archive.events(archived))
             if line.record is not None
         ]
@@ -287,7 +416,10 @@ def _gather(
         from oomrec.staleness.verdict import APPLIES
 
         judgements = [APPLIES] * len(records)
-    return [JudgedLine(*item, j) for item, j in zip(items, judgements, strict=True)]
+    return [
+        JudgedLine(src, no, text, rec, j, parked)
+        for (src, no, text, rec, parked), j in zip(items, judgements, strict=True)
+    ]
 
 
 def _length(item: JudgedLine) -> int:

@@ -74,6 +74,16 @@ class CellCgroup:
         does only a write to a descriptor opened before the fork."""
         os.write(self._procs, b"0")
 
+    def set_limit(self, limit: int) -> bool:
+        """A hard memory limit on the cell (a probe's): past it the kernel's OOM killer acts
+        inside the cell, not on the host. Whether it was set."""
+        name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
+        try:
+            (self.path / name).write_text(str(limit))
+        except OSError:
+            return False
+        return True
+
     def working_set(self) -> int | None:
         """What the cell uses now, less page cache the kernel may drop first."""
         return self._working.read()

@@ -196,11 +196,13 @@ def run_cell(
     cwd: Path | None = None,
     guard: GuardLimits | None = None,
     echo: Callable[[bytes], None] | None = None,
+    hard_limit: int | None = None,
 ) -> CellRun:
     """Run `argv` in a new session (its own process group) and wait for it.
 
     `echo`: each chunk of the runner's output as it is read (`oomrec run` passes it through
-    live); what it raises (a closed pipe) stops the echo, never the cell.
+    live); what it raises (a closed pipe) stops the echo, never the cell. `hard_limit`: bytes
+    the cell's own cgroup is capped at (a probe's), where it has one.
 
     On timeout the whole group is killed. With a `guard` on, the tree's memory and the host's
     available memory are checked every CHECK_S; a breach sends SIGTERM to every process of the
@@ -217,6 +219,8 @@ def run_cell(
     tree = proctree.ProcessTree()
     subreaper = proctree.set_subreaper(True)
     scope = cellscope.make()
+    if scope is not None and hard_limit is not None:
+        scope.set_limit(hard_limit)
     try:
         proc = _spawn(argv, None if env is None else dict(env), cwd, scope)
     except (OSError, subprocess.SubprocessError) as exc:
