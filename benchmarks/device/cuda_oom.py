@@ -12,8 +12,23 @@ no framework is needed. In a throwaway git repository it runs two sweeps of one 
    runner's own message), recorded with this host's tag and the device's memory;
 2. the same cell allocating --step-gib at a time up to 90% of the device, under
    --max-cell-gpu-memory 50%: SKIP:oom_guard, the reason naming GPU 0, stopped before 90%.
+3. a probe: a record of model p at twice the device's memory, measured before a commit with an
+   `OOM-Fix: p` trailer, swept with no guard of the user's: the cell runs as a probe under the
+   probe's default GPU floor (5% of the device free) and is stopped (SKIP:oom_guard) before
+   CUDA runs out, and a fresh record is written at HEAD;
+4. a probe that fits (1 GiB) of a lifted record of model q: it runs and is archived as verified.
 It prints each verdict, the record lines, and how far past the limit the guard let the cell
-get; exit 0 when both came out as expected.
+get; exit 0 when all came out as expected.
+
+Figures, 2026-12-04, one NVIDIA H200 (140.4 GiB, driver 580), PyTorch 2.11, no cgroup per cell
+(the memory controller is not delegated there), 4 GiB steps:
+1. `ok` at 1 GiB; SKIP:oom at 280 GiB from PyTorch's own message (20.0 s for both cells).
+2. SKIP:oom_guard at 73 GiB on GPU 0, past --max-cell-gpu-memory 70 GiB (one step over).
+3. the probe of p @ 280 under the default floor (min available 6.3 GiB of the host, 5% of the
+   GPU free = 7.0 GiB): SKIP:oom_guard with 3.3 GiB of the GPU still free, no CUDA OOM;
+   the fresh record (kind guard, measured at the fix's commit) appended (12.9 s).
+4. the probe of q @ 1: `ok`, archived `verified:<fix>,h200,150754820096,<HEAD>,766734336,d.csv`.
+The guard acts after an allocation lands, so a cell overshoots a limit by up to one step.
 """
 
 from __future__ import annotations
@@ -29,11 +44,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
+# oomrec from this checkout, ahead of what PYTHONPATH already holds (carried wheels).
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+}
 
 CELL = r"""
 import ctypes, sys, time
-gib, step, path = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-ROW = 'm,./models/m,{n},32,1.0,2.0,3.0,4.0,2026-12-01,hw,0.3.3,release,32,"Hi",{n}'
+gib, step, path, model = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
+ROW = model + ",./models/" + model
+ROW += ',{n},32,1.0,2.0,3.0,4.0,2026-12-01,hw,0.3.3,release,32,"Hi",{n}'
 held = []
 try:
     import torch
@@ -68,15 +89,49 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 
-def sweep(repo: Path, *args: str) -> dict:
+def sweep(repo: Path, *args: str, model: str = "m") -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "oomrec", "sweep", "--models", "m", "--json", *args],
-        cwd=repo, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        [sys.executable, "-m", "oomrec", "sweep", "--models", model, "--json", *args],
+        cwd=repo, capture_output=True, text=True, env=ENV,
     )  # fmt: skip
     sys.stderr.write(done.stderr)
     if done.returncode != 0:
         sys.exit(f"sweep failed ({done.returncode})")
     return json.loads(done.stdout)
+
+
+def probes(repo: Path, runner: str, big: int) -> bool:
+    """Steps 3 and 4: a lifted record's cell runs as a probe under the default GPU floor."""
+    for model in ("p", "q"):
+        (repo / "models" / model).mkdir(parents=True)
+    (repo / "prefill.py").write_text("chunk = None\n")
+    git(repo, "add", "prefill.py")
+    git(repo, "commit", "-q", "-m", "prefill")
+    for model, length in (("p", big), ("q", 1)):
+        subprocess.run(
+            [sys.executable, "-m", "oomrec", "record", "add", model, str(length)],
+            cwd=repo, check=True, env=ENV,
+        )  # fmt: skip
+    (repo / "prefill.py").write_text("chunk = 512\n")
+    git(repo, "commit", "-qam", "Chunk the prefill\n\nOOM-Fix: p, q")
+    record = repo / "benchmarks" / ".oom-record"
+    start = time.monotonic()
+    out = sweep(repo, "--lengths", str(big), "--runner", runner, "--output", "c.csv", model="p")
+    cell = out["cells"][0]
+    print(f"3. probe past the GPU ({time.monotonic() - start:.1f} s): {cell['verdict']}, "
+          f"probe={cell['probe']}: {cell['reason']}")  # fmt: skip
+    lines = record.read_text().strip().splitlines()
+    print("   record:", lines[-1])
+    ok = cell["probe"] and cell["verdict"] == "SKIP:oom_guard"
+    ok = ok and lines[-1].startswith(f"p,{big},") and lines[-1].endswith(",guard")
+    start = time.monotonic()
+    out = sweep(repo, "--lengths", "1", "--runner", runner, "--output", "d.csv", model="q")
+    cell = out["cells"][0]
+    print(f"4. probe that fits ({time.monotonic() - start:.1f} s): {cell['verdict']}, "
+          f"probe={cell['probe']}, verified={cell['verified']}")  # fmt: skip
+    archive = repo / "benchmarks" / ".oom-record.archive"
+    print("   archive:", archive.read_text().strip() if archive.exists() else "(none)")
+    return ok and cell["probe"] and cell["verdict"] == "ok" and len(cell["verified"]) == 1
 
 
 def main() -> int:
@@ -103,7 +158,7 @@ def main() -> int:
         cell = repo / "cell.py"
         cell.write_text(CELL)
         big = int(total_gib * 2)
-        runner = f"{sys.executable} {cell} {{length}} {args.step_gib} {{cell_csv}}"
+        runner = f"{sys.executable} {cell} {{length}} {args.step_gib} {{cell_csv}} {{model}}"
         start = time.monotonic()
         out = sweep(repo, "--lengths", f"1 {big}", "--runner", runner, "--output", "a.csv")
         got = [(c["length"], c["verdict"], c["oom_evidence"]) for c in out["cells"]]
@@ -122,6 +177,7 @@ def main() -> int:
               f"{[(c['verdict'], c.get('reason')) for c in cells]}")  # fmt: skip
         ok &= [c["verdict"] for c in cells] == ["SKIP:oom_guard"]
         print("   record:", record.read_text().strip().splitlines()[-1])
+        ok &= probes(repo, runner, big)
     print("result:", "as expected" if ok else "NOT as expected")
     return 0 if ok else 1
 
