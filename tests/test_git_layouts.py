@@ -110,7 +110,7 @@ def test_a_sha256_repository_through_the_cli_and_the_hooks(tmp_path: Path) -> No
         check=True,
     )
     fix = git(repo, "rev-parse", "HEAD")
-    assert f"1 OOM record stopped applying (fix {fix[:7]} (Chunk))" in done.stdout + done.stderr
+    assert f"1 OOM record lifted, unverified (fix {fix[:7]} (Chunk))" in done.stdout + done.stderr
     assert "lifted, unverified: fix" in oomrec(repo, "record", "list")
     reverted = subprocess.run(
         ["git", "revert", "--no-edit", "HEAD"],

@@ -46,8 +46,8 @@ def oomrec_lines(done: subprocess.CompletedProcess[str]) -> list[str]:
 def flag(fix: str, count: int, subject: str = "Chunk the prefill") -> str:
     what = "1 OOM record" if count == 1 else f"{count} OOM records"
     return (
-        f"oomrec: at the new HEAD {what} stopped applying (fix {fix[:7]} ({subject})); the "
-        "sweep already knows; see: oomrec record stale; then oomrec record prune"
+        f"oomrec: at the new HEAD {what} lifted, unverified (fix {fix[:7]} ({subject})); the "
+        "next sweep probes their cells under the guard; see: oomrec record stale"
     )
 
 
@@ -518,9 +518,9 @@ def test_cherry_picking_a_range_of_fixes_says_one_line_naming_both(cli: Cli, rep
     lines = oomrec_lines(done)
     picked_one, picked_two = repo.git("rev-list", "-2", "--reverse", "HEAD").split()
     assert lines == [
-        f"oomrec: at the new HEAD 3 OOM records stopped applying (fix {picked_one[:7]} (Chunk "
-        f"the prefill), fix {picked_two[:7]} (Smaller KV cache)); the sweep already knows; see: "
-        "oomrec record stale; then oomrec record prune"
+        f"oomrec: at the new HEAD 3 OOM records lifted, unverified (fix {picked_one[:7]} (Chunk "
+        f"the prefill), fix {picked_two[:7]} (Smaller KV cache)); the next sweep probes their "
+        "cells under the guard; see: oomrec record stale"
     ]
 
 
@@ -534,7 +534,7 @@ def test_a_rebase_that_picks_fixes_speaks_once(cli: Cli, repo: Repo) -> None:
     done = run_git(repo.path, "rebase", "main")
     lines = oomrec_lines(done)
     assert len(lines) == 1, lines
-    assert lines[0].startswith("oomrec: at the new HEAD 3 OOM records stopped applying (fix ")
+    assert lines[0].startswith("oomrec: at the new HEAD 3 OOM records lifted, unverified (fix ")
     assert one[:7] in lines[0] and two[:7] in lines[0]
 
 

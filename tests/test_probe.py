@@ -268,3 +268,33 @@ def test_a_probe_that_really_runs_out_of_memory_refreshes_the_record(
     # The fresh record (measured at the fix's own commit) applies, not the lifted one.
     assert body["record_line"].startswith("benchmarks/.oom-record:2: ")
     assert fix == repo.head()
+
+
+def test_probe_undecided_probes_a_record_git_cannot_judge_and_a_run_decides(
+    lifted: tuple[Repo, str], cli: Cli, tmp_path: Path
+) -> None:
+    """A refactor over the fixed lines: git cannot tell whether the fix survived, so the record
+    applies; --probe-undecided runs the cell as a probe, and its run decides."""
+    repo, fix = lifted
+    repo.commit("Refactor the prefill", {"prefill.py": BEFORE.replace("run(", "go(")})
+    code, body = check(repo.path, MODEL, "8192")
+    assert code == 1, body
+    assert dry_run_verdicts(cli, repo.path, lengths="8192")[1] == ["SKIP:oom_record"]
+    stale = json.loads(cli("record", "stale", "--json").stdout)
+    assert [e["verify_command"] for e in stale["unknown"]] == [
+        f"oomrec run {MODEL} 8192 --probe-undecided -- CMD"
+    ]
+    # Without the flag a hand run is pre-skipped; with it, probed.
+    assert cli("run", MODEL, "8192", "--", *runner(tmp_path).split()).exit_code == 1
+    result = cli(
+        "run", MODEL, "8192", "--probe-undecided", "--json", "--", *runner(tmp_path).split()
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["probe"] is True
+    _, field, _ = archive_text(repo).split(" ", 2)
+    assert field.startswith(f"verified:{fix},")
+    # Verified while that fix is still in the history (undecided as before): out of play.
+    assert check(repo.path, MODEL, "8192")[0] == 0
+    # The fix reverted: the record applies again.
+    repo.git("revert", "--no-edit", "-X", "theirs", fix)
+    assert check(repo.path, MODEL, "8192")[0] == 1

@@ -37,8 +37,14 @@ def test_lists_records_that_no_longer_apply_with_the_fix(
     ]
     assert [(e["line"], e["reason"]) for e in data["unknown"]] == [(3, "'zzz' is not a commit SHA")]
     assert data["apply_again"] == []
+    # Each says how a run under the guard decides it.
+    assert data["no_longer_apply"][0]["verify_command"] == "oomrec run gemma-4-31b 1 -- CMD"
+    assert data["unknown"][0]["verify_command"] == (
+        "oomrec run gemma-4-31b 3 --probe-undecided -- CMD"
+    )
     text = cli("record", "stale")
-    assert "run: oomrec record prune" in text.stdout
+    assert "verify: oomrec sweep (probes each under the guard)" in text.stdout
+    assert "verify: oomrec sweep --probe-undecided" in text.stdout
     assert text.stdout.splitlines()[-1] == (
         "1 record lifted, unverified, 0 archived records apply again, 1 applies because git "
         "cannot say (at HEAD)"

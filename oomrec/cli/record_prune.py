@@ -90,7 +90,7 @@ def prune_command(
                     (
                         "why",
                         [
-                            f"no longer applies: {row.fix.describe()}" if row.fix else ""
+                            f"lifted, unverified: {row.fix.describe()}" if row.fix else ""
                             for row in result.going
                         ],
                     )

@@ -215,14 +215,16 @@ def _compare_at(path: Path, key: str, old: str | None, new: str) -> list[str]:
     parts = []
     if stopped:
         named = _fixes(fix for j in stopped for fix in j.fixes)
-        parts.append(f"{_n(len(stopped), 'OOM record')} stopped applying ({named})")
+        parts.append(f"{_n(len(stopped), 'OOM record')} lifted, unverified ({named})")
     if again:
         verb = "applies" if len(again) == 1 else "apply"
         gone = [fix for _, b in again for fix in b.fixes]
         why = f"{_fixes(gone)} no longer in effect" if gone else "a fix left HEAD's history"
         parts.append(f"{_n(len(again), 'record')} {verb} again ({why})")
-    command = "oomrec record stale; then oomrec record prune" if stopped else "oomrec record stale"
-    return [f"oomrec: at the new HEAD {', '.join(parts)}; the sweep already knows; see: {command}"]
+    knows = "the sweep already knows"
+    if stopped:
+        knows = "the next sweep probes their cells under the guard"
+    return [f"oomrec: at the new HEAD {', '.join(parts)}; {knows}; see: oomrec record stale"]
 
 
 def _fixes(fixes: Iterable[Fix]) -> str:
