@@ -445,10 +445,15 @@ def test_every_view_gives_each_record_the_same_verdict(cli: Cli, repo: Repo) -> 
         "--json",
     )
     by_sweep = {
-        c["model"]: "applies" if c["verdict"] == "SKIP:oom_record" else "lifted"
+        c["model"]: {"SKIP:oom_record": "applies", "probe": "lifted"}[c["verdict"]]
         for c in sweep["cells"]
     }
-    assert by_list == by_stale == by_prune == by_report == by_sweep == expected
+    by_check = {}
+    for model, _ in rows:
+        done = cli("check", model, "8192", "--json")
+        assert done.exit_code in (1, 3), done.stderr
+        by_check[model] = "lifted" if done.exit_code == 3 else "applies"
+    assert by_list == by_stale == by_prune == by_report == by_sweep == by_check == expected
     # The reasons agree too: the unknown one is said the same in list and stale.
     unknown = {e["record"]["model"]: e["reason"] for e in stale["unknown"]}
     assert list(unknown) == ["m-unknown"]
