@@ -134,6 +134,9 @@ def test_a_plain_fix_is_probed_then_verified_and_archived_with_its_run(
     (entry,) = json.loads(listed.stdout)["records"]
     assert entry["status"].startswith(f"verified by a run at {head[:7]} on testhw (")
     assert entry["status"].endswith(f"; fix {fix[:7]} in effect")
+    # The report says so too.
+    report = cli("report", "--json", "benchmarks")
+    assert [o["status"] for o in json.loads(report.stdout)["ooms"]] == ["verified"]
     # A second sweep launches no probe.
     again = cli(
         "sweep", "--models", MODEL, "--lengths", "8192", "--runner", runner(tmp_path), "--json"

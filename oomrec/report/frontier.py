@@ -58,7 +58,7 @@ GLYPHS: dict[Outcome, str] = {
 LEGEND: dict[Outcome, str] = {
     Outcome.RAN: "ran",
     Outcome.OOM: "out of memory (CSV SKIP:oom or a record), in play",
-    Outcome.LIFTED: "out of memory before a fix in effect at HEAD",
+    Outcome.LIFTED: "out of memory before a fix in effect at HEAD (a probe verifies it)",
     Outcome.BACKSTOP: "skipped by the backstop",
     Outcome.GUARD: "stopped by the memory guard (its record is the evidence)",
     Outcome.RECORD: "skipped by the record",
@@ -80,7 +80,9 @@ class Evidence:
     # The latest sighting (what a later run must beat) and the first (what "since" names).
     seen: Seen
     since: Seen
-    kind: str  # "csv", "record" or "archive"
+    # "csv", "record", "archive" (archived by a person: record prune) or "verified" (archived
+    # by a probe that ran: out of play while its fix is in effect).
+    kind: str
     record: OomRecord
 
     def to_dict(self) -> dict[str, Any]:
@@ -443,10 +445,16 @@ def _machine_order(m: Machine) -> tuple[str, bool, bool, int]:
 
 
 def _judged(e: Evidence, j: Judgement | None) -> Judged:
+    """The evidence's state as every view shows it (planner.record_state): a lift is
+    `lifted, unverified` until a probe verifies it (`verified`), or a person archived it
+    (`out of play`)."""
     if j is None:
         return Judged(e, True, None, "applies")
     fix = j.fixes[0].sha if not j.applies and j.fixes else None
-    return Judged(e, j.applies, fix, str(j.status))
+    status = str(j.status)
+    if not j.applies and e.kind in ("archive", "verified"):
+        status = "verified" if e.kind == "verified" else "out of play"
+    return Judged(e, j.applies, fix, status)
 
 
 def _oom_mins(ooms: list[Judged]) -> tuple[Judged | None, Judged | None]:
@@ -541,7 +549,7 @@ def record_lines(
         if line.record is not None
     ]
     kept += [
-        (a.record, f"{store.shown_as}:{a.lineno}", "archive")
+        (a.record, f"{store.shown_as}:{a.lineno}", "archive" if a.verified is None else "verified")
         for a in archive.in_play(archive.load(record_file, loaded) if parked is None else parked)
         if a.record is not None
     ]
