@@ -301,3 +301,54 @@ def test_probe_undecided_probes_a_record_git_cannot_judge_and_a_run_decides(
     # The fix reverted: the record applies again.
     repo.git("revert", "--no-edit", "-X", "theirs", fix)
     assert check(repo.path, MODEL, "8192")[0] == 1
+
+
+# `limit.py CELL_CSV MODEL LENGTH`: write the memory limit of the runner's own cgroup (v1 or
+# v2) into the row's prompt, then a success row.
+LIMIT = r"""
+import sys
+from pathlib import Path
+cell_csv, model, length = sys.argv[1:4]
+limit = "none"
+for line in Path("/proc/self/cgroup").read_text().splitlines():
+    _, controllers, rel = line.split(":", 2)
+    for root, name in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes"),
+                       ("/sys/fs/cgroup", "memory.max"),
+                       ("/sys/fs/cgroup/unified", "memory.max")):
+        path = Path(root + rel) / name
+        if "oomrec-" in rel and path.exists():
+            limit = path.read_text().strip()
+tail = f'2026-07-03,hw,0.3.3,release,32,"{limit}",' + length
+Path(cell_csv).write_text("HEADER\n" + f"{model},./models/{model},{length},32,1,2,3,4,{tail}\n")
+"""
+
+
+def test_a_probes_own_cgroup_is_capped_below_the_binding_limit(
+    lifted: tuple[Repo, str], cli: Cli, tmp_path: Path
+) -> None:
+    """Where the cell has a cgroup of its own, the probe's is capped (the binding limit less
+    the floor), and a cell that is no probe is not."""
+    from oomrec.core.schema import HEADER_15
+    from oomrec.sweep.cell import cellscope
+
+    if cellscope.unavailable() is not None:
+        pytest.skip(f"no cgroup per cell here: {cellscope.unavailable()}")
+    repo, _ = lifted
+    script = tmp_path / "limit.py"
+    script.write_text(LIMIT.replace("HEADER", HEADER_15))
+    result = cli(
+        "sweep", "--models", MODEL, "--lengths", "4096 8192",
+        "--runner", f"{PY} {script} {{cell_csv}} {{model}} {{length}}",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    from oomrec.core.records import show_bytes
+    from oomrec.sweep.cell.memscope import binding_total, host_ram
+    from oomrec.sweep.cell.probeguard import FLOOR_MIN, FLOOR_SHARE
+
+    binding = binding_total(host_ram())
+    cap = binding - max(FLOOR_MIN, int(binding * FLOOR_SHARE))
+    csv = next((repo.path / "benchmarks").glob("*longprompt*.csv")).read_text().splitlines()
+    limits = [row.split('"')[1] for row in csv[1:]]
+    assert limits[0] in ("none", "max", "9223372036854771712"), limits  # no probe: no cap
+    # The kernel rounds a v1 limit down to a page.
+    assert abs(int(limits[1]) - cap) < 4096, (limits, show_bytes(cap))
