@@ -101,6 +101,14 @@ def test_a_fix_merged_on_origin_lifts_a_shared_record_once_b_pulls_the_code(
     git(b, "pull", "-q")
     # Lifted on B by the pulled fix: a probe, which a run on B verifies.
     assert fleet.plan("B") == ["run", "probe"]
+    ran = cli("run", "gemma-4-31b", "8192", "--json", "--", sys.executable, "-c", "pass")
+    assert ran.exit_code == 0, ran.stderr
+    assert json.loads(ran.stdout)["probe"] is True
+    # Another host's line is only archived here (B's record never held it), as verified.
+    assert not (b / "benchmarks" / ".oom-record").exists()
+    archived = (b / "benchmarks" / ".oom-record.archive").read_text()
+    assert archived.split(" ")[1].startswith("verified:")
+    assert fleet.plan("B") == ["run", "run"]
 
 
 def test_what_cannot_be_judged_elsewhere_stays_local(
