@@ -6,6 +6,7 @@ commits) in real repositories, with records measured at random commits."""
 from __future__ import annotations
 
 import json
+import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -36,9 +37,14 @@ def _build(path: Path, ops: list[tuple[str, int]], at: list[int]) -> tuple[Repo,
     fixes: list[str] = []
     for kind, i in ops:
         if kind == "fix":
-            fixes.append(repo.commit(f"Fix {i}\n\nOOM-Fix: {MODELS[i]}\n", {f"f{i}.py": AFTER}))
+            fixed = AFTER + f"# fix {len(history)}\n"
+            fixes.append(repo.commit(f"Fix {i}\n\nOOM-Fix: {MODELS[i]}\n", {f"f{i}.py": fixed}))
         elif kind == "revert" and fixes:
-            repo.git("revert", "--no-edit", "-X", "theirs", fixes.pop())
+            try:
+                repo.git("revert", "--no-edit", "-X", "theirs", fixes.pop())
+            except AssertionError:
+                # Nothing left to revert (a later commit undid it): no revert, no commit.
+                subprocess.run(["git", "revert", "--abort"], cwd=repo.path, check=False)
         elif kind == "rewrite":
             repo.commit(f"Rewrite {i}", {f"f{i}.py": AFTER.replace("512", f"{len(history)}")})
         elif kind == "back":

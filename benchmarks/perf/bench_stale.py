@@ -13,7 +13,14 @@ dir. Reported, median of --runs, next to baselines measured in the same run:
   it must not grow with the number of records;
 - as fresh processes: `oomrec sweep --dry-run` and `oomrec record stale --json`.
 
+- with `--against DIR` (another checkout, e.g. `git worktree add /tmp/old <rev>`): the plan
+  timed with this checkout's oomrec and with DIR's, alternately, each in a process of its own
+  (the same record, repository and machine load), and their ratio.
+
     python benchmarks/perf/bench_stale.py [--commits 20000] [--lines 100000] [--runs 5]
+        [--against DIR]
+
+FIGURES_PENDING
 """
 
 from __future__ import annotations
@@ -206,6 +213,35 @@ def git_processes(repo: Path, record: Path, content: bool = True) -> int:
     return sum(1 for row in trace.read_text().splitlines() if "git.c:" in row and "built-in" in row)
 
 
+# Times `plan` over the record in a fresh process with the oomrec of the checkout in argv[1].
+_PLAN_IN = """
+import pathlib, sys, time
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/benchmarks/perf"]
+import bench_stale
+start = time.perf_counter()
+bench_stale.plan(pathlib.Path(sys.argv[2]))
+print(time.perf_counter() - start)
+"""
+
+
+def plan_in(checkout: Path, record: Path, repo: Path) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", _PLAN_IN, str(checkout), str(record)],
+        cwd=repo, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def against(other: Path, record: Path, repo: Path, runs: int) -> tuple[float, float]:
+    """Median plan seconds with this checkout's oomrec and with `other`'s, alternated."""
+    here = Path(__file__).resolve().parents[2]
+    mine, theirs = [], []
+    for _ in range(runs):
+        mine.append(plan_in(here, record, repo))
+        theirs.append(plan_in(other, record, repo))
+    return sorted(mine)[runs // 2], sorted(theirs)[runs // 2]
+
+
 def process(argv: list[str], cwd: Path, env: dict[str, str]) -> Callable[[], object]:
     return lambda: subprocess.run(
         argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
@@ -219,6 +255,7 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=2_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "oomrec-bench")
+    parser.add_argument("--against", type=Path, default=None)
     args = parser.parse_args()
 
     from oomrec.core.records import RecordFile
@@ -277,6 +314,7 @@ def main() -> None:
             for n, p in ((args.lines // 10, small), (args.lines, record))
             for content in (False, True)
         }
+        compared = against(args.against, record, repo, args.runs) if args.against else None
     print(
         f"repository: {total} commits, {FIXES} fixes ({REVERTED} reverted, {RE_REVERTED} of "
         f"those reapplied, {PICKED} picked to release); {args.lines} records over "
@@ -289,6 +327,12 @@ def main() -> None:
     for (lines, content), count in processes.items():
         how = "with the content check" if content else "graph only"
         print(f"  git processes to plan {lines} records, {how}: {count}")
+    if compared is not None:
+        mine, theirs = compared
+        print(
+            f"  plan, this checkout / {args.against}'s: {mine / theirs:.2f}x "
+            f"({mine:.2f} s against {theirs:.2f} s, median of {args.runs}, alternated)"
+        )
 
 
 if __name__ == "__main__":

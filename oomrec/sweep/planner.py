@@ -117,7 +117,7 @@ def record_state(
     judged = item.judgement
     parked = item.parked
     proof = parked.verified if parked is not None else None
-    if proof is not None and proof.covers(hardware, host_mem):
+    if parked is not None and proof is not None and proof.covers(hardware, host_mem):
         if not judged.applies:
             return State.OUT
         # Verified for an undecided fix: out while that same fix is still in the history.
@@ -190,8 +190,10 @@ class Planner:
             State.UNVERIFIED: self.unverified,
             State.OUT: self.lifted,
         }
-        # applicability() reads only these two: decided once per distinct pair.
+        # applicability() reads only these two: decided once per distinct pair; the state of
+        # a line not from the archive only by its judgement (shared by records judged alike).
         reaches: dict[tuple[str | None, int | None], Applicability] = {}
+        states: dict[int, State] = {}
         for item in evidence:
             rec = item.record
             key = (rec.hardware, rec.mem_bytes)
@@ -203,7 +205,14 @@ class Planner:
             # Guard stops are the operator's budget: lifted alone when the budget changed.
             if ignore_guard_records and rec.kind == KIND_GUARD:
                 continue
-            state = record_state(item, hardware, host_mem, probe_undecided)
+            if item.parked is None:
+                state = states.get(id(item.judgement))
+                if state is None:
+                    state = states[id(item.judgement)] = record_state(
+                        item, hardware, host_mem, probe_undecided
+                    )
+            else:
+                state = record_state(item, hardware, host_mem, probe_undecided)
             tables[state].setdefault(rec.model, []).append(item)
         for table in tables.values():
             for hits in table.values():
