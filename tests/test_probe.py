@@ -128,7 +128,8 @@ def test_a_plain_fix_is_probed_then_verified_and_archived_with_its_run(
     assert field.startswith("verified:") and fix_sha == fix and run_at == head
     assert tag == "testhw" and mem == "-" and int(peak) > 0
     assert csv.startswith("benchmarks") and csv.endswith(".csv")
-    assert check(repo.path, MODEL, "8192")[0] == 0
+    code, body = check(repo.path, MODEL, "8192")
+    assert code == 0 and body["reason"].startswith("recorded OOM at 8192 verified by a run at")
     listed = cli("record", "list", "--archived", "--json")
     assert listed.exit_code == 0, listed.stderr
     (entry,) = json.loads(listed.stdout)["records"]

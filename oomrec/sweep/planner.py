@@ -175,6 +175,8 @@ class Planner:
         a fix may have lifted (undecided) are probed too."""
         self.ignore_record = ignore_record
         self.probe_problem = probe_problem
+        self.hardware = hardware
+        self.host_mem = host_mem
         self.fake_oom = fake_oom
         self.oom_min: dict[str, int] = {}
         # How the smallest of oom_min was known, for the backstop's reason.
@@ -297,7 +299,8 @@ class Planner:
         if lifted is not None:
             return Decision(
                 Action.RUN,
-                f"recorded OOM at {lifted.length} {lifted.judgement}",
+                f"recorded OOM at {lifted.length} "
+                f"{state_text(lifted, self.hardware, self.host_mem)}",
                 str(lifted),
             )
         return Decision(Action.RUN)
