@@ -87,11 +87,13 @@ class Hunk:
 @dataclass(frozen=True, slots=True)
 class FileChange:
     path: bytes
-    # Blob ids; None where the file does not exist on that side.
+    # Blob ids; None where the file does not exist on that side. A symlink's id is prefixed
+    # with _LINK, so a regular file with the same bytes never equals it.
     old: str | None
     new: str | None
     hunks: tuple[Hunk, ...]
-    # No hunks to match: binary, a submodule, or a symlink; only the exact blobs say.
+    # No hunks to match: binary, a submodule, a symlink or a type change; only the exact blobs
+    # say.
     opaque: bool
 
     @property
@@ -107,7 +109,8 @@ class Change:
 
 def read_changes(repo: git.Repo, shas: Collection[str]) -> dict[str, Change]:
     """Each commit's change (first-parent diff; the whole tree for a root commit), from one
-    `diff-tree --raw -z` (exact paths, blob ids, modes) and one `diff-tree -p` (the hunks)."""
+    `diff-tree --raw -z` (exact paths, blob ids, modes) and one `diff-tree -p` (the hunks), whose
+    file blocks are paired with the raw entries by path (a type change has two blocks)."""
     from oomrec.store.gitrepo import with_stdin_bytes
 
     if not shas:
@@ -124,15 +127,17 @@ def read_changes(repo: git.Repo, shas: Collection[str]) -> dict[str, Change]:
     out: dict[str, Change] = {}
     for sha in ordered:
         files = []
-        blocks = hunks.get(sha, [])
-        for i, (mode_old, mode_new, old, new, path) in enumerate(entries.get(sha, [])):
-            block = blocks[i] if i < len(blocks) else None
+        blocks = hunks.get(sha, {})
+        for mode_old, mode_new, old, new, path in entries.get(sha, []):
+            found = blocks.get(path, [])
+            # Exactly one block, of text: two are a type change, none a path git did not show.
+            block = found[0] if len(found) == 1 else None
             opaque = block is None or block[1] or not {mode_old, mode_new} <= _TEXT_MODES
             files.append(
                 FileChange(
                     path,
-                    None if old in _NULL else old,
-                    None if new in _NULL else new,
+                    _blob_name(mode_old, old),
+                    _blob_name(mode_new, new),
                     () if opaque or block is None else tuple(block[0]),
                     opaque,
                 )
@@ -146,6 +151,15 @@ def read_changes(repo: git.Repo, shas: Collection[str]) -> dict[str, Change]:
         ]
         out[sha] = Change(sha, tuple(kept))
     return out
+
+
+_LINK = "link:"
+
+
+def _blob_name(mode: str, oid: str) -> str | None:
+    if oid in _NULL:
+        return None
+    return _LINK + oid if mode == "120000" else oid
 
 
 def _parse_raw(out: bytes, shas: set[str]) -> dict[str, list[tuple[str, str, str, str, bytes]]]:
@@ -168,45 +182,104 @@ def _parse_raw(out: bytes, shas: set[str]) -> dict[str, list[tuple[str, str, str
     return found
 
 
-def _parse_patch(out: bytes, shas: set[str]) -> dict[str, list[tuple[list[Hunk], bool]]]:
-    """Per commit, per file block in order: its hunks and whether git showed it as binary."""
-    found: dict[str, list[tuple[list[Hunk], bool]]] = {}
-    blocks: list[tuple[list[Hunk], bool]] | None = None
-    hunks: list[Hunk] = []
-    old: list[bytes] = []
-    new: list[bytes] = []
+_ESCAPES = {
+    ord("a"): 7,
+    ord("b"): 8,
+    ord("t"): 9,
+    ord("n"): 10,
+    ord("v"): 11,
+    ord("f"): 12,
+    ord("r"): 13,
+    ord('"'): 34,
+    ord("\\"): 92,
+}
+
+
+def _unquote(text: bytes, i: int) -> tuple[bytes | None, int]:
+    """git's C-quoted name starting at text[i] (a '"'): its bytes and the index past it."""
+    out = bytearray()
+    i += 1
+    while i < len(text):
+        c = text[i]
+        if c == 34:  # "
+            return bytes(out), i + 1
+        if c == 92 and i + 1 < len(text):  # backslash
+            nxt = text[i + 1]
+            if 48 <= nxt <= 55 and i + 3 < len(text):
+                out.append(int(text[i + 1 : i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            if nxt not in _ESCAPES:
+                return None, i
+            out.append(_ESCAPES[nxt])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return None, i
+
+
+def _block_path(header: bytes) -> bytes | None:
+    """The path of a `diff --git a/P b/P` line (no renames: both sides name one path); None
+    when it cannot be read for sure (the block is then paired with no file)."""
+    rest = header[len(b"diff --git ") :]
+    if rest.startswith(b'"'):
+        old, i = _unquote(rest, 0)
+        if old is None or rest[i : i + 2] != b' "':
+            return None
+        new, _ = _unquote(rest, i + 1)
+    else:
+        half = (len(rest) - 5) // 2
+        old, new = rest[: half + 2], rest[half + 3 :]
+        if rest[half + 2 : half + 3] != b" ":
+            return None
+    if old is None or new is None or not old.startswith(b"a/") or not new.startswith(b"b/"):
+        return None
+    return old[2:] if old[2:] == new[2:] else None
+
+
+# Per commit, per path: its file blocks, each [its hunks, whether git showed it as binary].
+_Blocks = dict[bytes, list[list]]
+
+
+def _parse_patch(out: bytes, shas: set[str]) -> dict[str, _Blocks]:
+    """Per commit, per path, its file blocks in order (a type change has two)."""
+    found: dict[str, _Blocks] = {}
+    blocks: _Blocks | None = None
+    block: list | None = None
+    body: list[tuple[bytes, bytes]] = []
     in_hunk = False
 
     def close_hunk() -> None:
-        nonlocal old, new, in_hunk
-        if in_hunk:
-            hunks.append(Hunk(tuple(old), tuple(new)))
-        old, new, in_hunk = [], [], False
+        nonlocal body, in_hunk
+        if in_hunk and block is not None:
+            old = tuple(line for tag, line in body if tag != b"+")
+            new = tuple(line for tag, line in body if tag != b"-")
+            block[0].append(Hunk(old, new))
+        body, in_hunk = [], False
 
     for line in out.split(b"\n"):
         if in_hunk and line[:1] in (b" ", b"-", b"+", b"\\"):
-            tag, body = line[:1], line[1:]
-            if tag == b" ":
-                old.append(body)
-                new.append(body)
-            elif tag == b"-":
-                old.append(body)
-            elif tag == b"+":
-                new.append(body)
+            tag, text = line[:1], line[1:]
+            if tag != b"\\":
+                body.append((tag, text))
             continue
         close_hunk()
         if line.startswith(b"@@ "):
             in_hunk = True
         elif line.startswith(b"diff --git "):
+            block = None
             if blocks is not None:
-                hunks = []
-                blocks.append((hunks, False))
-        elif line.startswith((b"Binary files ", b"GIT binary patch")) and blocks:
-            blocks[-1] = (blocks[-1][0], True)
+                block = [[], False]
+                # A path that cannot be read is kept under a key no raw path has.
+                blocks.setdefault(_block_path(line) or b"\0", []).append(block)
+        elif line.startswith((b"Binary files ", b"GIT binary patch")) and block is not None:
+            block[1] = True
         else:
             text = line.decode("ascii", "replace")
             if text in shas:
-                blocks = found.setdefault(text, [])
+                blocks = found.setdefault(text, {})
+                block = None
     close_hunk()
     return found
 
@@ -251,7 +324,7 @@ class Trees:
             later = []
             for c, path, tree, parts in pending:
                 entry = tree.get(parts[0]) if tree is not None else None
-                if entry is None:
+                if entry is None or (len(parts) > 1 and len(entry) != self._size):
                     out[c][path] = None
                 elif len(parts) == 1:
                     out[c][path] = entry
@@ -273,7 +346,11 @@ class Trees:
 
         if not got or got[0] != "tree":
             return None
-        return {name: oid for _, name, oid in tree_entries(got[1], self._size)}
+        # A symlink's id gets a last byte no id has: it never equals a file's of the same bytes.
+        return {
+            name: oid if mode != b"120000" else oid + b"l"
+            for mode, name, oid in tree_entries(got[1], self._size)
+        }
 
 
 def _find(lines: Sequence[bytes], seq: Sequence[bytes], start: int, index: dict) -> int:
@@ -300,7 +377,7 @@ def _sides_found(lines: Sequence[bytes], hunks: Sequence[Hunk], new: bool) -> bo
     return True
 
 
-# A file's state in one tree: "post", "pre" or "rewritten".
+# A file's state in one tree: "post", "pre", "rewritten", "mode" or "unreadable".
 def _file_state(fc: FileChange, blob: str | None, content: Callable[[str], bytes | None]) -> str:
     if fc.old == fc.new:
         return "mode"
@@ -308,7 +385,7 @@ def _file_state(fc: FileChange, blob: str | None, content: Callable[[str], bytes
         return "post"
     if blob == fc.old:
         return "pre"
-    if blob is None or fc.opaque:
+    if blob is None or fc.opaque or blob.startswith(_LINK):
         return "rewritten"
     data = content(blob)
     if data is None:
@@ -323,6 +400,14 @@ def _file_state(fc: FileChange, blob: str | None, content: Callable[[str], bytes
     if pre and not post:
         return "pre"
     return "rewritten"
+
+
+def _raw_name(raw: bytes | None) -> str | None:
+    """A tree entry's id as the fix's blobs are named (a symlink's with its prefix)."""
+    if raw is None:
+        return None
+    # Ids are 20 or 32 bytes: a symlink's carries one more.
+    return _LINK + raw[:-1].hex() if len(raw) % 2 else raw.hex()
 
 
 class Snapshots:
@@ -356,9 +441,7 @@ class Snapshots:
                 group = self._by_key.get(key)
                 if group is None:
                     group = self._by_key[key] = len(self._blobs)
-                    self._blobs.append(
-                        {p: i.hex() if i else None for p, i in zip(paths, key, strict=True)}
-                    )
+                    self._blobs.append({p: _raw_name(i) for p, i in zip(paths, key, strict=True)})
                     self._verdicts.append({})
                 self._group[c] = group
         return {c: self._group[c] for c in commits}
@@ -373,7 +456,12 @@ class Snapshots:
             for sha in shas:
                 for f in self.changes[sha].files:
                     blob = blobs[f.path]
-                    if blob is not None and not f.opaque and blob != f.old and blob != f.new:
+                    if (
+                        blob is not None
+                        and not f.opaque
+                        and blob not in (f.old, f.new)
+                        and not blob.startswith(_LINK)
+                    ):
                         odd.add(blob)
         odd -= self._contents.keys()
         if odd:
