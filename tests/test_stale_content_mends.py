@@ -11,7 +11,7 @@ import pytest
 
 from oomrec.staleness.verdict import Status
 from tests.gitrepo import Repo
-from tests.test_stale_content import AFTER, BEFORE, TRAILER, verdict
+from tests.test_stale_content import AFTER, BEFORE, TRAILER, fix, verdict
 
 FIX = f"Chunk the prefill\n\n{TRAILER}\n"
 
@@ -66,3 +66,80 @@ def test_a_regular_file_with_a_symlinks_bytes_is_not_the_symlink(repo: Repo) -> 
     got = verdict(repo.path, pre)
     assert got.status == Status.UNKNOWN, str(got)
     assert "conf" in got.reason
+
+
+# -- 2. an empty new side proves nothing -------------------------------------------------------
+
+
+def test_an_emptied_file_is_judged_by_its_old_lines_absence(repo: Repo) -> None:
+    """The fix emptied limits.py (its hunk's new side is empty: found in any tree). A later
+    commit put the old table back with one value changed: the old lines are there, so the fix's
+    change is not proved."""
+    limits = "BATCH = 64\nPREFETCH = True\nWORKERS = 8\n"
+    pre = repo.commit("code", {"limits.py": limits, "prefill.py": BEFORE})
+    repo.commit(FIX, {"limits.py": "", "prefill.py": AFTER})
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.commit("the table again", {"limits.py": limits.replace("64", "96")})
+    got = verdict(repo.path, pre)
+    assert got.status == Status.UNKNOWN, str(got)
+    assert "its limits.py holds neither" in got.reason
+    # A file that holds none of the old lines: the emptied table is gone, the fix is there.
+    repo.commit("another table", {"limits.py": "MAX_TOKENS = 4096\n"})
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+# -- 3. hunks matched near their own place -----------------------------------------------------
+
+
+def _body(name: str, call: str) -> str:
+    return (
+        f"def {name}(tokens):\n    x = 1\n    y = 2\n    z = 3\n    return {call}\n"
+        "    u = 4\n    v = 5\n    w = 6\n"
+    )
+
+
+def test_the_fixs_lines_elsewhere_in_the_file_prove_nothing(repo: Repo) -> None:
+    """The fix changes `a`'s call near the top; later `a` is rewritten (neither side) and `b`,
+    far below with the same body, gets the fixed call. Found at any offset, `b`'s lines read as
+    the fix: lifted. Near its place, the fix is not there: unknown."""
+    filler = "".join(f"step_{n} = {n}\n" for n in range(600))
+
+    def text(a: str, b: str) -> str:
+        return _body("a", a) + filler + _body("b", b)
+
+    pre = repo.commit("code", {"model.py": text("run(tokens)", "run(tokens)")})
+    repo.commit(FIX, {"model.py": text("run_chunked(tokens, 512)", "run(tokens)")})
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.commit("rework", {"model.py": text("run_streamed(tokens)", "run_chunked(tokens, 512)")})
+    got = verdict(repo.path, pre)
+    assert got.status == Status.UNKNOWN, str(got)
+    assert "its model.py holds neither" in got.reason
+
+
+# -- 4. an edit beside the fix: the changed lines decide ---------------------------------------
+
+
+def test_an_edit_within_the_context_of_the_fix_still_lifts(code: tuple[Repo, str]) -> None:
+    """A later edit of the line just above the fix (within git's three lines of context) broke
+    the whole-hunk match: the record was kept. The added line is at its place and the removed
+    one gone: lifted. A hand revert with the same edit is absent: the record applies."""
+    repo, pre = code
+    fix(repo)
+    repo.commit("tweak", {"prefill.py": AFTER.replace("y = 2", "y = 3")})
+    got = verdict(repo.path, pre)
+    assert got.status == Status.LIFTED, str(got)
+    repo.commit("back out by hand", {"prefill.py": BEFORE.replace("y = 2", "y = 3")})
+    assert verdict(repo.path, pre).status == Status.APPLIES
+
+
+# -- 5. CRLF normalised after the fix ----------------------------------------------------------
+
+
+def test_line_endings_normalised_after_the_fix_still_lift(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    fix(repo)
+    repo.commit("CRLF", {"prefill.py": AFTER.replace("\n", "\r\n")})
+    assert b"\r\n" in (repo.path / "prefill.py").read_bytes()
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.commit("CRLF, reverted by hand", {"prefill.py": BEFORE.replace("\n", "\r\n")})
+    assert verdict(repo.path, pre).status == Status.APPLIES

@@ -36,6 +36,8 @@ F's old nor its new one. None of it grows with the number of records.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -79,9 +81,26 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
+class Group:
+    """One run of changed lines in a hunk, with the context lines around it in the hunk."""
+
+    before: tuple[bytes, ...]
+    old: tuple[bytes, ...]
+    new: tuple[bytes, ...]
+    after: tuple[bytes, ...]
+    # Where the run starts within the hunk's old and new sides.
+    at_old: int
+    at_new: int
+
+
+@dataclass(frozen=True, slots=True)
 class Hunk:
     old: tuple[bytes, ...]
     new: tuple[bytes, ...]
+    # Where each side starts in its file (0-based line index), from the `@@` header.
+    old_start: int = 0
+    new_start: int = 0
+    groups: tuple[Group, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +201,7 @@ def _parse_raw(out: bytes, shas: set[str]) -> dict[str, list[tuple[str, str, str
     return found
 
 
+_HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ESCAPES = {
     ord("a"): 7,
     ord("b"): 8,
@@ -238,16 +258,44 @@ def _block_path(header: bytes) -> bytes | None:
     return old[2:] if old[2:] == new[2:] else None
 
 
+def _groups(body: Sequence[tuple[bytes, bytes]]) -> tuple[Group, ...]:
+    """The runs of changed lines of a hunk's body ((tag, line) pairs), each with the context
+    lines between it and its neighbours."""
+    groups = []
+    at_old = at_new = n = last = 0
+    while n < len(body):
+        if body[n][0] == b" ":
+            at_old, at_new, n = at_old + 1, at_new + 1, n + 1
+            continue
+        start = n
+        while n < len(body) and body[n][0] != b" ":
+            n += 1
+        after = n
+        while after < len(body) and body[after][0] == b" ":
+            after += 1
+        old = tuple(line for tag, line in body[start:n] if tag == b"-")
+        new = tuple(line for tag, line in body[start:n] if tag == b"+")
+        context = (
+            tuple(line for _, line in body[last:start]),
+            tuple(line for _, line in body[n:after]),
+        )
+        groups.append(Group(context[0], old, new, context[1], at_old, at_new))
+        at_old, at_new, last = at_old + len(old), at_new + len(new), n
+    return tuple(groups)
+
+
 # Per commit, per path: its file blocks, each [its hunks, whether git showed it as binary].
 _Blocks = dict[bytes, list[list]]
 
 
 def _parse_patch(out: bytes, shas: set[str]) -> dict[str, _Blocks]:
-    """Per commit, per path, its file blocks in order (a type change has two)."""
+    """Per commit, per path, its file blocks in order (a type change has two). A line's trailing
+    CR is dropped: lines are compared as `--ignore-cr-at-eol` would."""
     found: dict[str, _Blocks] = {}
     blocks: _Blocks | None = None
     block: list | None = None
     body: list[tuple[bytes, bytes]] = []
+    starts = (0, 0)
     in_hunk = False
 
     def close_hunk() -> None:
@@ -255,18 +303,21 @@ def _parse_patch(out: bytes, shas: set[str]) -> dict[str, _Blocks]:
         if in_hunk and block is not None:
             old = tuple(line for tag, line in body if tag != b"+")
             new = tuple(line for tag, line in body if tag != b"-")
-            block[0].append(Hunk(old, new))
+            block[0].append(Hunk(old, new, starts[0], starts[1], _groups(body)))
         body, in_hunk = [], False
 
     for line in out.split(b"\n"):
         if in_hunk and line[:1] in (b" ", b"-", b"+", b"\\"):
             tag, text = line[:1], line[1:]
             if tag != b"\\":
-                body.append((tag, text))
+                body.append((tag, text[:-1] if text.endswith(b"\r") else text))
             continue
         close_hunk()
         if line.startswith(b"@@ "):
-            in_hunk = True
+            m = _HUNK_HEADER.match(line)
+            # An empty side's start is the line before it; it has no line to place anyway.
+            starts = (max(int(m[1]) - 1, 0), max(int(m[3]) - 1, 0)) if m else (0, 0)
+            in_hunk = m is not None
         elif line.startswith(b"diff --git "):
             block = None
             if blocks is not None:
@@ -353,27 +404,105 @@ class Trees:
         }
 
 
-def _find(lines: Sequence[bytes], seq: Sequence[bytes], start: int, index: dict) -> int:
-    """The first position >= start where `seq` runs in `lines`, or -1."""
-    if not seq:
-        return start
-    for pos in index.get(seq[0], ()):
-        if pos >= start and tuple(lines[pos : pos + len(seq)]) == tuple(seq):
-            return pos
-    return -1
+# How far from its own place (its line in the fix, shifted as the hunks before it were) a
+# hunk's lines may be found: a few hundred lines, or a quarter of a longer file.
+_WINDOW = 300
+# How near the lines found the other side's changed lines must be absent.
+_NEAR = 10
 
 
-def _sides_found(lines: Sequence[bytes], hunks: Sequence[Hunk], new: bool) -> bool:
-    index: dict[bytes, list[int]] = {}
-    for n, line in enumerate(lines):
-        index.setdefault(line, []).append(n)
-    cursor = 0
-    for hunk in hunks:
-        seq = hunk.new if new else hunk.old
-        at = _find(lines, seq, cursor, index)
-        if at < 0:
-            return False
-        cursor = at + len(seq)
+class _Text:
+    """A file of a tree as lines (a trailing CR dropped), with where each line occurs."""
+
+    def __init__(self, data: bytes) -> None:
+        lines = data.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        if b"\r" in data:
+            lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+        self.lines = lines
+        self.at: dict[bytes, list[int]] = {}
+        for n, line in enumerate(lines):
+            self.at.setdefault(line, []).append(n)
+        self.window = max(_WINDOW, len(lines) // 4)
+
+    def find(self, seq: Sequence[bytes], expected: int, lo: int, hi: int) -> int:
+        """The start in [lo, hi] nearest `expected` where `seq` runs (non-empty), or -1."""
+        # Anchored on the rarest of its lines.
+        k = min(range(len(seq)), key=lambda i: len(self.at.get(seq[i], ())))
+        positions = self.at.get(seq[k])
+        if not positions:
+            return -1
+        want = list(seq)
+        best = -1
+        for pos in positions[bisect_left(positions, max(lo, 0) + k) :]:
+            at = pos - k
+            if at > hi:
+                break
+            if self.lines[at : at + len(want)] == want and (
+                best < 0 or abs(at - expected) < abs(best - expected)
+            ):
+                best = at
+        return best
+
+
+def _cores(
+    before: tuple[bytes, ...], changed: tuple[bytes, ...], after: tuple[bytes, ...]
+) -> list[tuple[tuple[bytes, ...], int]]:
+    """A group's changed lines with less and less of the context around them (each run with
+    how many context lines lead it), for a place whose context was edited since. Each holds a
+    context line where the group has one; changed lines none (a deletion) need one each side."""
+    if not before and not after:
+        return [(changed, 0)] if changed else []
+    cores = []
+    for b, a in ((2, 2), (1, 1), (1, 0), (0, 1)):
+        lead = before[len(before) - b :] if b else ()
+        trail = after[:a]
+        if (lead or trail) and (changed or (lead and trail)):
+            core = (lead + changed + trail, len(lead))
+            if core not in cores:
+                cores.append(core)
+    return cores
+
+
+def _shows(text: _Text, hunks: Sequence[Hunk], new: bool, slack: int = 0) -> bool:
+    """Whether every hunk's new (or old) side is at its own place in `text`, in order: the
+    whole side; or, where only context changed since, each changed run with a little context
+    and the other side's lines for it absent near there. An empty side (the fix emptied the
+    file, or filled an empty one) proves nothing: only the other side's absence says it.
+    `slack`: by how many lines the file grew or shrank since that side, a shift it allows."""
+    offset = cursor = 0
+    window = text.window + slack
+    for h in hunks:
+        seq, start = (h.new, h.new_start) if new else (h.old, h.old_start)
+        if not seq:
+            other = h.old if new else h.new
+            if any(line.strip() and line in text.at for line in other):
+                return False
+            continue
+        expected = start + offset
+        at = text.find(seq, expected, max(cursor, expected - window), expected + window)
+        if at >= 0:
+            offset, cursor = at - start, at + len(seq)
+            continue
+        for g in h.groups:
+            changed, gone = (g.new, g.old) if new else (g.old, g.new)
+            place = start + (g.at_new if new else g.at_old)
+            want = place + offset
+            found = -1
+            for core, lead in _cores(g.before, changed, g.after):
+                # Its leading context may be the trailing context of the run before it.
+                lo = max(cursor - lead, want - lead - window)
+                at = text.find(core, want - lead, lo, want - lead + window)
+                if at >= 0:
+                    found, cursor = at + lead, at + lead + len(changed)
+                    break
+            if found < 0:
+                return False
+            near = found - _NEAR - len(gone), found + len(changed) + _NEAR
+            if gone and text.find(gone, found, *near) >= 0:
+                return False
+            offset = found - place
     return True
 
 
@@ -390,16 +519,22 @@ def _file_state(fc: FileChange, blob: str | None, content: Callable[[str], bytes
     data = content(blob)
     if data is None:
         return "unreadable"
-    lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    post = fc.new is not None and _sides_found(lines, fc.hunks, new=True)
-    pre = fc.old is not None and _sides_found(lines, fc.hunks, new=False)
+    text = _Text(data)
+    post = fc.new is not None and _shows(text, fc.hunks, True, _slack(text, fc.new, content))
+    pre = fc.old is not None and _shows(text, fc.hunks, False, _slack(text, fc.old, content))
     if post and not pre:
         return "post"
     if pre and not post:
         return "pre"
     return "rewritten"
+
+
+def _slack(text: _Text, side: str, content: Callable[[str], bytes | None]) -> int:
+    """How many lines longer or shorter `text` is than the fix's side (0 when unread)."""
+    data = content(side)
+    if data is None:
+        return 0
+    return abs(len(text.lines) - data.count(b"\n") - (not data.endswith(b"\n") and data != b""))
 
 
 def _raw_name(raw: bytes | None) -> str | None:
@@ -462,7 +597,8 @@ class Snapshots:
                         and blob not in (f.old, f.new)
                         and not blob.startswith(_LINK)
                     ):
-                        odd.add(blob)
+                        # And the fix's sides: their lengths say how far the lines may move.
+                        odd.update(b for b in (blob, f.old, f.new) if b)
         odd -= self._contents.keys()
         if odd:
             ordered = sorted(odd)
