@@ -143,3 +143,17 @@ def test_line_endings_normalised_after_the_fix_still_lift(code: tuple[Repo, str]
     assert verdict(repo.path, pre).status == Status.LIFTED
     repo.commit("CRLF, reverted by hand", {"prefill.py": BEFORE.replace("\n", "\r\n")})
     assert verdict(repo.path, pre).status == Status.APPLIES
+
+
+# -- 6. renames followed -----------------------------------------------------------------------
+
+
+def test_a_fixed_file_renamed_later_still_lifts(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    fix(repo)
+    repo.git("mv", "prefill.py", "chunked_prefill.py")
+    repo.git("commit", "-q", "-m", "rename the prefill")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    # The renamed file with the fix backed out by hand: absent, the record applies.
+    repo.commit("back out by hand", {"chunked_prefill.py": BEFORE})
+    assert verdict(repo.path, pre).status == Status.APPLIES

@@ -553,6 +553,13 @@ class Snapshots:
         self.repo = repo
         self.changes = changes
         self._paths = tuple(sorted({f.path for ch in changes.values() for f in ch.files}))
+        # Each path a fix changed in place (the file on both sides), with one such fix: where a
+        # tree lacks the path, the file may have been renamed since.
+        self._kept: dict[bytes, str] = {}
+        for sha in sorted(changes):
+            for f in changes[sha].files:
+                if f.old is not None and f.new is not None:
+                    self._kept.setdefault(f.path, sha)
         self._trees: Trees | None = None
         self._group: dict[str, int] = {}
         self._by_key: dict[tuple[bytes | None, ...], int] = {}
@@ -570,6 +577,7 @@ class Snapshots:
                 self._trees = Trees(self.repo, len(new[0]) // 2)
             paths = self._paths
             found = self._trees.ids({c: paths for c in new}) if paths else {}
+            self._follow_renames(found)
             for c in new:
                 ids = found.get(c, {})
                 key = tuple([ids[p] for p in paths])
@@ -580,6 +588,44 @@ class Snapshots:
                     self._verdicts.append({})
                 self._group[c] = group
         return {c: self._group[c] for c in commits}
+
+    def _follow_renames(self, found: dict[str, dict[bytes, bytes | None]]) -> None:
+        """Where a commit lacks a path some fix changed in place, the id of the file git's
+        rename detection (from that fix to the commit) finds it renamed to: one `diff-tree`."""
+        from oomrec.store.gitrepo import with_stdin_bytes
+
+        asks = [(c, p) for c, ids in found.items() for p in self._kept if ids.get(p, 0) is None]
+        if not asks:
+            return
+        pairs = list(dict.fromkeys((c, self._kept[p]) for c, p in asks))
+        # -l: past 100 added files, only exact renames (a `git mv`) are looked for.
+        args = ["--stdin", "-r", "-M", "-l100", "--raw", "-z", "--no-abbrev", "--always"]
+        args += ["--diff-filter=R", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none"]
+        try:
+            out = with_stdin_bytes(self.repo.git.diff_tree, args, [f"{c} {f}" for c, f in pairs])
+        except OomrecError:
+            return  # no rename followed: those files are undecided
+        renamed: dict[tuple[str, str], dict[bytes, bytes]] = {}
+        items = out.split(b"\0")
+        n, i = -1, 0
+        while i < len(items):
+            item = items[i].lstrip(b"\n")
+            if item.startswith(b":") and n >= 0 and i + 2 < len(items):
+                fields = item[1:].split()
+                raw = bytes.fromhex(fields[3].decode("ascii"))
+                renamed[pairs[n]][items[i + 1]] = raw + b"l" if fields[1] == b"120000" else raw
+                i += 3
+                continue
+            if item:
+                n += 1
+                if n >= len(pairs) or item.decode("ascii", "replace") != pairs[n][0]:
+                    return  # not the output expected: follow none
+                renamed[pairs[n]] = {}
+            i += 1
+        for c, p in asks:
+            moved = renamed.get((c, self._kept[p]), {}).get(p)
+            if moved is not None:
+                found[c][p] = moved
 
     def verdicts(self, asked: dict[int, set[str]]) -> None:
         """Compute each change sha's verdict in each group of `asked` (group -> shas)."""
