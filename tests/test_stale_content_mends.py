@@ -157,3 +157,33 @@ def test_a_fixed_file_renamed_later_still_lifts(code: tuple[Repo, str]) -> None:
     # The renamed file with the fix backed out by hand: absent, the record applies.
     repo.commit("back out by hand", {"chunked_prefill.py": BEFORE})
     assert verdict(repo.path, pre).status == Status.APPLIES
+
+
+# -- 7. replace refs: objects read as git shows them -------------------------------------------
+
+
+def test_a_replaced_blob_is_judged_by_what_git_shows(code: tuple[Repo, str]) -> None:
+    """`git replace <fixed blob> <pre-fix blob>`: HEAD's tree still names the fixed blob, but
+    git shows (and checks out) the pre-fix content. Judged by ids it lifted; the record
+    applies."""
+    repo, pre = code
+    fix(repo)
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.git(
+        "replace",
+        repo.git("rev-parse", "HEAD:prefill.py"),
+        repo.git("rev-parse", f"{pre}:prefill.py"),
+    )
+    assert repo.git("show", "HEAD:prefill.py") + "\n" == BEFORE
+    got = verdict(repo.path, pre)
+    assert got.applies, str(got)
+    assert "prefill.py" in got.reason
+    # Without the replace ref it lifts again.
+    repo.git("replace", "-d", repo.git("rev-parse", "HEAD:prefill.py"))
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    # The commit-level variant: HEAD replaced by a commit with the pre-fix tree on the fix.
+    repo.commit("later work")
+    stand_in = repo.git("commit-tree", f"{pre}^{{tree}}", "-p", "HEAD~1", "-m", "stand-in")
+    repo.git("replace", "HEAD", stand_in)
+    assert repo.git("show", "HEAD:prefill.py") + "\n" == BEFORE
+    assert verdict(repo.path, pre).applies

@@ -506,13 +506,36 @@ def _shows(text: _Text, hunks: Sequence[Hunk], new: bool, slack: int = 0) -> boo
     return True
 
 
-# A file's state in one tree: "post", "pre", "rewritten", "mode" or "unreadable".
-def _file_state(fc: FileChange, blob: str | None, content: Callable[[str], bytes | None]) -> str:
+def _same(a: str | None, b: str | None, content: Callable[[str], bytes | None]) -> bool:
+    """Whether two blobs read the same as git shows them (a replace ref can make one id show
+    another's content, or two ids one content)."""
+    if a == b:
+        return True
+    if a is None or b is None or a.startswith(_LINK) != b.startswith(_LINK):
+        return False
+    got = content(a.removeprefix(_LINK))
+    return got is not None and got == content(b.removeprefix(_LINK))
+
+
+# A file's state in one tree: "post", "pre", "rewritten", "mode", "unreadable" or "replaced".
+def _file_state(
+    fc: FileChange,
+    blob: str | None,
+    content: Callable[[str], bytes | None],
+    replaced: bool = False,
+) -> str:
     if fc.old == fc.new:
         return "mode"
-    if blob == fc.new:
+    if replaced:
+        # Replace refs: an id says nothing of what git shows; the contents decide.
+        if _same(fc.old, fc.new, content):
+            return "replaced"
+        is_post, is_pre = _same(blob, fc.new, content), _same(blob, fc.old, content)
+    else:
+        is_post, is_pre = blob == fc.new, blob == fc.old
+    if is_post:
         return "post"
-    if blob == fc.old:
+    if is_pre:
         return "pre"
     if blob is None or fc.opaque or blob.startswith(_LINK):
         return "rewritten"
@@ -567,6 +590,7 @@ class Snapshots:
         self._verdicts: list[dict[str, Verdict]] = []
         self._contents: dict[str, bytes | None] = {}
         self._problem = ""
+        self._replaced: bool | None = None
 
     def group_of(self, commits: Collection[str]) -> dict[str, int]:
         """Each commit's group, reading the trees of those not seen yet in one batch."""
@@ -627,17 +651,36 @@ class Snapshots:
             if moved is not None:
                 found[c][p] = moved
 
+    def _replace_refs(self) -> bool:
+        """Whether the repository has replace refs (then ids do not say what git shows)."""
+        if self._replaced is None:
+            import os
+
+            from git.exc import GitCommandError
+
+            base = os.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
+            try:
+                out = self.repo.git.for_each_ref("--count=1", "--format=%(refname)", base)
+                self._replaced = bool(out.strip())
+            except GitCommandError:
+                # Cannot tell: compare contents, the safe way.
+                self._replaced = True
+        return self._replaced
+
     def verdicts(self, asked: dict[int, set[str]]) -> None:
         """Compute each change sha's verdict in each group of `asked` (group -> shas)."""
         from oomrec.store.gitrepo import read_objects
 
+        replaced = self._replace_refs()
         odd = set()
         for group, shas in asked.items():
             blobs = self._blobs[group]
             for sha in shas:
                 for f in self.changes[sha].files:
                     blob = blobs[f.path]
-                    if (
+                    if replaced:
+                        odd.update(b.removeprefix(_LINK) for b in (blob, f.old, f.new) if b)
+                    elif (
                         blob is not None
                         and not f.opaque
                         and blob not in (f.old, f.new)
@@ -664,6 +707,7 @@ class Snapshots:
                         tuple(blobs[f.path] for f in ch.files),
                         self._contents.get,
                         self._problem,
+                        replaced,
                     )
 
     def verdict(self, group: int, sha: str) -> Verdict:
@@ -675,11 +719,14 @@ def _change_state(
     blobs: tuple[str | None, ...],
     content: Callable[[str], bytes | None],
     problem: str,
+    replaced: bool = False,
 ) -> Verdict:
     """The change's state in a tree whose blobs at its paths are `blobs`."""
     if not ch.files:
         return Verdict(State.DECLARED)
-    states = [(f, _file_state(f, b, content)) for f, b in zip(ch.files, blobs, strict=True)]
+    states = [
+        (f, _file_state(f, b, content, replaced)) for f, b in zip(ch.files, blobs, strict=True)
+    ]
     kinds = {s for _, s in states}
     if kinds == {"post"}:
         return Verdict(State.PRESENT)
@@ -693,6 +740,13 @@ def _change_state(
         if s == "unreadable":
             why = f" ({problem})" if problem else ""
             return Verdict(State.UNDECIDED, f"cannot read its {f.shown}{why}")
+    for f, s in states:
+        if s == "replaced":
+            return Verdict(
+                State.UNDECIDED,
+                f"its {f.shown} reads the same before and after the fix as git shows it "
+                "(a replace ref?)",
+            )
     for f, s in states:
         if s == "rewritten":
             return Verdict(
