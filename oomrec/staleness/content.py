@@ -2,21 +2,35 @@
 
 A fix commit F's **change** is its patch: the diff from its first parent (none for a root
 commit) to F, file by file, as `git diff-tree` shows it (whole-file blob ids, and hunks with git's
-three lines of context). Judged in the tree of a commit T, each file of the change is:
+three lines of context; raw entries and patch blocks paired by path). Judged in the tree of a
+commit T, each file of the change is:
 
 - **post** when T's blob at that path is F's new blob (or both are absent: F deleted it), or the
-  file is text and every hunk's new side (context and added lines) is found in T's file, in
-  order, at any offset, while the old sides are not all found: `git apply -R --check` would
-  apply and `git apply --check` would not;
+  file is text and every hunk's new side is found at its own place in T's file (its line in F,
+  shifted as the hunks before it were found, within a few hundred lines or a quarter of the
+  file, plus by how much the file grew or shrank), in order, while the old sides are not all
+  found. Where only context changed since (an edit within three lines of the fix), each run of
+  changed lines decides: its added lines with a line or two of their context found there, and
+  its removed lines not found near them. A hunk with an empty side (F emptied the file, or
+  filled an empty one) proves nothing by that side: only the other side's lines being absent
+  from the whole file says so. Lines are compared without a trailing CR;
 - **pre** the same with F's old blob and the hunks' old sides (F added the file: T lacks it);
 - **rewritten** otherwise: both sides or neither are found (later commits rewrote those lines,
-  or the file is binary, a submodule, or gone), so the tree does not say.
+  or the file is binary, a submodule, a symlink or type change whose blob differs, or gone),
+  so the tree does not say.
+
+Where T lacks a path F changed in place, git's rename detection from F to T (exact renames
+always, similar ones among up to 100 added files) names the file to judge instead. A symlink
+never equals a regular file with the same bytes. Where the repository has replace refs, an id
+says nothing of what git shows: blobs are compared by their contents as `cat-file` shows them,
+and a file that F changes in id but not as shown is undecided.
 
 The change is **present** in T when every file is post, **absent** when every file is pre, and
 **undecided** otherwise (some files post and others pre, a partial revert, is undecided too).
 A fix with copies (picks, amends, a fix id) is present where some copy's change is present and
 none is absent, absent where some is absent and none present. Undecided is a way of applying:
-the record stays in play, with the reason shown.
+the record stays in play, with the reason shown. When in doubt the matching says "not found":
+a wrong "present" launches a cell, a wrong "undecided" only keeps it skipped.
 
 Why strict: a later commit that rewrites the fixed lines makes the change undecided, and the
 records the fix lifted apply again. Whether the rewrite kept the fix is exactly what the tree
@@ -30,8 +44,10 @@ alone is undecided, since trees are compared by blob.
 
 Cost: two `git diff-tree --stdin` for all the fixes' patches, then per depth of the deepest
 path one `cat-file --batch` for the trees of all the commits asked about (trees are shared
-between commits and read once), and one more for the contents of files whose blob is neither
-F's old nor its new one. None of it grows with the number of records.
+between commits and read once), one `for-each-ref` for replace refs, one more `cat-file` for
+the contents of files whose blob is neither F's old nor its new one (and those two, whose
+lengths bound how far lines moved), and one `diff-tree --stdin -M` only where a commit lacks a
+path a fix changed in place. None of it grows with the number of records.
 """
 
 from __future__ import annotations
