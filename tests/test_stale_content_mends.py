@@ -178,6 +178,12 @@ def test_a_replaced_blob_is_judged_by_what_git_shows(code: tuple[Repo, str]) -> 
     got = verdict(repo.path, pre)
     assert got.applies, str(got)
     assert "prefill.py" in got.reason
+    # The same with the replace ref packed (read from packed-refs, not a loose file).
+    repo.git("pack-refs", "--all")
+    assert not (repo.path / ".git" / "refs" / "replace").exists() or not any(
+        (repo.path / ".git" / "refs" / "replace").iterdir()
+    )
+    assert verdict(repo.path, pre).applies
     # Without the replace ref it lifts again.
     repo.git("replace", "-d", repo.git("rev-parse", "HEAD:prefill.py"))
     assert verdict(repo.path, pre).status == Status.LIFTED

@@ -44,10 +44,11 @@ alone is undecided, since trees are compared by blob.
 
 Cost: two `git diff-tree --stdin` for all the fixes' patches, then per depth of the deepest
 path one `cat-file --batch` for the trees of all the commits asked about (trees are shared
-between commits and read once), one `for-each-ref` for replace refs, one more `cat-file` for
-the contents of files whose blob is neither F's old nor its new one (and those two, whose
-lengths bound how far lines moved), and one `diff-tree --stdin -M` only where a commit lacks a
-path a fix changed in place. None of it grows with the number of records.
+between commits and read once), one more for the contents of files whose blob is neither F's
+old nor its new one (and of those two, whose lengths bound how far lines moved), and one
+`diff-tree --stdin -M` only where a commit lacks a path a fix changed in place. Replace refs
+are looked for in the ref files (a `for-each-ref` only with reftable or GIT_REPLACE_REF_BASE).
+None of it grows with the number of records.
 """
 
 from __future__ import annotations
@@ -668,19 +669,35 @@ class Snapshots:
                 found[c][p] = moved
 
     def _replace_refs(self) -> bool:
-        """Whether the repository has replace refs (then ids do not say what git shows)."""
+        """Whether the repository has replace refs (then ids do not say what git shows): read
+        from the files-backed ref store where there is one (no process), else asked of git."""
         if self._replaced is None:
             import os
+            from pathlib import Path
 
             from git.exc import GitCommandError
 
-            base = os.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
-            try:
-                out = self.repo.git.for_each_ref("--count=1", "--format=%(refname)", base)
-                self._replaced = bool(out.strip())
-            except GitCommandError:
-                # Cannot tell: compare contents, the safe way.
-                self._replaced = True
+            base = os.environ.get("GIT_REPLACE_REF_BASE")
+            common = Path(self.repo.common_dir)
+            if not base and (common / "refs").is_dir() and not (common / "reftable").exists():
+                loose = common / "refs" / "replace"
+                try:
+                    packed = (common / "packed-refs").read_bytes()
+                except FileNotFoundError:
+                    packed = b""
+                except OSError:
+                    packed = b" refs/replace/"  # cannot tell: the safe way
+                has = loose.is_dir() and any(loose.iterdir())
+                self._replaced = has or b" refs/replace/" in packed
+            else:
+                try:
+                    out = self.repo.git.for_each_ref(
+                        "--count=1", "--format=%(refname)", base or "refs/replace/"
+                    )
+                    self._replaced = bool(out.strip())
+                except GitCommandError:
+                    # Cannot tell: compare contents, the safe way.
+                    self._replaced = True
         return self._replaced
 
     def verdicts(self, asked: dict[int, set[str]]) -> None:
