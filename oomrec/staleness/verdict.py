@@ -27,6 +27,7 @@ in Python, carrying per commit a bit set of the events in its history.
 
 from __future__ import annotations
 
+import posixpath
 from bisect import bisect_left
 from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -110,8 +111,6 @@ class _Pending:
 # A fix lifts a record when its change is here (present, or a declared fix) and was not where
 # the record was measured.
 _LIFTS_HERE = frozenset({State.PRESENT, State.DECLARED})
-# Files a sweep writes, never code a fix changes: left out of the work tree's check.
-_OUTPUT_SUFFIXES = (".csv", SIDECAR_SUFFIX)
 _LIFTS_THERE = frozenset({State.ABSENT, State.DECLARED})
 
 
@@ -186,8 +185,9 @@ class History:
         self._snapshots: Snapshots | None = None
         # commit -> fix class (root) -> whether its change is in that commit's tree.
         self._states: dict[str, dict[str, Verdict]] = {}
-        # The paths of the fixes' changes that the work tree changes from HEAD (_dirty_paths).
-        self._dirty: set[str] | None = None
+        # The paths of the fixes' changes that the work tree changes from HEAD ("") or hides
+        # from git (why): _dirty_paths.
+        self._dirty: dict[str, str] | None = None
         # The same per group of commits with the same blobs at the fixes' paths.
         self._group_states: dict[int, dict[str, Verdict]] = {}
         self._commits = {text: read_commit(text) for text in set(record_commits)}
@@ -619,25 +619,32 @@ class History:
 
     def _lifted(self, fixes: tuple[Fix, ...], at: str) -> Judgement:
         """Lifted by `fixes`; at HEAD, unknown while the work tree changes a file they
-        changed (what runs is the work tree, whose change the tree check did not see)."""
+        changed, or git is told not to look at one (what runs is the work tree, whose change
+        the tree check did not see)."""
         dirty = self._dirty_paths(fixes) if at == "HEAD" else []
         if dirty:
-            return Judgement(
-                Status.UNKNOWN,
-                (fixes[0],),
-                f"the work tree changes {dirty[0]}, which {fixes[0].describe()} changed: what "
-                "runs is not HEAD's tree (commit or stash it, then check again)",
-            )
+            path, why = dirty[0]
+            if why:
+                text = (
+                    f"{path}, which {fixes[0].describe()} changed, is {why}: git does not see "
+                    "what the work tree holds there (git update-index --no-assume-unchanged "
+                    "--no-skip-worktree, or git sparse-checkout disable, then check again)"
+                )
+            else:
+                text = (
+                    f"the work tree changes {path}, which {fixes[0].describe()} changed: what "
+                    "runs is not HEAD's tree (commit or stash it, then check again)"
+                )
+            return Judgement(Status.UNKNOWN, (fixes[0],), text)
         return Judgement(Status.LIFTED, fixes)
 
-    def _dirty_paths(self, fixes: Sequence[Fix]) -> list[str]:
+    def _dirty_paths(self, fixes: Sequence[Fix]) -> list[tuple[str, str]]:
         """The paths these fixes' copies change that the work tree (or the index) changes from
-        HEAD: a record is judged at HEAD, but what a sweep runs is the work tree. One `git
-        diff` per History; none in a bare repository."""
+        HEAD, with "" as why, or that git is told not to look at, with why: a record is judged
+        at HEAD, but what a sweep runs is the work tree. One `git status` and one `git
+        ls-files` per History; none in a bare repository."""
         if self._snapshots is None or self.repo.working_tree_dir is None:
             return []
-        from oomrec.store.locations import DEFAULT_RECORD
-
         changes = self._snapshots.changes
         paths = {
             f.path.decode("utf-8", "surrogateescape")
@@ -646,11 +653,10 @@ class History:
             if sha in changes
             for f in changes[sha].files
         }
-        # A sweep's own output (its CSVs, the record) is not code: a fix that committed some
-        # does not stop applying while the next sweep writes them.
-        paths = {
-            p for p in paths if not p.endswith(_OUTPUT_SUFFIXES) and DEFAULT_RECORD.name not in p
-        }
+        # oomrec's own outputs (the record, provenance, its CSVs) are not code: a fix that
+        # committed some does not stop applying while the next sweep writes them. Any other
+        # file counts, a CSV the code reads (a tuning table) too.
+        paths = {p for p in paths if not _is_oomrec_output(p)}
         if self._dirty is None:
             from oomrec.store import gitrepo as gitutil
 
@@ -660,10 +666,11 @@ class History:
                 for f in change.files
             }
             try:
-                self._dirty = gitutil.uncommitted(Path(self.repo.working_tree_dir), every)
-            except OomrecError:
-                self._dirty = set(every)
-        return sorted(paths & self._dirty)
+                state = gitutil.work_tree(Path(self.repo.working_tree_dir), every)
+                self._dirty = {**dict.fromkeys(state.changed, ""), **state.hidden}
+            except OomrecError as exc:
+                self._dirty = dict.fromkeys(every, f"unreadable by git status ({exc})")
+        return sorted((p, self._dirty[p]) for p in paths if p in self._dirty)
 
     def _copy_verdict(self, verdict: Verdict, sha: str) -> Verdict:
         """A copy that changes no file is declared (its place in history decides) unless it is
@@ -781,6 +788,24 @@ def _undeclarable(events: dict[str, Event], graph: list[list[str]]) -> dict[str,
                 "conflict was resolved to ours)"
             )
     return out
+
+
+def _is_oomrec_output(path: str) -> bool:
+    """Whether a repo-relative path is one oomrec writes, never code: the record and the files
+    beside it, a provenance sidecar and its journal, a sweep's or `oomrec run`'s CSV."""
+    from oomrec.core.provenance import JOURNAL_SUFFIX
+    from oomrec.core.records import SIDE_SUFFIXES
+    from oomrec.store.locations import DEFAULT_RECORD, RUN_LOG_TAG, SWEEP_CSV_TAG
+
+    name = posixpath.basename(path)
+    record = DEFAULT_RECORD.name
+    if name == record or any(name == record + suffix for suffix in SIDE_SUFFIXES):
+        return True
+    if name.endswith((SIDECAR_SUFFIX, SIDECAR_SUFFIX + JOURNAL_SUFFIX)):
+        return True
+    return name.endswith(".csv") and (
+        f"_{SWEEP_CSV_TAG}_" in name or name.endswith(f"_{RUN_LOG_TAG}.csv")
+    )
 
 
 def _masks(graph: list[list[str]], bits: dict[str, int]) -> dict[str, int]:

@@ -423,6 +423,97 @@ def uncommitted(root: Path, paths: Iterable[str]) -> set[str]:
     return wanted & set(out.split("\0"))
 
 
+@dataclass(frozen=True, slots=True)
+class WorkTree:
+    """What a work tree does to some repo-relative paths, as oomrec's staleness check sees it.
+
+    `changed`: the paths whose work tree or index differs from HEAD, in `git status`'s eyes with
+    nothing hidden (untracked and ignored files, every submodule). `hidden`: the paths git is
+    told not to look at, and why (assume-unchanged, skip-worktree, a sparse checkout): what is
+    on disk there cannot be known from git."""
+
+    changed: frozenset[str]
+    hidden: dict[str, str]
+
+
+# On top of GIT_CONFIG for the work tree check: a user's config must hide nothing from it.
+_STATUS_CONFIG = (
+    "core.ignoreStat=false",
+    "status.showUntrackedFiles=all",
+    "status.submoduleSummary=false",
+    "status.renames=false",
+    "status.relativePaths=false",
+    "diff.ignoreSubmodules=none",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+)
+
+
+def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
+    """How the work tree at `root` stands at `paths` (see WorkTree), in ONE `git status` and
+    ONE `git ls-files -v`; nothing outside a repository or before its first commit."""
+    from oomrec.staleness.fixlog import git_config_args
+
+    wanted = set(paths)
+    repo = open_repo(root) if wanted else None
+    if repo is None or head_sha(repo) is None or repo.working_tree_dir is None:
+        return WorkTree(frozenset(), {})
+    config = git_config_args()
+    for item in _STATUS_CONFIG:
+        config += ["-c", item]
+    folders = sorted({posixpath.dirname(p) or "." for p in wanted})
+    try:
+        status: bytes = repo.git.execute(
+            [
+                "git",
+                *config,
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--ignored=matching",
+                "--ignore-submodules=none",
+                "--no-renames",
+                "--",
+                *(f":(literal){folder}" for folder in folders),
+            ],
+            stdout_as_string=False,
+            strip_newline_in_stdout=False,
+        )
+        flags: bytes = repo.git.execute(
+            [
+                "git",
+                *config,
+                "ls-files",
+                "-v",
+                "-z",
+                "--",
+                *(f":(literal){p}" for p in sorted(wanted)),
+            ],
+            stdout_as_string=False,
+            strip_newline_in_stdout=False,
+        )
+    except GitCommandError as exc:
+        raise OomrecError(
+            f"git status in {root} failed ({_first_stderr_line(exc)}); check the repository"
+        ) from None
+    changed = set()
+    for item in status.split(b"\0"):
+        # "XY <path>": with --no-renames no entry has a second path.
+        if len(item) > 3:
+            changed.add(item[3:].decode("utf-8", "surrogateescape"))
+    hidden: dict[str, str] = {}
+    for item in flags.split(b"\0"):
+        if len(item) < 3:
+            continue
+        tag, path = item[:1].decode("ascii", "replace"), item[2:].decode("utf-8", "surrogateescape")
+        if tag in "Ss":
+            hidden[path] = "marked skip-worktree (a sparse checkout, or update-index)"
+        elif tag.islower():
+            hidden[path] = "marked assume-unchanged (update-index, or core.ignoreStat)"
+    return WorkTree(frozenset(wanted & changed), {p: w for p, w in hidden.items() if p in wanted})
+
+
 def line_commits(root: Path, path: str, linenos: Collection[int]) -> dict[int, AddedBy | None]:
     """For lines of one repo-relative file as it is in the working tree, the commit that
     introduced each, from ONE `git blame --porcelain` over just those lines; None for a line

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from oomrec.core.records import RecordFile
 
 DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
+# The names of the CSVs oomrec itself writes: a sweep's `{backend}_{hw}_longprompt_{date}.csv`
+# (the harness's naming) and `oomrec run`'s `{backend}_{hw}_{date}_oomrec-run.csv`. Outputs,
+# never code: the staleness verdict's work tree check leaves them out (and no other CSV).
+SWEEP_CSV_TAG = "longprompt"
+RUN_LOG_TAG = "oomrec-run"
 RECORD_ENV = "OOMREC_RECORD"
 
 

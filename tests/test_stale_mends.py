@@ -1,0 +1,142 @@
+"""Mends of the staleness verdict (issue 39), each on a real repository made by the git commands
+named: the work tree judged by `git status` with nothing hidden, partial copies of a fix, a
+verdict that does not depend on which other records are judged, and `git am`'s hook.
+
+Safety rule throughout: when git cannot show that the fix's whole change is what runs, the
+record measured before the fix keeps applying (unknown, naming the file or the cause)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from oomrec.core.records import OomRecord
+from oomrec.staleness.verdict import History, Judgement, Status
+from oomrec.store import gitrepo as gitutil
+from tests import test_stale_content
+from tests.gitrepo import Repo
+from tests.test_stale_content import AFTER, BEFORE, MODEL, TRAILER, fix, verdict
+
+# The fixture: `repo` with prefill.py before the fix committed, as (repo, that commit).
+code = test_stale_content.code
+
+# -- the work tree: `git status` with nothing hidden, index flags make a path undecided ---------
+
+
+def _undone(got: Judgement, path: str) -> None:
+    assert got.status == Status.UNKNOWN, got
+    assert path in got.reason
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_an_index_flag_hiding_a_local_undo_keeps_the_record(
+    code: tuple[Repo, str], flag: str
+) -> None:
+    repo, pre = code
+    fix(repo)
+    repo.git("update-index", flag, "prefill.py")
+    (repo.path / "prefill.py").write_text(BEFORE)
+    # git itself no longer sees the undo.
+    assert repo.git("diff", "--name-only", "HEAD") == ""
+    got = verdict(repo.path, pre)
+    _undone(got, "prefill.py")
+    assert flag.removeprefix("--") in got.reason
+
+
+def test_core_ignore_stat_hiding_a_local_undo_keeps_the_record(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    repo.git("config", "core.ignoreStat", "true")
+    fix(repo)
+    (repo.path / "prefill.py").write_text(BEFORE)
+    assert repo.git("diff", "--name-only", "HEAD") == ""
+    _undone(verdict(repo.path, pre), "prefill.py")
+
+
+def test_a_sparse_checkout_excluding_the_fixed_file_keeps_the_record(repo: Repo) -> None:
+    pre = repo.commit("add the model", {"model/prefill.py": BEFORE, "docs/x.md": "x\n"})
+    repo.commit(f"Chunk the prefill\n\n{TRAILER}\n", {"model/prefill.py": AFTER})
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.git("sparse-checkout", "set", "docs")
+    # The work tree lacks the fixed file, and git says nothing changed.
+    assert not (repo.path / "model" / "prefill.py").exists()
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
+    _undone(verdict(repo.path, pre), "model/prefill.py")
+
+
+@pytest.mark.parametrize("ignored", [False, True])
+def test_an_untracked_file_back_where_the_fix_deleted_it_keeps_the_record(
+    code: tuple[Repo, str], ignored: bool
+) -> None:
+    repo, pre = code
+    repo.git("rm", "-q", "other.py")
+    repo.git("commit", "-q", "-m", f"Drop the eager path\n\n{TRAILER}\n")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    if ignored:
+        (repo.path / ".git" / "info" / "exclude").write_text("other.py\n")
+    (repo.path / "other.py").write_text("a\nb\nc\n")
+    assert repo.git("diff", "--name-only", "HEAD") == ""
+    _undone(verdict(repo.path, pre), "other.py")
+
+
+def _with_submodule(repo: Repo, tmp_path: Path) -> tuple[str, str, str]:
+    """A submodule `sub` whose bump is the fix: (the commit before it, the old and the new
+    submodule commits)."""
+    lib = Repo(tmp_path / "lib")
+    old = lib.commit("lib v1", {"lib.py": "v1\n"})
+    new = lib.commit("lib v2: chunked", {"lib.py": "v2\n"})
+    lib.git("checkout", "-q", old)
+    repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib.path), "sub")
+    repo.git("commit", "-q", "-m", "add the lib")
+    pre = repo.head()
+    repo.git("-C", "sub", "checkout", "-q", new)
+    repo.git("add", "sub")
+    repo.git("commit", "-q", "-m", f"Bump the lib to its chunked prefill\n\n{TRAILER}\n")
+    return pre, old, new
+
+
+@pytest.mark.parametrize("how", ["submodule.sub.ignore=all", "diff.ignoreSubmodules=all"])
+def test_a_submodule_hidden_by_config_and_checked_out_back_keeps_the_record(
+    repo: Repo, tmp_path: Path, how: str
+) -> None:
+    pre, old, _new = _with_submodule(repo, tmp_path)
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    name, _, value = how.partition("=")
+    repo.git("config", name, value)
+    repo.git("-C", "sub", "checkout", "-q", old)
+    assert repo.git("diff", "--name-only", "HEAD") == ""
+    _undone(verdict(repo.path, pre), "sub")
+
+
+def test_a_csv_the_code_reads_is_code_but_oomrecs_own_outputs_are_not(repo: Repo) -> None:
+    pre = repo.commit(
+        "tuning", {"tuning/chunks.csv": "model,chunk\ngemma,0\n", "prefill.py": BEFORE}
+    )
+    outputs = [
+        "benchmarks/cuda_h200_longprompt_2026-07-03.csv",
+        "benchmarks/cuda_h200_2026-07-03_oomrec-run.csv",
+        "benchmarks/cuda_h200_longprompt_2026-07-03.csv.oomrec.json",
+        "benchmarks/cuda_h200_longprompt_2026-07-03.csv.oomrec.json.journal",
+    ]
+    repo.commit(
+        f"Chunk the prefill\n\n{TRAILER}\n",
+        {
+            "tuning/chunks.csv": "model,chunk\ngemma,512\n",
+            "prefill.py": AFTER,
+            **dict.fromkeys(outputs, "row\n"),
+        },
+    )
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    # The next sweep rewrites its own outputs: that undoes no fix.
+    for path in outputs:
+        (repo.path / path).write_text("another row\n")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    (repo.path / "tuning" / "chunks.csv").write_text("model,chunk\ngemma,0\n")
+    _undone(verdict(repo.path, pre), "tuning/chunks.csv")
+
+
+def judge(path: Path, commits: list[str], at: str = "HEAD") -> list[Judgement]:
+    repo = gitutil.open_repo(path)
+    assert repo is not None
+    history = History(repo, "OOM-Fix", commits, at=(at,))
+    return history.judge([OomRecord(MODEL, 8192, "2026-07-03", c) for c in commits], at=at)
