@@ -270,6 +270,7 @@ def test_install_keeps_a_foreign_hook_as_legacy_runs_it_first_and_uninstall_puts
         "removed: .git/hooks/post-rewrite",
         "removed: .git/hooks/post-checkout",
         "removed: .git/hooks/post-commit",
+        "removed: .git/hooks/post-applypatch",
     ]
     assert (hooks / "post-merge").read_text() == foreign
     assert not (hooks / "post-merge.legacy").exists()
@@ -339,6 +340,7 @@ def test_uninstall_removes_only_oomrecs_hooks(cli: Cli, repo: Repo) -> None:
         "removed: .git/hooks/post-rewrite\n"
         "removed: .git/hooks/post-checkout\n"
         "removed: .git/hooks/post-commit\n"
+        "removed: .git/hooks/post-applypatch\n"
     )
     assert (hooks / "post-merge").read_text() == foreign
     assert not (hooks / "post-rewrite").exists()

@@ -7,6 +7,7 @@ record measured before the fix keeps applying (unknown, naming the file or the c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,12 @@ from oomrec.core.records import OomRecord
 from oomrec.staleness.verdict import History, Judgement, Status
 from oomrec.store import gitrepo as gitutil
 from tests import test_stale_content
+from tests.conftest import CliResult
 from tests.gitrepo import Repo
+from tests.test_hooks import INSTALLED, flag, oomrec_lines, run_git, with_records
 from tests.test_stale_content import AFTER, BEFORE, MODEL, TRAILER, fix, verdict
 
+Cli = Callable[..., CliResult]
 # The fixture: `repo` with prefill.py before the fix committed, as (repo, that commit).
 code = test_stale_content.code
 
@@ -140,3 +144,28 @@ def judge(path: Path, commits: list[str], at: str = "HEAD") -> list[Judgement]:
     assert repo is not None
     history = History(repo, "OOM-Fix", commits, at=(at,))
     return history.judge([OomRecord(MODEL, 8192, "2026-07-03", c) for c in commits], at=at)
+
+
+# -- hooks: `git am` runs post-applypatch, not post-commit --------------------------------------
+
+
+def test_git_am_of_a_fix_patch_is_flagged_once(cli: Cli, repo: Repo, tmp_path: Path) -> None:
+    with_records(repo, repo.commit("add the prefill", {"prefill.py": BEFORE}))
+    assert cli("hook", "install").stdout == INSTALLED
+    assert (repo.path / ".git" / "hooks" / "post-applypatch").exists()
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.commit("Prepare the prefill", {"other.py": "a\n"})
+    repo.commit(f"Chunk the prefill\n\n{TRAILER}\n", {"prefill.py": AFTER})
+    patches = tmp_path / "patches"
+    repo.git("format-patch", "-q", "-2", "-o", str(patches))
+    repo.git("checkout", "-q", "main")
+    done = run_git(repo.path, "am", "-q", *sorted(str(p) for p in patches.iterdir()))
+    # One line for the whole `git am` (two patches), naming the applied copy of the fix.
+    assert oomrec_lines(done) == [flag(repo.head(), 2)]
+    # A patch with no fix says nothing.
+    repo.git("checkout", "-q", "topic")
+    repo.commit("Tidy up", {"notes.txt": "x\n"})
+    repo.git("format-patch", "-q", "-1", "-o", str(tmp_path / "plain"))
+    repo.git("checkout", "-q", "main")
+    done = run_git(repo.path, "am", "-q", *(str(p) for p in (tmp_path / "plain").iterdir()))
+    assert oomrec_lines(done) == []

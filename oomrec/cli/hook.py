@@ -1,4 +1,5 @@
-"""`oomrec hook install|uninstall|post-merge|post-rewrite|post-checkout|post-commit`.
+"""`oomrec hook install|uninstall|post-merge|post-rewrite|post-checkout|post-commit|
+post-applypatch`.
 
 The installed shims run `oomrec hook <event>`, which `oomrec.entry` serves without loading this
 module; the commands here serve `--help` and direct calls.
@@ -25,7 +26,7 @@ def install_command(
         bool, typer.Option("--json", help="Print a JSON object: what was done to each hook.")
     ] = False,
 ) -> None:
-    """Install the post-merge, post-rewrite, post-checkout and post-commit hooks here.
+    """Install the post-merge, post-rewrite, post-checkout, post-commit and post-applypatch hooks.
 
     The hooks directory is git's (`git rev-parse --git-path hooks`, so core.hooksPath counts). A
     hook already there that is not oomrec's is moved to HOOK.legacy and runs first, with the same
@@ -129,6 +130,16 @@ def hook_post_commit() -> None:
     Example: oomrec hook post-commit
     """
     _run("post-commit", [])
+
+
+@hook_app.command("post-applypatch")
+def hook_post_applypatch() -> None:
+    """After `git am` (which runs no post-commit): say which records the applied patches
+    lifted, once, after the last patch.
+
+    Example: oomrec hook post-applypatch
+    """
+    _run("post-applypatch", [])
 
 
 def _run(event: str, args: list[str]) -> None:

@@ -1,7 +1,8 @@
 """The check the git hooks run (the hook files themselves: oomrec/hooks/files.py).
 
-After a merge, a pull, a rebase, an amend, a branch switch, or a commit that carries or quotes
-a fix trailer (a squash merge, a conflicted merge or pick finished by `git commit`), the hook
+After a merge, a pull, a rebase, an amend, a branch switch, a commit that carries or quotes a
+fix trailer (a squash merge, a conflicted merge or pick finished by `git commit`), or `git am`
+(post-applypatch: am runs no post-commit), the hook
 prints at most one line: how many records stopped applying or apply again at the new HEAD, and
 the command to run. It never edits the record and never fails the git operation. The common
 case (no fix, revert or pick between the old and the new HEAD) must take under 200 ms, so the
@@ -25,7 +26,7 @@ from oomrec.store.locations import load_settings, record_path
 if TYPE_CHECKING:
     from oomrec.staleness.verdict import Fix
 
-EVENTS = ("post-merge", "post-rewrite", "post-checkout", "post-commit")
+EVENTS = ("post-merge", "post-rewrite", "post-checkout", "post-commit", "post-applypatch")
 _NULL_SHA = re.compile(r"0+")
 
 
@@ -104,7 +105,27 @@ def _moved(
         if sequence is not None:
             return (sequence, "HEAD")
         return ("HEAD^1" if parents else None, "HEAD")
+    if event == "post-applypatch":
+        # `git am` commits each patch without post-commit: this hook runs after each instead.
+        # Speak once, after the last patch, for all the commits since am began (ORIG_HEAD).
+        return _am_moved()
     raise OomrecError(f"unknown hook {event!r}; oomrec has {', '.join(EVENTS)}")
+
+
+def _am_moved() -> tuple[str | None, str] | None:
+    """For post-applypatch: (ORIG_HEAD, HEAD) after `git am`'s last patch; None before it, and
+    under a rebase (`rebase --apply` runs am; its post-rewrite speaks for it)."""
+    state = Path(_git("rev-parse", "--git-path", "rebase-apply").strip())
+    if (state / "rebasing").exists():
+        return None
+    try:
+        step = int((state / "next").read_text(encoding="ascii").strip())
+        last = int((state / "last").read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        step = last = 0
+    if step < last:
+        return None
+    return ("ORIG_HEAD", "HEAD")
 
 
 def _post_commit_speaks(key: str) -> list[str] | None:
