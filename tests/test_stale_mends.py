@@ -169,3 +169,35 @@ def test_git_am_of_a_fix_patch_is_flagged_once(cli: Cli, repo: Repo, tmp_path: P
     repo.git("checkout", "-q", "main")
     done = run_git(repo.path, "am", "-q", *(str(p) for p in (tmp_path / "plain").iterdir()))
     assert oomrec_lines(done) == []
+
+
+# -- a record's verdict does not depend on which other records are judged ----------------------
+
+
+def _alone_and_together(path: Path, commits: list[str]) -> None:
+    together = judge(path, commits)
+    for commit, got in zip(commits, together, strict=True):
+        alone = judge(path, [commit])[0]
+        assert (alone.status, alone.reason) == (got.status, got.reason), commit
+
+
+def test_a_copy_on_another_records_branch_does_not_change_a_verdict(code: tuple[Repo, str]) -> None:
+    """`check` judges one model's records, the sweep all of them: another record whose commit
+    sits after a copy of the fix on a side branch (the same OOM-Fix-Id on a commit that changes
+    another file, absent from HEAD's tree) must not change the verdict of a record on main."""
+    repo, pre = code
+    message = f"Chunk the prefill\n\n{TRAILER}\nOOM-Fix-Id: chunked-prefill\n"
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit(message, {"other.py": "a\nB\nc\n"})
+    side = repo.commit("side work")
+    repo.git("checkout", "-q", "main")
+    fix(repo, message)
+    after = repo.commit("main work")
+    _alone_and_together(repo.path, [pre, side, after])
+    # And a pick of the fix onto the side branch, then its revert there.
+    repo.git("checkout", "-q", "side")
+    repo.git("cherry-pick", "-x", "main~1")
+    repo.git("revert", "--no-edit", "HEAD")
+    reverted = repo.head()
+    repo.git("checkout", "-q", "main")
+    _alone_and_together(repo.path, [pre, side, reverted, after])

@@ -27,6 +27,7 @@ in Python, carrying per commit a bit set of the events in its history.
 
 from __future__ import annotations
 
+import copy
 import posixpath
 from bisect import bisect_left
 from collections.abc import Collection, Iterable, Sequence
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.provenance import SIDECAR_SUFFIX
@@ -185,9 +186,13 @@ class History:
         self._snapshots: Snapshots | None = None
         # commit -> fix class (root) -> whether its change is in that commit's tree.
         self._states: dict[str, dict[str, Verdict]] = {}
-        # The paths of the fixes' changes that the work tree changes from HEAD ("") or hides
-        # from git (why): _dirty_paths.
-        self._dirty: dict[str, str] | None = None
+        # Shared by this History and its views (_view): git answers that do not depend on
+        # which events are judged. "dirty": the paths of the fixes' changes that the work
+        # tree changes from HEAD ("") or hides from git (why), see _dirty_paths.
+        self._shared: dict[str, Any] = {"dirty": None, "patches": {}}
+        # (the revision judged at, the events allowed) -> the History that judges with them.
+        self._views: dict[tuple[str, int], History] = {}
+        self._event_masks: dict[str, int] | None = None
         # The same per group of commits with the same blobs at the fixes' paths.
         self._group_states: dict[int, dict[str, Verdict]] = {}
         self._commits = {text: read_commit(text) for text in set(record_commits)}
@@ -225,7 +230,6 @@ class History:
     # -- building -----------------------------------------------------------------------
 
     def _build(self) -> None:
-        from oomrec.store import gitrepo as gitutil
 
         events = self.events
         classes = _Classes()
@@ -244,7 +248,7 @@ class History:
         patches: dict[str, str] = {}
         if len(trailer_shas) > 1 or (trailer_shas and revert_shas):
             try:
-                patches = gitutil.patch_ids(self.repo, [*trailer_shas, *revert_shas])
+                patches = self._patch_ids([*trailer_shas, *revert_shas])
             except OomrecError as exc:
                 self._doubt = f"cannot compare the fixes' patches ({exc})"
             for sha in trailer_shas:
@@ -274,6 +278,19 @@ class History:
         if self._merge_reverts(entries, graph, by_prefix):
             self._index(entries, graph)
 
+    def _patch_ids(self, shas: Sequence[str], reverse: bool = False) -> dict[str, str]:
+        """gitutil.patch_ids, each commit asked once for this History and all its views."""
+        from oomrec.store import gitrepo as gitutil
+
+        memo: dict[tuple[str, bool], str | None] = self._shared["patches"]
+        missing = [sha for sha in dict.fromkeys(shas) if (sha, reverse) not in memo]
+        if missing:
+            found = gitutil.patch_ids(self.repo, missing, reverse=reverse)
+            for sha in missing:
+                memo[(sha, reverse)] = found.get(sha)
+        out = {sha: memo[(sha, reverse)] for sha in shas}
+        return {sha: patch for sha, patch in out.items() if patch is not None}
+
     def _reverts_by_patch(
         self,
         entries: dict[str, list[tuple[str, int]]],
@@ -283,7 +300,6 @@ class History:
         """Reverts whose message names a commit that is not a copy here (a backported revert
         names the original's SHA, a rebased one the pre-rebase SHA): a revert's patch is the
         reverse of its target's, a revert of a revert has the target's own patch."""
-        from oomrec.store import gitrepo as gitutil
 
         lost = [
             sha
@@ -294,7 +310,7 @@ class History:
             return
         known = [sha for sha in entries if len(entries[sha]) == 1]
         try:
-            reverse = gitutil.patch_ids(self.repo, known, reverse=True)
+            reverse = self._patch_ids(known, reverse=True)
         except OomrecError:
             return
         by_reverse: dict[str, list[tuple[str, int]]] = {}
@@ -432,6 +448,61 @@ class History:
 
     def judge(self, records: Sequence[OomRecord], at: str = "HEAD") -> list[Judgement]:
         """Each record's judgement at revision `at` (one of those given when loading).
+
+        A record's judgement depends only on the history of `at` and of its own commit: the
+        events (copies, reverts) found in other records' histories are left out, so `check`
+        (one model's records) and the sweep (all of them) agree. Records whose commits bring
+        the same events beyond `at`'s history are judged together, by one view."""
+        at_sha = self._at[at]
+        masks = self._events_by_commit()
+        allowed_at = masks.get(at_sha, 0)
+        groups: dict[int, list[int]] = {}
+        for n, rec in enumerate(records):
+            info = self._commit_info(rec.commit)
+            extra = masks.get(info[0], 0) & ~allowed_at if not isinstance(info, str) else 0
+            groups.setdefault(extra, []).append(n)
+        out: list[Judgement | None] = [None] * len(records)
+        for extra, indices in groups.items():
+            view = self._view(at_sha, allowed_at | extra)
+            for n, got in zip(indices, view._judge([records[n] for n in indices], at), strict=True):
+                out[n] = got
+        return out  # type: ignore[return-value]
+
+    def _events_by_commit(self) -> dict[str, int]:
+        """Per commit, the bit set of the events (all of them, in any class or none) in its
+        history."""
+        if self._event_masks is None:
+            order = {row[0]: n for n, row in enumerate(self._graph)}
+            ordered = sorted(self.events, key=lambda sha: order.get(sha, -1))
+            self._event_bits = {sha: 1 << n for n, sha in enumerate(ordered)}
+            self._event_masks = _masks(self._graph, self._event_bits)
+        return self._event_masks
+
+    def _view(self, at_sha: str, allowed: int) -> History:
+        """This History with only the events in `allowed` (the histories of the commit judged
+        at and of the records' commits): itself when that is every event."""
+        self._events_by_commit()
+        bits = self._event_bits
+        if all(allowed & bit for bit in bits.values()):
+            return self
+        key = (at_sha, allowed)
+        view = self._views.get(key)
+        if view is None:
+            # Its classes split this History's (fewer events, fewer links), so its copies are
+            # among those whose changes this History reads: one Snapshots serves both.
+            self._ensure_snapshots()
+            view = copy.copy(self)
+            view.events = {sha: e for sha, e in self.events.items() if allowed & bits[sha]}
+            view._states = {}
+            view._group_states = {}
+            view._views = {}
+            view._event_masks = {}
+            view._build()
+            self._views[key] = view
+        return view
+
+    def _judge(self, records: Sequence[OomRecord], at: str = "HEAD") -> list[Judgement]:
+        """Each record's judgement at revision `at`, with this History's events.
 
         Two passes: the graph names, per record, the fixes that would lift it; then the trees
         of `at` and of those records' commits are read in one batch, and only a fix whose
@@ -572,19 +643,13 @@ class History:
         """The state of each fix class in `roots` at each of `commits`, in one batch: commits
         are read once, and judged once per group of equal blobs at the fixes' paths. Each
         commit's entry in `_states` is its group's dict (shared, so a commit costs a lookup)."""
-        from oomrec.staleness import content
 
         states = self._states
         todo = [c for c in commits if c not in states or not roots <= states[c].keys()]
         if not todo:
             return
         try:
-            if self._snapshots is None:
-                shas = {sha for cls in self._classes.values() for sha, _ in cls.members}
-                self._snapshots = content.Snapshots(
-                    self.repo, content.read_changes(self.repo, shas)
-                )
-            snaps = self._snapshots
+            snaps = self._ensure_snapshots()
             changes = snaps.changes
             groups = snaps.group_of(todo)
             copies = {
@@ -616,6 +681,15 @@ class History:
                     at_g[root] = Verdict(State.UNDECIDED, "no patch to compare")
         for c in todo:
             states[c] = self._group_states[groups[c]]
+
+    def _ensure_snapshots(self) -> Snapshots:
+        """The fixes' changes (of every copy this History knows), read once."""
+        from oomrec.staleness import content
+
+        if self._snapshots is None:
+            shas = {sha for cls in self._classes.values() for sha, _ in cls.members}
+            self._snapshots = content.Snapshots(self.repo, content.read_changes(self.repo, shas))
+        return self._snapshots
 
     def _lifted(self, fixes: tuple[Fix, ...], at: str) -> Judgement:
         """Lifted by `fixes`; at HEAD, unknown while the work tree changes a file they
@@ -657,7 +731,7 @@ class History:
         # committed some does not stop applying while the next sweep writes them. Any other
         # file counts, a CSV the code reads (a tuning table) too.
         paths = {p for p in paths if not _is_oomrec_output(p)}
-        if self._dirty is None:
+        if self._shared["dirty"] is None:
             from oomrec.store import gitrepo as gitutil
 
             every = {
@@ -667,10 +741,11 @@ class History:
             }
             try:
                 state = gitutil.work_tree(Path(self.repo.working_tree_dir), every)
-                self._dirty = {**dict.fromkeys(state.changed, ""), **state.hidden}
+                self._shared["dirty"] = {**dict.fromkeys(state.changed, ""), **state.hidden}
             except OomrecError as exc:
-                self._dirty = dict.fromkeys(every, f"unreadable by git status ({exc})")
-        return sorted((p, self._dirty[p]) for p in paths if p in self._dirty)
+                self._shared["dirty"] = dict.fromkeys(every, f"unreadable by git status ({exc})")
+        dirty: dict[str, str] = self._shared["dirty"]
+        return sorted((p, dirty[p]) for p in paths if p in dirty)
 
     def _copy_verdict(self, verdict: Verdict, sha: str) -> Verdict:
         """A copy that changes no file is declared (its place in history decides) unless it is
