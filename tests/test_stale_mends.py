@@ -171,6 +171,110 @@ def test_git_am_of_a_fix_patch_is_flagged_once(cli: Cli, repo: Repo, tmp_path: P
     assert oomrec_lines(done) == []
 
 
+# -- partial copies: a copy counts only if it carries every file of the fix ---------------------
+
+OTHER_AFTER = "a\nB\nc\n"
+ID_MESSAGE = f"Chunk the prefill\n\n{TRAILER}\nOOM-Fix-Id: chunked-prefill\n"
+
+
+def _two_file_fix(repo: Repo, message: str = f"Chunk the prefill\n\n{TRAILER}\n") -> str:
+    return repo.commit(message, {"prefill.py": AFTER, "other.py": OTHER_AFTER})
+
+
+def _on_release(repo: Repo, pre: str) -> str:
+    """A release branch off `pre`, checked out, with a commit of its own: that commit."""
+    repo.git("checkout", "-q", "-b", "release", pre)
+    return repo.commit("release work")
+
+
+def _kept(got: Judgement, path: str = "other.py") -> None:
+    assert got.status == Status.UNKNOWN, got
+    assert "carries only part of the fix" in got.reason
+    assert path in got.reason
+
+
+@pytest.mark.parametrize("how", ["whole", "amend", "no-commit"])
+def test_a_pick_with_one_file_put_back_is_partial(code: tuple[Repo, str], how: str) -> None:
+    repo, pre = code
+    f = _two_file_fix(repo)
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    rel = _on_release(repo, pre)
+    if how == "no-commit":
+        repo.git("cherry-pick", "-n", f)
+        repo.git("restore", "--staged", "--worktree", "other.py")
+        message = repo.git("log", "-1", "--format=%B", f)
+        repo.git("commit", "-q", "-m", f"{message}\n(cherry picked from commit {f})")
+    else:
+        repo.git("cherry-pick", "-x", f)
+        if how == "amend":
+            repo.git("checkout", "HEAD~1", "--", "other.py")
+            repo.git("commit", "-q", "--amend", "--no-edit")
+    assert f"cherry picked from commit {f}" in repo.git("log", "-1", "--format=%B")
+    if how == "whole":
+        assert verdict(repo.path, rel).status == Status.LIFTED
+        return
+    assert repo.git("diff", "--name-only", "HEAD~1") == "prefill.py"
+    _kept(verdict(repo.path, rel))
+    _kept(verdict(repo.path, pre))
+    # Judged with records on main (the fix's whole change in their history) too.
+    assert [j.status for j in judge(repo.path, [rel, pre, f])] == [Status.UNKNOWN] * 2 + [
+        Status.APPLIES
+    ]
+    # On main the whole fix is in: still lifted there.
+    repo.git("checkout", "-q", "main")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+def test_a_partial_backport_that_copied_the_fix_id_is_partial(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    _two_file_fix(repo, ID_MESSAGE)
+    rel = _on_release(repo, pre)
+    repo.commit(ID_MESSAGE, {"prefill.py": AFTER})
+    _kept(verdict(repo.path, rel))
+    repo.git("checkout", "-q", "main")
+    assert verdict(repo.path, pre).status == Status.LIFTED
+
+
+def test_a_fix_split_over_two_commits_with_only_part_two_picked(code: tuple[Repo, str]) -> None:
+    repo, pre = code
+    repo.commit(ID_MESSAGE.replace("the prefill", "the prefill, 1/2"), {"prefill.py": AFTER})
+    part2 = repo.commit(
+        ID_MESSAGE.replace("the prefill", "the prefill, 2/2"), {"other.py": OTHER_AFTER}
+    )
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    rel = _on_release(repo, pre)
+    repo.git("cherry-pick", "-x", part2)
+    _kept(verdict(repo.path, rel), "prefill.py")
+    _kept(verdict(repo.path, pre), "prefill.py")
+
+
+def test_the_fixs_whole_message_on_a_commit_that_changes_another_file(
+    code: tuple[Repo, str],
+) -> None:
+    repo, pre = code
+    fix(repo, ID_MESSAGE)
+    rel = _on_release(repo, pre)
+    repo.commit(ID_MESSAGE, {"other.py": OTHER_AFTER})
+    _kept(verdict(repo.path, rel), "prefill.py")
+
+
+def test_a_partial_pick_after_a_revert_of_the_fix_is_partial(code: tuple[Repo, str]) -> None:
+    """The copies a revert cancelled do not make up for what the newest copy lacks; a rewrite of
+    one file that keeps the fix (its fix id) on top of the whole fix still lifts."""
+    repo, pre = code
+    f = _two_file_fix(repo, ID_MESSAGE)
+    rewritten = AFTER.replace("run_chunked(tokens, 512)", "run_chunked(tokens, size=512)")
+    repo.commit("Tidy the prefill\n\nOOM-Fix-Id: chunked-prefill\n", {"prefill.py": rewritten})
+    assert verdict(repo.path, pre).status == Status.LIFTED
+    repo.git("reset", "-q", "--hard", f)
+    repo.git("revert", "--no-edit", f)
+    assert verdict(repo.path, pre).status == Status.APPLIES
+    repo.git("cherry-pick", "-x", f)
+    repo.git("checkout", "HEAD~1", "--", "other.py")
+    repo.git("commit", "-q", "--amend", "--no-edit")
+    _kept(verdict(repo.path, pre))
+
+
 # -- a record's verdict does not depend on which other records are judged ----------------------
 
 

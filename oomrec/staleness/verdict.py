@@ -189,7 +189,12 @@ class History:
         # Shared by this History and its views (_view): git answers that do not depend on
         # which events are judged. "dirty": the paths of the fixes' changes that the work
         # tree changes from HEAD ("") or hides from git (why), see _dirty_paths.
-        self._shared: dict[str, Any] = {"dirty": None, "patches": {}}
+        self._shared: dict[str, Any] = {"dirty": None, "patches": {}, "files": {}, "ids": None}
+        # commit -> its `_states` entry, with the classes whose copies there are partial
+        # made undecided (_states_at).
+        self._partial: dict[str, dict[str, Verdict]] = {}
+        # fix class -> every path the whole fix changes, and the copies it knows of.
+        self._extent: dict[str, tuple[frozenset[bytes], dict[str, frozenset[bytes]]]] = {}
         # (the revision judged at, the events allowed) -> the History that judges with them.
         self._views: dict[tuple[str, int], History] = {}
         self._event_masks: dict[str, int] | None = None
@@ -494,6 +499,8 @@ class History:
             view = copy.copy(self)
             view.events = {sha: e for sha, e in self.events.items() if allowed & bits[sha]}
             view._states = {}
+            view._partial = {}
+            view._extent = {}
             view._group_states = {}
             view._views = {}
             view._event_masks = {}
@@ -613,11 +620,11 @@ class History:
         # Every fix in effect at `at`, at every commit asked about: judged per group of commits
         # with the same blobs, that costs less than knowing which fixes each commit needs.
         self._read_states({at_sha, *(p.sha for _, p in pending)}, set(roots))
-        here = self._states[at_sha]
+        here = self._states_at(at_sha)
         lifts: dict[int, frozenset[str]] = {}
         judged: dict[int, Judgement] = {}
         for key, p in pending:
-            there = self._states[p.sha]
+            there = self._states_at(p.sha)
             # The common case first: present here, absent (or declared) where measured.
             ok = lifts.get(id(there))
             if ok is None:
@@ -681,6 +688,105 @@ class History:
                     at_g[root] = Verdict(State.UNDECIDED, "no patch to compare")
         for c in todo:
             states[c] = self._group_states[groups[c]]
+
+    # -- partial copies -------------------------------------------------------------------
+
+    def _states_at(self, commit: str) -> dict[str, Verdict]:
+        """`_states[commit]` (read by _read_states), with each fix class whose copies in the
+        commit's history carry only part of the fix made undecided: a pick with a file put
+        back, a backport that copied the fix id, one part of a fix split over two commits."""
+        got = self._partial.get(commit)
+        if got is None:
+            got = states = self._states[commit]
+            for root in states:
+                why = self._uncovered(commit, root)
+                if why is not None:
+                    if got is states:
+                        got = dict(states)
+                    got[root] = Verdict(State.UNDECIDED, why)
+            self._partial[commit] = got
+        return got
+
+    def _uncovered(self, commit: str, root: str) -> str | None:
+        """Why the copies of fix class `root` in `commit`'s history (those after the newest
+        revert there) do not carry every file of the fix, or None when they do (or there are
+        none: the tree decides then)."""
+        full, files = self._fix_extent(root)
+        cls = self._classes[root]
+        mask = self._masks.get(commit, 0)
+        cancelled = [bit for bit, depth in cls.events if depth % 2 and mask >> bit & 1]
+        since = max(cancelled, default=-1)
+        carried: set[bytes] = set()
+        newest = ""
+        for sha, bit in cls.members:
+            if mask >> bit & 1 and bit > since:
+                carried |= files.get(sha, frozenset())
+                newest = newest or sha
+        missing = sorted(full - carried)
+        if not carried:
+            return None
+        problem = self._shared.get("extent_problem")
+        if problem:
+            # Not knowing the whole fix is doubt: the record applies.
+            return problem
+        if not missing:
+            return None
+        shown = missing[0].decode("utf-8", "backslashreplace")
+        return (
+            f"the copy {short_commit(newest)} carries only part of the fix: no copy in this "
+            f"history changes {shown}, which the fix changes (a partial pick or backport, or "
+            "one part of a fix split over several commits?)"
+        )
+
+    def _fix_extent(self, root: str) -> tuple[frozenset[bytes], dict[str, frozenset[bytes]]]:
+        """Every path fix class `root` changes, and the paths each of its copies changes. The
+        fix is all its copies here, the commits they were picked from, and every commit on
+        any ref naming one of its fix ids: none of that depends on which records are judged."""
+        got = self._extent.get(root)
+        if got is not None:
+            return got
+        from oomrec.store import gitrepo as gitutil
+
+        changes = self._ensure_snapshots().changes
+        memo: dict[str, frozenset[bytes] | None] = self._shared["files"]
+        members = [sha for sha, _ in self._classes[root].members]
+        related: set[str] = set()
+        ids = {i.casefold() for sha in members for i in self.events[sha].fix_ids}
+        if ids:
+            if self._shared["ids"] is None:
+                from git.exc import GitCommandError
+
+                try:
+                    self._shared["ids"] = gitutil.commits_with_ids(self.repo, self.key)
+                except GitCommandError as exc:
+                    self._shared["ids"] = {}
+                    self._shared["extent_problem"] = f"cannot list the fix id's commits ({exc})"
+            for sha, names in self._shared["ids"].items():
+                if ids & {n.casefold() for n in names}:
+                    related.add(sha)
+        for sha in members:
+            related.update(p for p in self.events[sha].picked_from if len(p) in (40, 64))
+        unknown = [sha for sha in related if sha not in changes and sha not in memo]
+        if unknown:
+            try:
+                read = gitutil.changed_paths(self.repo, unknown)
+            except OomrecError as exc:
+                read = {}
+                self._shared["extent_problem"] = f"cannot read what the fix's parts change ({exc})"
+            for sha in unknown:
+                memo[sha] = read.get(sha)
+
+        def paths(sha: str) -> frozenset[bytes] | None:
+            if sha in changes:
+                return frozenset(f.path for f in changes[sha].files)
+            return memo.get(sha)
+
+        files = {sha: paths(sha) or frozenset() for sha in members}
+        full: set[bytes] = set()
+        for sha in [*members, *related]:
+            full |= paths(sha) or frozenset()
+        got = self._extent[root] = (frozenset(full), files)
+        return got
 
     def _ensure_snapshots(self) -> Snapshots:
         """The fixes' changes (of every copy this History knows), read once."""
@@ -762,8 +868,8 @@ class History:
         unknown: tuple[Fix, str] | None = None
         kept: tuple[Fix, str] | None = None
         for root, fix in pending.fixes:
-            here = self._states[at_sha][root]
-            there = self._states[pending.sha][root]
+            here = self._states_at(at_sha)[root]
+            there = self._states_at(pending.sha)[root]
             if here.state == State.ABSENT:
                 kept = kept or (
                     fix,
@@ -822,7 +928,7 @@ class History:
         if not self._content:
             return True
         self._read_states([sha], {root})
-        return self._states[sha][root].state != State.ABSENT
+        return self._states_at(sha)[root].state != State.ABSENT
 
 
 class _PrefixIndex:

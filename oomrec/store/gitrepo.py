@@ -284,6 +284,67 @@ def patch_ids(repo: git.Repo, shas: Collection[str], reverse: bool = False) -> d
     return ids
 
 
+def changed_paths(repo: git.Repo, shas: Collection[str]) -> dict[str, frozenset[bytes]]:
+    """The paths each commit changes (against its first parent; a root commit: its whole tree),
+    in ONE `git diff-tree --name-only`; commits not in the repository are left out (one
+    `cat-file --batch-check` finds them first)."""
+    found = resolve_many(repo, [s for s in shas if len(s) in (40, 64)])
+    commits = sorted(name for name, r in found.items() if r.sha == name)
+    if not commits:
+        return {}
+    out = with_stdin_bytes(
+        repo.git.diff_tree,
+        [
+            "--stdin",
+            "-r",
+            "--root",
+            "--no-renames",
+            "--no-ext-diff",
+            "--diff-merges=first-parent",
+            "--ignore-submodules=none",
+            "--name-only",
+            "-z",
+        ],
+        commits,
+    )
+    wanted = set(commits)
+    paths: dict[str, set[bytes]] = {sha: set() for sha in commits}
+    current: set[bytes] | None = None
+    for item in out.split(b"\0"):
+        item = item.lstrip(b"\n")
+        text = item.decode("ascii", "replace")
+        if text in wanted:
+            current = paths[text]
+        elif item and current is not None:
+            current.add(item)
+    return {sha: frozenset(p) for sha, p in paths.items()}
+
+
+def commits_with_ids(repo: git.Repo, key: str) -> dict[str, tuple[str, ...]]:
+    """Every commit on any ref (`git log --all`) whose trailer block names a fix id (`<key>-Id`),
+    with its ids, in ONE `git log`: the parts and copies of a fix wherever they are."""
+    from oomrec.staleness.fixlog import ID_SUFFIX
+
+    out = repo.git.log(
+        "--all",
+        f"--format=%H%x00%(trailers:key={key}{ID_SUFFIX},valueonly,unfold,separator=%x1f)%x1e",
+        "--basic-regexp",
+        "--regexp-ignore-case",
+        "--no-show-signature",
+        "--no-notes",
+        "--encoding=UTF-8",
+        f"--grep={key}{ID_SUFFIX}",
+        "--",
+    )
+    found: dict[str, tuple[str, ...]] = {}
+    for chunk in out.split("\x1e"):
+        sha, _, ids = chunk.strip("\n").partition("\0")
+        names = tuple(v.strip() for v in ids.split("\x1f") if v.strip())
+        if sha and names:
+            found[sha] = names
+    return found
+
+
 def read_objects(repo: git.Repo, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
     """Each object's type and content, in ONE `git cat-file --batch`; None for a missing one."""
     if not names:
