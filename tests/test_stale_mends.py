@@ -7,10 +7,14 @@ record measured before the fix keeps applying (unknown, naming the file or the c
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oomrec.core.records import OomRecord
 from oomrec.staleness.verdict import History, Judgement, Status
@@ -18,6 +22,7 @@ from oomrec.store import gitrepo as gitutil
 from tests import test_stale_content
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
+from tests.profiles import examples
 from tests.test_hooks import INSTALLED, flag, oomrec_lines, run_git, with_records
 from tests.test_stale_content import AFTER, BEFORE, MODEL, TRAILER, fix, verdict
 
@@ -305,3 +310,65 @@ def test_a_copy_on_another_records_branch_does_not_change_a_verdict(code: tuple[
     reverted = repo.head()
     repo.git("checkout", "-q", "main")
     _alone_and_together(repo.path, [pre, side, reverted, after])
+
+
+BRANCH_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["fix", "pick", "partial", "id-copy", "revert", "plain", "switch"]),
+        st.integers(0, 1),
+    ),
+    min_size=2,
+    max_size=8,
+)
+
+
+@settings(max_examples=examples(8), deadline=None)
+@given(ops=BRANCH_OPS)
+def test_judged_alone_or_together_a_record_gets_one_verdict(ops: list[tuple[str, int]]) -> None:
+    """Over generated histories on two branches (fixes of two files, whole and partial picks,
+    id copies changing another file, reverts), each record judged alone gets the verdict it
+    gets judged with all the others, at either branch. Every history starts with an id copy
+    on the side branch and the fix on main (the case that split check from the sweep)."""
+    ops = [("switch", 0), ("id-copy", 0), ("plain", 0), ("switch", 0), ("fix", 0), *ops]
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Repo(Path(tmp) / "repo")
+        base = repo.commit("code", {"prefill.py": BEFORE, "other.py": "a\nb\nc\n"})
+        repo.git("branch", "side")
+        commits, fixes, branch = [base], [], "main"
+        for kind, i in ops:
+            message = f"Fix {i}\n\n{TRAILER}\nOOM-Fix-Id: fix-{i}\n"
+            if kind == "fix":
+                repo.commit(message, {"prefill.py": AFTER + "#" * len(commits), "other.py": "B\n"})
+                fixes.append(repo.head())
+            elif kind in ("pick", "partial") and fixes:
+                done = subprocess.run(
+                    ["git", "cherry-pick", "-x", "--strategy-option=theirs", fixes[-1]],
+                    cwd=repo.path,
+                    capture_output=True,
+                    check=False,
+                )
+                if done.returncode != 0:
+                    repo.git("cherry-pick", "--abort")
+                elif kind == "partial":
+                    repo.git("checkout", "HEAD~1", "--", "other.py")
+                    repo.git("commit", "-q", "--amend", "--no-edit", "--allow-empty")
+            elif kind == "id-copy":
+                repo.commit(message, {f"notes{i}.txt": f"{len(commits)}\n"})
+            elif kind == "revert" and fixes:
+                subprocess.run(
+                    ["git", "revert", "--no-edit", "-X", "theirs", fixes.pop()],
+                    cwd=repo.path,
+                    capture_output=True,
+                    check=False,
+                )
+                subprocess.run(["git", "revert", "--abort"], cwd=repo.path, capture_output=True)
+            elif kind == "switch":
+                branch = "side" if branch == "main" else "main"
+                repo.git("checkout", "-q", branch)
+            else:
+                repo.commit(f"plain {len(commits)}")
+            commits.append(repo.head())
+        chosen = list(dict.fromkeys(commits))
+        for head in ("main", "side"):
+            repo.git("checkout", "-q", head)
+            _alone_and_together(repo.path, chosen)
