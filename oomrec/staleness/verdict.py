@@ -19,9 +19,16 @@ Principle: when in doubt, the record applies; only proof takes it out of play.
   `-dirty` commit (the uncommitted change may have been the fix: a dirty tree can prove that a
   record still applies, never that it no longer does).
 
+A record is judged with the events in the history of X and of its own commit only (a view of
+the History per set of events the records' commits bring beyond X's), so judging one record
+or all of them gives it the same verdict. A copy counts only with the whole fix: where the
+copies in a commit's history leave out a file that the fix (its copies, the commits they were
+picked from, every commit naming its fix id) changes, the fix is undecided there.
+
 Cost: a fixed number of git processes however many records: one `cat-file --batch-check` to
 resolve the record commits, one `git log` for the event commits, one `rev-list --parents` for
-the commit graph, and a `diff-tree | patch-id` pair for the fix commits. The graph is walked once
+the commit graph, and a `diff-tree | patch-id` pair for the fix commits (asked once for all
+views); with fix ids, one `git log --all` for the commits naming them. The graph is walked once
 in Python, carrying per commit a bit set of the events in its history.
 """
 
@@ -461,10 +468,17 @@ class History:
         at_sha = self._at[at]
         masks = self._events_by_commit()
         allowed_at = masks.get(at_sha, 0)
+        if self._view(at_sha, allowed_at) is self:
+            # Every event is in the history of `at` (the common case): one view, this one.
+            return self._judge(records, at)
+        extra_of: dict[str, int] = {}
         groups: dict[int, list[int]] = {}
         for n, rec in enumerate(records):
-            info = self._commit_info(rec.commit)
-            extra = masks.get(info[0], 0) & ~allowed_at if not isinstance(info, str) else 0
+            extra = extra_of.get(rec.commit)
+            if extra is None:
+                info = self._commit_info(rec.commit)
+                sha = info if isinstance(info, str) else info[0]
+                extra = extra_of[rec.commit] = masks.get(sha, 0) & ~allowed_at
             groups.setdefault(extra, []).append(n)
         out: list[Judgement | None] = [None] * len(records)
         for extra, indices in groups.items():
