@@ -34,6 +34,7 @@ in Python, carrying per commit a bit set of the events in its history.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import posixpath
 from bisect import bisect_left
@@ -115,6 +116,14 @@ class _Pending:
     fixes: tuple[tuple[str, Fix], ...]
     roots: tuple[str, ...]
 
+
+# A History's first pass over some records (_graph_pass): per (commit, model) a judgement or a
+# _Pending, the keys in the records' order, and the fixes in effect where they are judged.
+_GraphPass = tuple[
+    "dict[tuple[str, str], Judgement | _Pending]",
+    "list[tuple[str, str]]",
+    "list[tuple[str, Fix]]",
+]
 
 # A fix lifts a record when its change is here (present, or a declared fix) and was not where
 # the record was measured.
@@ -480,10 +489,20 @@ class History:
                 sha = info if isinstance(info, str) else info[0]
                 extra = extra_of[rec.commit] = masks.get(sha, 0) & ~allowed_at
             groups.setdefault(extra, []).append(n)
-        out: list[Judgement | None] = [None] * len(records)
+        passes = []
         for extra, indices in groups.items():
             view = self._view(at_sha, allowed_at | extra)
-            for n, got in zip(indices, view._judge([records[n] for n in indices], at), strict=True):
+            passes.append((indices, view, view._graph_pass([records[n] for n in indices], at)))
+        # The trees of every view's commits in one batch (the views share the Snapshots).
+        shas = {
+            p.sha for *_, (cache, _, _) in passes for p in cache.values() if isinstance(p, _Pending)
+        }
+        if shas and self._content:
+            with contextlib.suppress(OomrecError):
+                self._ensure_snapshots().group_of({at_sha, *shas})
+        out: list[Judgement | None] = [None] * len(records)
+        for indices, view, graph_pass in passes:
+            for n, got in zip(indices, view._finish(graph_pass, at), strict=True):
                 out[n] = got
         return out  # type: ignore[return-value]
 
@@ -528,22 +547,33 @@ class History:
         Two passes: the graph names, per record, the fixes that would lift it; then the trees
         of `at` and of those records' commits are read in one batch, and only a fix whose
         change is present at `at` and absent where the record was measured lifts it."""
+        return self._finish(self._graph_pass(records, at), at)
+
+    def _finish(self, graph_pass: _GraphPass, at: str) -> list[Judgement]:
+        """The second pass: settle the records the graph would lift, from the trees."""
+        cache, keys, at_fixes = graph_pass
+        pending = [(k, p) for k, p in cache.items() if isinstance(p, _Pending)]
+        if pending:
+            self._settle_all(pending, cache, at, self._at[at], [root for root, _ in at_fixes])
+        return [cache[key] for key in keys]  # type: ignore[misc]
+
+    def _graph_pass(self, records: Sequence[OomRecord], at: str) -> _GraphPass:
+        """The first pass: per record, its judgement, or the fixes that would lift it
+        (_Pending) when the trees must say."""
         at_sha = self._at[at]
         at_mask = self._masks.get(at_sha, 0)
         at_fixes = [(root, self._fix(root, at_mask)) for root in self._effective_roots(at_mask)]
-        if not at_fixes:
-            return [APPLIES] * len(records)
+        keys: list[tuple[str, str]] = [(rec.commit, rec.model) for rec in records]
         cache: dict[tuple[str, str], Judgement | _Pending] = {}
+        if not at_fixes:
+            return dict.fromkeys(keys, APPLIES), keys, at_fixes
         # Per model, the fixes in effect at `at` that match it. What the graph says depends only
         # on the model and the set of copies and reverts in the record commit's history (its
         # mask), which commits between two such events share: decided once per (mask, model).
         matching: dict[str, list[tuple[str, Fix]]] = {}
         per_commit: dict[str, tuple[str, int, bool] | str] = {}
         per_mask: dict[tuple[int, str], tuple[tuple[str, Fix], ...] | Judgement] = {}
-        keys: list[tuple[str, str]] = []
-        for rec in records:
-            key = (rec.commit, rec.model)
-            keys.append(key)
+        for rec, key in zip(records, keys, strict=True):
             if key in cache:
                 continue
             fixes = matching.get(rec.model)
@@ -579,10 +609,7 @@ class History:
                 cache[key] = Judgement(Status.LIFTED, tuple(fix for _, fix in graph))
             else:
                 cache[key] = _Pending(sha, graph, tuple(root for root, _ in graph))
-        pending = [(k, p) for k, p in cache.items() if isinstance(p, _Pending)]
-        if pending:
-            self._settle_all(pending, cache, at, at_sha, [root for root, _ in at_fixes])
-        return [cache[key] for key in keys]  # type: ignore[misc]
+        return cache, keys, at_fixes
 
     def _commit_info(self, commit_text: str) -> tuple[str, int, bool] | str:
         """A record's commit as (full SHA, the mask of its history, dirty), or why it is none."""
