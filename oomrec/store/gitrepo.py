@@ -510,6 +510,10 @@ _STATUS_CONFIG = (
 )
 
 
+# Bytes of pathspecs one git command line takes before folders stand for their files.
+_MAX_PATHSPEC = 64 * 1024
+
+
 def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
     """How the work tree at `root` stands at `paths` (see WorkTree), in ONE `git status` and
     ONE `git ls-files -v`; nothing outside a repository or before its first commit."""
@@ -522,7 +526,11 @@ def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
     config = git_config_args()
     for item in _STATUS_CONFIG:
         config += ["-c", item]
-    folders = sorted({posixpath.dirname(p) or "." for p in wanted})
+    # The paths themselves: a folder would also walk every ignored file under it (a virtual
+    # environment, checkpoints). Past a command line's sane length, their folders.
+    specs = [f":(literal){p}" for p in sorted(wanted)]
+    if sum(len(p) + 1 for p in specs) > _MAX_PATHSPEC:
+        specs = [f":(literal){f}" for f in sorted({posixpath.dirname(p) or "." for p in wanted})]
     try:
         status: bytes = repo.git.execute(
             [
@@ -536,7 +544,7 @@ def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
                 "--ignore-submodules=none",
                 "--no-renames",
                 "--",
-                *(f":(literal){folder}" for folder in folders),
+                *specs,
             ],
             stdout_as_string=False,
             strip_newline_in_stdout=False,
@@ -549,7 +557,7 @@ def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
                 "-v",
                 "-z",
                 "--",
-                *(f":(literal){p}" for p in sorted(wanted)),
+                *specs,
             ],
             stdout_as_string=False,
             strip_newline_in_stdout=False,
