@@ -168,8 +168,8 @@ def test_hook_install_and_uninstall(cli: Cli, repo: Repo) -> None:
     installed = as_json(cli("hook", "install", "--json"))
     removed = as_json(cli("hook", "uninstall", "--json"))
     assert list(installed) == list(removed) == ["schema_version", "hooks_dir", "hooks", "problems"]
-    assert [h["action"] for h in installed["hooks"]] == ["installed"] * 4
-    assert [h["action"] for h in removed["hooks"]] == ["removed"] * 4
+    assert [h["action"] for h in installed["hooks"]] == ["installed"] * 5
+    assert [h["action"] for h in removed["hooks"]] == ["removed"] * 5
     assert list(installed["hooks"][0]) == ["hook", "path", "action", "legacy", "legacy_change"]
 
 
