@@ -518,7 +518,7 @@ def test_unreadable_rows_are_reported_and_the_rest_imported(repo: Repo) -> None:
         "token follows them; its columns cannot be matched)",
         f"{source}:5: SKIP:oom row not imported (17 fields where the header names 15 and a "
         "token follows them; its columns cannot be matched)",
-        f"{source}:6: SKIP:oom row not imported (model name '../up' contains '..')",
+        f"{source}:6: SKIP:oom row not imported (model name '../up' contains a '..' path part)",
         f"{source}:7: SKIP:oom row not imported (model name is empty)",
         f"{source}:8: SKIP:oom row not imported (length 'lots' is not a number)",
         f"{source}:9: SKIP:oom row not imported (CSV quoting makes its last field other than "

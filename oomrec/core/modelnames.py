@@ -1,5 +1,9 @@
 """Model names as the harness takes them and as people type them: a directory under the models
-dir (`org/model` nested or not), `./models/x/` read as `x`, near names for a typo."""
+dir (`org/model` nested or not), `./models/x/` read as `x`, near names for a typo.
+
+`model_name` is the one decision of a model's identity: every path that compares two model
+names (the sweep's cells and backstop, fake-OOM keys, record lines as they are read, `check` and
+`run`, the report's rows) compares what it returns."""
 
 from __future__ import annotations
 
@@ -7,12 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.records import check_model_name
 
 
 def check_model_path(name: str) -> str:
     """A model as the harness takes it: a directory under the models dir, nested (`org/model`)
-    or not; never absolute and never `..`. Its rows and records name it so (`model_name`)."""
+    or not; never absolute and never a `..` part (`a..b` is a name like any other). Its rows and
+    records name it so (`model_name`)."""
+    from oomrec.core.records import check_model_name
+
     if name.startswith("/"):
         raise OomrecError(f"model {name!r} is an absolute path; name it under the models dir")
     parts = name.rstrip("/").split("/")
@@ -25,8 +31,11 @@ def check_model_path(name: str) -> str:
 
 def model_name(name: str) -> str:
     """A model's identity in rows, records, the backstop and fake-OOM keys: its directory as
-    given under the models dir (`org/moe-30b`), as the harness names it."""
-    return name.rstrip("/")
+    given under the models dir (`org/moe-30b`), as the harness names it, without a trailing
+    slash. The harness keys a cell by the `--models` word as typed, so `plain-8b/` writes
+    records `plain-8b/,...`; read and written through this function both are `plain-8b`, and
+    the harness's own records apply to the model whichever way it was typed."""
+    return name.rstrip("/") or name
 
 
 def normalize_models(

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import GIB, normalize
+from oomrec.core.modelnames import model_name
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.regular import NotRead, read_regular
 
@@ -393,6 +394,9 @@ def read_line(text: str, *, whole: bool = True) -> tuple[OomRecord, str | None]:
         raise NotARecord(f"length {shorten(length)} is out of range")
     if not notes and (model != model_raw or length != length_raw):
         notes.append(HARNESS_PADDED)
+    # `plain-8b/` (the harness's key for `--models plain-8b/`) is model `plain-8b`: one identity
+    # on the reading side and the writing side.
+    model = model_name(model)
     if len(length) > 1 and length.startswith("0"):
         notes.append(HARNESS_ZERO)
     unknown = []
@@ -1275,7 +1279,8 @@ _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("a leading '/'", lambda m: m.startswith("/")),
     ("an empty or '.' path part", lambda m: any(p in ("", ".") for p in m.split("/"))),
     ("','", lambda m: "," in m),
-    ("'..'", lambda m: ".." in m),
+    # Only a `..` part climbs out of the models dir: `a..b` is a folder's name like any other.
+    ("a '..' path part", lambda m: ".." in m.split("/")),
     # C0, DEL and C1 (an 8-bit CSI is a terminal's escape too), and the Unicode line breaks.
     ("a line break or control character", lambda m: bool(_MODEL_CONTROL.search(m))),
     ("a quote", lambda m: '"' in m),
