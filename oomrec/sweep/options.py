@@ -20,10 +20,11 @@ from oomrec.core import amounts
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import (
     check_model_path,
+    model_name,
     normalize_models,
 )
 from oomrec.core.pathkind import kind as file_kind
-from oomrec.core.records import RecordFile, bounded_int, shorten
+from oomrec.core.records import RecordFile, bounded_int, last_part, shorten
 from oomrec.core.schema import FAKE_OOM_ENV
 from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
 from oomrec.store.locations import Settings, display_path
@@ -117,27 +118,77 @@ def parse_models(value: str | Sequence[Any], where: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _one_per_model(models: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
+    """Each model once, by its identity (modelnames.model_name: `plain-8b/` is `plain-8b`), the
+    first spelling kept; a note for each repeat."""
+    kept: dict[str, str] = {}
+    said = []
+    for name in models:
+        first = kept.setdefault(model_name(name), name)
+        if first is not name:
+            said.append(f"note: model {name!r} is {first!r}, given before: its cells run once")
+    return tuple(kept.values()), said
+
+
 def parse_lengths(value: str | Sequence[Any], where: str) -> tuple[int, ...]:
     """Prompt lengths as core.amounts reads them (`512 2048`, `512,2k`); a repeat runs once."""
     return amounts.parse_lengths(value, where)[0]
 
 
-def parse_fake_oom(value: str, where: str) -> frozenset[tuple[str, int]]:
-    """`model:len[,model:len...]` as pairs; empty entries are skipped, as the harness does."""
+def parse_fake_oom(
+    value: str, where: str, models: Sequence[str] = ()
+) -> tuple[frozenset[tuple[str, int]], list[str]]:
+    """`model:len[,model:len...]` as the harness reads it: exact (model, length) pairs, and a
+    warning for each entry it would never match (ignored, as the harness ignores it).
+
+    The harness splits on commas alone (`IFS=, read`: no blank is stripped), skips an empty
+    entry, and fakes a cell when the text `model:len` is an entry, `model` the `--models` word
+    and `len` the `--lengths` word. So an entry with a blank, without `:`, or whose length is
+    not a ladder word as written (`2k`, `0512`) fakes nothing; the model is compared by
+    modelnames.model_name, never by its last part. `models`: the sweep's, to say when an entry
+    names only the last part of a nested one (earlier oomrec versions faked those too)."""
     pairs = set()
+    warnings: list[str] = []
+    names = [model_name(m) for m in models]
     for entry in value.split(","):
-        entry = entry.strip()
         if not entry:
             continue
-        model, sep, text = entry.rpartition(":")
-        length = bounded_int(text)
-        if not sep or not model or length is None:
-            raise OomrecError(
-                f"{where}: {shorten(entry)} is not model:length; write e.g. "
-                "gemma-4-31b-it-4bit:32768"
+        why = _fake_entry_problem(entry)
+        if why is not None:
+            warnings.append(
+                f"warning: {where}: entry {shorten(entry)} ignored ({why}), as the harness "
+                "ignores it; write e.g. gemma-4-31b-it-4bit:32768"
             )
-        pairs.add((model, length))
-    return frozenset(pairs)
+            continue
+        model, _, text = entry.rpartition(":")
+        name = model_name(model)
+        pairs.add((name, int(text)))
+        nested = sorted(m for m in names if "/" in m and last_part(m) == name)
+        if name not in names and nested:
+            warnings.append(
+                f"warning: {where}: entry {shorten(entry)} fakes no cell: {name!r} is only the "
+                f"last part of {' and '.join(nested)}; a fake names the model as --models "
+                f"does (e.g. {nested[0]}:{text})"
+            )
+    return frozenset(pairs), warnings
+
+
+def _fake_entry_problem(entry: str) -> str | None:
+    """Why the harness would never match this fake-OOM entry, or None."""
+    if any(ch.isspace() for ch in entry):
+        return "it holds a blank, and no model or length does"
+    model, sep, text = entry.rpartition(":")
+    if not sep or not model:
+        return "not model:length"
+    if not (text.isascii() and text.isdigit()) or bounded_int(text) is None:
+        return f"length {shorten(text)} is not a token count in digits"
+    if text != str(int(text)):
+        return f"the harness compares the text, and {shorten(text)} is no ladder length as written"
+    try:
+        check_model_path(model)
+    except OomrecError as exc:
+        return str(exc).split(";")[0]
+    return None
 
 
 def ignore_record_from_env() -> str | None:
@@ -260,6 +311,9 @@ def configure(
     else:
         raise OomrecError('no models: pass --models "A B C" or set models in [tool.oomrec]')
 
+    models, said = _one_per_model(models)
+    if warnings is not None:
+        warnings.extend(said)
     all_models = len(models)
     shard = parse_shard(opts.shard) if opts.shard is not None else None
     if shard is not None:
@@ -303,9 +357,11 @@ def configure(
         timeout = DEFAULT_TIMEOUT_S
 
     if opts.fake_oom is not None:
-        fake = parse_fake_oom(opts.fake_oom, "--fake-oom")
+        fake, said = parse_fake_oom(opts.fake_oom, "--fake-oom", models)
     else:
-        fake = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV)
+        fake, said = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV, models)
+    if warnings is not None:
+        warnings.extend(said)
 
     guard = _guard_limits(opts, tool, where)
     if opts.refine_step is not None and not opts.refine and warnings is not None:

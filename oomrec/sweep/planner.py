@@ -288,9 +288,8 @@ class Planner:
                 return Decision(
                     Action.RECORD, f"recorded OOM at {hit.length} <= {cell.length}", str(hit)
                 )
-        if (cell.model, cell.length) in self.fake_oom or (
-            (last_part(cell.model), cell.length) in self.fake_oom
-        ):
+        # Exact pairs, as the harness keys them (never a nested model's last part).
+        if (cell.model, cell.length) in self.fake_oom:
             return Decision(Action.FAKE_OOM, f"faked via --fake-oom / {FAKE_OOM_ENV}")
         hypothesis = _first_hit(self.unverified, cell.model, cell.length)
         if hypothesis is not None:
