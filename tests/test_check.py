@@ -130,6 +130,8 @@ def test_model_paths_as_typed_and_nested_models(gemma: Repo, cli: Cli) -> None:
     (gemma.path / "models" / "org" / "nested").mkdir(parents=True)
     cli("record", "add", "org/nested", "512")
     assert verdict("org/nested", "512")[0] == 1
+    # A model with a folder and no record (one without a folder is refused: test_model_names).
+    (gemma.path / "models" / "org" / "other").mkdir()
     assert verdict("org/other", "512")[0] == 0
 
 
@@ -181,6 +183,7 @@ def test_the_plain_path_and_the_full_command_line_agree(gemma: Repo, cli: Cli) -
 
 def test_outside_git_with_a_record_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / MODEL).mkdir(parents=True)
     record = tmp_path / "rec"
     record.write_text(f"{MODEL},8192,2026-07-03,unknown,,s.csv,testhw\n")
     assert check(MODEL, "4096", "--record", str(record)).returncode == 0

@@ -376,6 +376,7 @@ def test_a_length_is_typed_as_check_and_sweep_take_it(cli: Cli, repo: Repo) -> N
     assert cli("record", "add", "m", "0").exit_code == 0
     record = repo.path / "benchmarks" / ".oom-record"
     assert [line.split(",")[1] for line in record.read_text().splitlines()] == ["32768", "0"]
+    (repo.path / "models" / "m").mkdir(parents=True)  # `check` names a model under ./models
     checked = cli("check", "m", "32k")
     assert checked.exit_code == 1, checked.stderr
     gone = cli("record", "retract", "m", "32K", "--reason", "typo")

@@ -27,6 +27,13 @@ MODEL = "gemma-4-31b"
 RECORD = Path("benchmarks") / ".oom-record"
 
 
+@pytest.fixture(autouse=True)
+def _model_dir(repo: Repo) -> None:
+    """MODEL is a model under ./models: a hand run refuses a name that is none
+    (test_model_names)."""
+    (repo.path / "models" / MODEL).mkdir(parents=True)
+
+
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m oomrec run ARGS` as a shell runs it: real stdout and stderr pipes."""
     return subprocess.run(

@@ -350,6 +350,7 @@ def test_a_work_tree_that_undoes_the_fix_keeps_the_record(code: tuple[Repo, str]
     )
     record = repo.path / "rec"
     record.write_text(f"{MODEL},8192,2026-07-03,{pre},,x.csv\n")
+    (repo.path / "models" / MODEL).mkdir(parents=True)  # `check` names a model under ./models
     assert cli("check", MODEL, "8192", "--record", str(record)).exit_code == 1
     repo.git("checkout", "prefill.py")
     assert cli("check", MODEL, "8192", "--record", str(record)).exit_code == 3

@@ -20,12 +20,12 @@ from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
 from oomrec.core import amounts
 from oomrec.core.hardware import detect, detect_memory
-from oomrec.core.modelnames import check_model_path, model_name, normalize_models
+from oomrec.core.modelnames import normalize_models, resolve_model
 from oomrec.core.records import Loaded, OomRecord, RecordFile, last_part, read_commit
 from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
 from oomrec.store import archive, noterefs
 from oomrec.store.archive import ArchivedLine
-from oomrec.store.locations import Settings, open_record
+from oomrec.store.locations import Settings, configured_models_dir, open_record
 from oomrec.sweep.planner import Action, Cell, Decision, JudgedLine, Planner, gather_evidence
 
 
@@ -105,9 +105,14 @@ def check(*, model: str, length: str | int, record: Path | None = None) -> Check
     prompt_length = amounts.one_length(length)
     record_file, settings = open_record(record)
     typed = model
+    models_dir, models_dir_shown = configured_models_dir(settings)
     # As the sweep reads --models: `./models/x/` (a hand run's model path) is model `x`.
-    (model,), read_as = normalize_models([model], settings.base / "models", "./models")
-    name = model_name(check_model_path(model))
+    (model,), read_as = normalize_models([model], models_dir, models_dir_shown)
+    # A name that is no model there is refused (a typo would match no record); the runner's
+    # name for a nested model (its last part) is that model.
+    name, resolved = resolve_model(model, models_dir, models_dir_shown)
+    if resolved is not None:
+        read_as.append(resolved)
     hardware = detect()
     host_mem = detect_memory()
     ignored_by = env_flag(IGNORE_RECORD_ENVS)

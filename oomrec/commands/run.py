@@ -4,9 +4,11 @@ cell's own scope, the classification, a true OOM or a guard stop recorded with t
 and memory, what the command leaves running killed.
 
 A one-cell sweep, not a copy of one: whatever a sweep decides about a cell, a run decides the
-same way. Two things differ, because a hand run is not a grid: the model needs no directory
-under the models dir (the command may take it from anywhere), and the CSV is a log of hand runs,
-appended to and never replaced (`benchmarks/{backend}_{hw}_{date}_oomrec-run.csv`).
+same way. Two things differ, because a hand run is not a grid: the model is one name, resolved
+as `check` resolves it (a directory under the models dir, or the one nested model whose last
+part it is: core/modelnames.resolve_model; any other name is refused, as a typo would be checked
+against no record), and the CSV is a log of hand runs, appended to and never replaced
+(`benchmarks/{backend}_{hw}_{date}_oomrec-run.csv`).
 """
 
 from __future__ import annotations
@@ -168,7 +170,7 @@ def _sweep_options(options: RunOptions) -> SweepOptions:
 
 def _one_model(typed: str, models_dir: str | None) -> str:
     """The model of a hand run: one name; `./models/x/` (the model path a hand command takes)
-    is `x` whether or not that directory exists, as the command may load it from anywhere."""
+    is `x` (configure resolves it under the models dir, as `check` does)."""
     if not typed.strip() or any(ch.isspace() for ch in typed):
         # A sweep reads "a b" as two models; a hand run is one cell.
         raise OomrecError(

@@ -66,12 +66,80 @@ def normalize_models(
     return out, notes
 
 
-def near_models(missing: str, models_dir: Path) -> list[str]:
-    """Model directories named like `missing` (a typo): up to three, closest first."""
-    import difflib
+def resolve_model(typed: str, models_dir: Path, models_dir_shown: str) -> tuple[str, str | None]:
+    """The model a hand-typed name (`check`, `run`) is: a directory under the models dir, by
+    its identity (`model_name`); else, when exactly one nested model has it as its last part
+    (the runner's name for `org/moe-30b` is `moe-30b`), that model, and a note saying so.
+    OomrecError (one line) for a name that is no model there: a typo or another host's name
+    would be checked against no record, so it is refused, with the nearest names."""
+    name = model_name(check_model_path(typed))
+    shown = models_dir_shown.rstrip("/") or "."
+    if (models_dir / name).is_dir():
+        return name, None
+    nested = _nested(name, models_dir) if "/" not in name else []
+    if len(nested) == 1:
+        return nested[0], (
+            f"note: model {typed!r} read as {nested[0]!r} (the one model under {shown} whose "
+            "last part it is)"
+        )
+    if nested:
+        raise OomrecError(
+            f"model {typed!r} is the last part of {' and '.join(nested)} under {shown}; "
+            "name one of them"
+        )
+    if not models_dir.is_dir():
+        raise OomrecError(
+            f"model {typed!r}: models dir {shown} does not exist; run from the repository "
+            "whose ./models holds it (or set models_dir in [tool.oomrec])"
+        )
+    near = near_models(name, models_dir)
+    hint = f"did you mean {' or '.join(near)}?" if near else "give its directory's name there"
+    raise OomrecError(f"model {typed!r} is not a model under {shown}; {hint}")
 
+
+def _nested(part: str, models_dir: Path) -> list[str]:
+    """Models two or three levels down whose last part is `part`, sorted."""
+    found: list[str] = []
+    for pattern in (f"*/{part}", f"*/*/{part}"):
+        try:
+            hits = list(models_dir.glob(pattern))
+        except (OSError, ValueError):
+            continue
+        found += [p.relative_to(models_dir).as_posix() for p in hits if p.is_dir()]
+    return sorted(n for n in found if not any(x.startswith(".") for x in n.split("/")))
+
+
+def _model_dirs(models_dir: Path) -> list[str]:
+    """Directory names under the models dir and one level further down (`org/model`)."""
+    names: list[str] = []
     try:
-        names = [p.name for p in models_dir.iterdir() if p.is_dir()]
+        top = sorted(p for p in models_dir.iterdir() if p.is_dir() and p.name[:1] != ".")
     except OSError:
         return []
-    return difflib.get_close_matches(missing.rsplit("/", 1)[-1], names, n=3, cutoff=0.6)
+    for folder in top:
+        names.append(folder.name)
+        try:
+            names += sorted(
+                f"{folder.name}/{p.name}"
+                for p in folder.iterdir()
+                if p.is_dir() and p.name[:1] != "."
+            )
+        except OSError:
+            continue
+    return names
+
+
+def near_models(missing: str, models_dir: Path) -> list[str]:
+    """Model directories named like `missing` (a typo): up to three, closest first; nested
+    models (`org/model`) by their whole name or their last part."""
+    import difflib
+
+    names = _model_dirs(models_dir)
+    near = difflib.get_close_matches(missing, names, n=3, cutoff=0.6)
+    if near:
+        return near
+    by_part: dict[str, list[str]] = {}
+    for name in names:
+        by_part.setdefault(name.rsplit("/", 1)[-1], []).append(name)
+    parts = difflib.get_close_matches(missing.rsplit("/", 1)[-1], list(by_part), n=3, cutoff=0.6)
+    return [name for part in parts for name in by_part[part]][:3]

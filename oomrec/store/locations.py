@@ -250,3 +250,12 @@ def display_path(path: Path) -> str:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def configured_models_dir(settings: Settings) -> tuple[Path, str]:
+    """The models dir as the sweep reads it when no --models-dir is given (`models_dir` in
+    `[tool.oomrec]`, else ./models under the repository), and as a user would type it."""
+    value = settings.tool.get("models_dir")
+    path = settings.base / (value if isinstance(value, str) and value else "models")
+    shown = display_path(path)
+    return path, shown if Path(shown).is_absolute() else f"./{shown}"

@@ -22,6 +22,7 @@ from oomrec.core.modelnames import (
     check_model_path,
     model_name,
     normalize_models,
+    resolve_model,
 )
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.records import RecordFile, bounded_int, last_part, shorten
@@ -237,8 +238,8 @@ class SweepOptions:
     allow_empty: bool = False
     # The built-in synthetic models under a real memory limit, in ./oomrec-demo/.
     demo: bool = False
-    # False: a model runs without a directory under the models dir (`oomrec run`: a hand
-    # command may take its model from anywhere).
+    # False: `oomrec run`'s one model, resolved as `check` resolves it (modelnames.resolve_model:
+    # a directory under the models dir, or the one nested model of that last part).
     models_need_dirs: bool = True
     # `oomrec run`: the CSV is a log of hand runs, appended to, never replaced.
     append: bool = False
@@ -311,6 +312,16 @@ def configure(
     else:
         raise OomrecError('no models: pass --models "A B C" or set models in [tool.oomrec]')
 
+    if not opts.models_need_dirs:
+        # A hand run (`oomrec run`): its one model resolved as `check` resolves it; a name that
+        # is no model under the models dir is refused, never launched unchecked.
+        resolved = []
+        for name in models:
+            model, note = resolve_model(name, models_dir, models_dir_shown)
+            resolved.append(model)
+            if note is not None and warnings is not None:
+                warnings.append(note)
+        models = tuple(resolved)
     models, said = _one_per_model(models)
     if warnings is not None:
         warnings.extend(said)
