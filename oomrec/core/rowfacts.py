@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import GIB
+from oomrec.core.modelnames import model_name
 from oomrec.core.records import (
     MAX_INT,
     UNKNOWN_COMMIT,
@@ -88,7 +89,9 @@ def model_of(cell: str) -> str:
     """The model a `model` cell names (stripped; a BOM is no name's first character, and the
     record file would drop it on reading)."""
     model = cell.strip()
-    return model.lstrip("\ufeff").strip() if model.startswith("\ufeff") else model
+    model = model.lstrip("\ufeff").strip() if model.startswith("\ufeff") else model
+    # The harness's skip rows name `--models "plain-8b/"` so: model `plain-8b`, one identity.
+    return model_name(model)
 
 
 @lru_cache(maxsize=4096)

@@ -21,12 +21,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from oomrec.core import rowfacts
+from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import GIB
 from oomrec.core.machine import file_host
 from oomrec.core.machine import row_machine as machine_of
+from oomrec.core.modelnames import model_name
 from oomrec.core.provenance import SIDECAR_SUFFIX, measured_on
-from oomrec.core.records import MEM_JITTER, UNKNOWN_COMMIT, OomRecord, source_field, source_path
+from oomrec.core.records import (
+    MEM_JITTER,
+    UNKNOWN_COMMIT,
+    OomRecord,
+    last_part,
+    source_field,
+    source_path,
+)
 from oomrec.core.rowfacts import Outcome, outcome_of
 from oomrec.core.schema import DEFAULT_COMMIT_COLUMNS, FAKE_OOM_PROMPT, Token, is_faked
 from oomrec.csvread import files as csvscan
@@ -365,6 +374,8 @@ def _facts(frame: pl.DataFrame, read: list[csvscan.ScannedFile]) -> tuple[pl.Dat
         & ~pl.col("_faked")
     ).drop("_stated", "_faked")
     query = _with_provenance(query, frame, read, machines, models)
+    # After the provenance (keyed by the row's own model field): one row per model.
+    query = _fold_last_parts(query, frame, read, models)
     # In file and line order: the fold keeps the first of equal rows.
     rows = query.sort(rowread.FILE, maintain_order=True).with_row_index(_ORDER).collect()
     return rows, Codes(machines, models, outcomes, days), left_out
@@ -432,6 +443,63 @@ def _commits(frame: pl.DataFrame) -> pl.Expr:
 def _model(cell: str) -> str | None:
     model = rowfacts.model_of(cell)
     return None if rowfacts.model_problem(model) else model
+
+
+def _fold_last_parts(
+    query: pl.LazyFrame, frame: pl.DataFrame, read: list[csvscan.ScannedFile], models: list[str]
+) -> pl.LazyFrame:
+    """One row per model: a row whose model is the last part of exactly one nested model of the
+    same file (its other rows, or its sweep's provenance) is that model's. The harness's runner
+    names `org/moe-30b` by its folder's name, `moe-30b`, and its skip rows by the name as given;
+    both are one model. A last part that two nested models of the file share stays as it is."""
+    import polars as pl
+
+    names: dict[int, set[str]] = {}
+    pairs = frame.filter(pl.col(rowread.PROBLEM).is_null()).select(rowread.FILE, "model").unique()
+    for file, value in pairs.iter_rows():
+        name = _model(value) if value is not None else None
+        if name is not None:
+            names.setdefault(file, set()).add(name)
+    code = {name: i for i, name in enumerate(models)}
+    entries = []
+    for file, seen in names.items():
+        if not any("/" not in n for n in seen):
+            continue
+        nested: dict[str, list[str]] = {}
+        for name in seen | _swept(read[file].path):
+            if "/" in name:
+                nested.setdefault(last_part(name), []).append(name)
+        for name in seen:
+            into = nested.get(name, [])
+            if "/" in name or len(into) != 1:
+                continue
+            if into[0] not in code:
+                code[into[0]] = len(models)
+                models.append(into[0])
+            entries.append((file, code[name], code[into[0]]))
+    if not entries:
+        return query
+    table = pl.DataFrame(
+        entries, schema={rowread.FILE: pl.UInt32, _MODEL: pl.UInt32, "_to": pl.UInt32}, orient="row"
+    )
+    return (
+        query.join(table.lazy(), on=[rowread.FILE, _MODEL], how="left", maintain_order="left")
+        .with_columns(pl.coalesce("_to", _MODEL).alias(_MODEL))
+        .drop("_to")
+    )
+
+
+def _swept(csv_path: str) -> set[str]:
+    """The models of the sweep that wrote this CSV, from its provenance file (none without)."""
+    from oomrec.core.provenance import read_entry_list, sidecar_path
+
+    sidecar = sidecar_path(Path(csv_path))
+    if not sidecar.is_file():
+        return set()
+    try:
+        return {model_name(entry.model) for entry in read_entry_list(sidecar)}
+    except OomrecError:
+        return set()
 
 
 def _with_provenance(
