@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -184,3 +185,117 @@ def test_a_model_folder_named_with_two_dots_runs_and_only_a_dot_dot_part_is_refu
         refused = cli("sweep", "--models", bad, "--runner", "true", "--dry-run")
         assert refused.exit_code == 2
         assert "'..' part" in refused.stderr
+
+
+def test_check_refuses_a_name_that_is_no_model_and_resolves_the_runners_last_part(
+    cli: Cli, repo: Repo, record: Path, models: Callable[..., None]
+) -> None:
+    models("org/moe-30b", "big/llama", "small/llama", "gemma-4-31b-it-4bit")
+    harness_writes(record, "org/moe-30b", 8192, "benchmarks/run.csv")
+    # The runner's name for org/moe-30b: the record of org/moe-30b applies, and a notice says so.
+    said = cli("check", "moe-30b", "32k")
+    assert said.exit_code == 1, said.stderr
+    assert said.stdout.startswith("SKIP:oom_record: org/moe-30b @ 32768 on testhw: recorded OOM")
+    assert said.stderr == (
+        "note: model 'moe-30b' read as 'org/moe-30b' (the one model under ./models whose last "
+        "part it is)\n"
+    )
+    as_json = cli("check", "moe-30b", "32k", "--json")
+    assert json.loads(as_json.stdout)["model"] == "org/moe-30b"
+    # A typo, a last part two models share, a model of another repository: exit 2, one line.
+    for typed, says in [
+        ("gemma-4-31b-it-4bt", "is not a model under ./models; did you mean gemma-4-31b-it-4bit?"),
+        ("llama", "is the last part of big/llama and small/llama under ./models; name one"),
+        ("nosuch", "is not a model under ./models; give its directory's name there"),
+        ("org/moe-3b", "did you mean org/moe-30b?"),
+    ]:
+        refused = cli("check", typed, "512")
+        assert refused.exit_code == 2, (typed, refused.stdout)
+        assert refused.stdout == ""
+        assert refused.stderr.startswith(f"oomrec: error: model {typed!r} ")
+        assert says in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    # The plain path a wrapper script takes (no Typer) says the same.
+    plain = subprocess.run(
+        [sys.executable, "-m", "oomrec", "check", "nosuch", "512"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert plain.returncode == 2 and "is not a model under ./models" in plain.stderr
+
+
+def test_run_refuses_a_name_that_is_no_model_and_launches_nothing(
+    cli: Cli, repo: Repo, record: Path, models: Callable[..., None], tmp_path: Path
+) -> None:
+    models("org/moe-30b")
+    ran = tmp_path / "ran"
+    command = ["--", "sh", "-c", f"echo {{model}} >> {ran}"]
+    refused = cli("run", "nosuch", "2k", *command)
+    assert refused.exit_code == 2
+    assert refused.stderr == (
+        "oomrec: error: model 'nosuch' is not a model under ./models; give its directory's name "
+        "there\n"
+    )
+    assert not ran.exists()
+    assert not list((repo.path / "benchmarks").glob("*.csv"))
+    # The runner's last-part name runs the nested model, and its record applies to it.
+    done = cli("run", "moe-30b", "2k", *command)
+    assert done.exit_code == 0, done.stderr
+    assert ran.read_text() == "org/moe-30b\n"
+    assert (
+        "note: model 'moe-30b' read as 'org/moe-30b' (the one model under ./models whose last "
+        "part it is)"
+    ) in done.stderr.splitlines()
+    harness_writes(record, "org/moe-30b", 8192, "benchmarks/run.csv")
+    skipped = cli("run", "moe-30b", "32k", *command)
+    assert skipped.exit_code == 1
+    assert skipped.stderr.splitlines()[1].startswith("SKIP:oom_record: org/moe-30b @ 32768")
+    assert ran.read_text() == "org/moe-30b\n"
+
+
+# A runner as the harness's bench_decode.sh writes its row: `model` is the folder's name (the
+# last part), `model_path` the path as given; org/moe-30b runs out of memory from 8192 tokens.
+BASENAME_RUNNER = r"""
+import sys
+model_path, length, cell_csv = sys.argv[1:4]
+if model_path.rstrip("/").endswith("moe-30b") and int(length) >= 8192:
+    sys.exit("std::bad_alloc")
+name = model_path.rstrip("/").rsplit("/", 1)[-1]
+tail = f'2026-12-02,hw,0.3.3,release,32,"Hi",{length}'
+open(cell_csv, "w").write(f"HEADER\n{name},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}\n")
+"""
+
+
+def test_report_gives_one_row_per_model_whatever_name_its_rows_carry(
+    cli: Cli, repo: Repo, record: Path, models: Callable[..., None], tmp_path: Path
+) -> None:
+    from oomrec.core.schema import HEADER_15
+
+    models("org/moe-30b", "big/llama", "small/llama")
+    script = tmp_path / "runner.py"
+    script.write_text(BASENAME_RUNNER.replace("HEADER", HEADER_15))
+    done = cli(
+        "sweep", "--models", "org/moe-30b big/llama small/llama", "--lengths", "2048 8192 32768",
+        "--output", "benchmarks/sweep.csv",
+        "--runner", f"{sys.executable} {script} {{model_path}} {{length}} {{cell_csv}}",
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stderr
+    rows = (repo.path / "benchmarks" / "sweep.csv").read_text().splitlines()
+    # The runner named org/moe-30b `moe-30b`; the sweep's skip row names it whole.
+    assert [r.split(",")[0] for r in rows[1:4]] == ["moe-30b", "org/moe-30b", "org/moe-30b"]
+    # A harness CSV of `--models "plain-8b/"`: its skip rows name `plain-8b/`, the runner's
+    # rows `plain-8b`; no provenance beside it.
+    (repo.path / "benchmarks" / "harness.csv").write_text(
+        f"{HEADER_15}\n"
+        'plain-8b,./models/plain-8b/,512,32,1.0,2.0,3.0,4.0,2026-12-02,hw,0.3.3,release,32,"Hi",512\n'
+        'plain-8b/,./models/plain-8b/,,,,,,,2026-12-02,,,,32,"",2048,SKIP:oom_record\n'
+    )
+    report = cli("report", "benchmarks", "--json")
+    assert report.exit_code == 0, report.stderr
+    body = json.loads(report.stdout)
+    # Two models that share the last part `llama` keep the runner's name: it is neither's alone.
+    assert body["models"] == ["llama", "org/moe-30b", "plain-8b"]
+    [moe] = [f for f in body["frontier"] if f["model"] == "org/moe-30b"]
+    assert moe["machine"] == "testhw"
+    assert (moe["ran_max"]["length"], moe["oom_min"]["length"]) == (2048, 8192)
+    text = cli("report", "benchmarks")
+    assert text.exit_code == 0
+    assert not any(line.startswith("moe-30b ") for line in text.stdout.splitlines())
