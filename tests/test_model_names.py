@@ -299,3 +299,20 @@ def test_report_gives_one_row_per_model_whatever_name_its_rows_carry(
     text = cli("report", "benchmarks")
     assert text.exit_code == 0
     assert not any(line.startswith("moe-30b ") for line in text.stdout.splitlines())
+
+
+def test_record_add_and_retract_take_a_trailing_slash_as_the_same_model(
+    cli: Cli, repo: Repo, record: Path, models: Callable[..., None]
+) -> None:
+    models("plain-8b")
+    harness_writes(record, "plain-8b/", 2048, "benchmarks/run.csv")
+    added = cli("record", "add", "plain-8b/", "8192")
+    assert added.exit_code == 0, added.stderr
+    assert record.read_text().splitlines()[1].startswith("plain-8b,8192,")
+    gone = cli("record", "retract", "plain-8b", "2048", "--reason", "typo")
+    assert gone.exit_code == 0, gone.stderr
+    assert "retracted" in gone.stderr + gone.stdout
+    assert [line.split(",")[:2] for line in record.read_text().splitlines()] == [
+        ["plain-8b", "8192"]
+    ]
+    assert harness_plan(record, ["plain-8b"], [2048, 8192]) == {"plain-8b:8192"}

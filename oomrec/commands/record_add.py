@@ -10,6 +10,7 @@ from typing import Any
 from oomrec.commands import Result
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect, detect_memory, option_tag, parse_size
+from oomrec.core.modelnames import model_name
 from oomrec.core.records import (
     UNKNOWN_COMMIT,
     OomRecord,
@@ -60,7 +61,8 @@ def record_add(
     host's), or `any_hardware` for none (the record applies to every host); `mem`: the memory
     the accelerator could address, e.g. `96GiB` (default this host's when the hardware is).
     """
-    check_model_name(model)
+    # One identity (`plain-8b/` is `plain-8b`), as the record's lines are read.
+    model = check_model_name(model_name(model))
     prompt_target_len = check_length(str(length))
     if hardware is not None and any_hardware:
         raise OomrecError("--hardware and --any-hardware exclude each other; pick one")

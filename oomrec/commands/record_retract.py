@@ -12,6 +12,7 @@ from typing import Any
 from oomrec.commands import Result
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect, option_tag
+from oomrec.core.modelnames import model_name
 from oomrec.core.records import OomRecord, check_length, check_model_name, parse_line
 from oomrec.store import archive
 from oomrec.store.locations import open_record
@@ -81,7 +82,8 @@ def record_retract(
     """Retract every record of `model` at exactly `length` tokens (only those of `hardware`
     when given: a tag, matched as `record add` writes it): this host's from its record, and the
     shared records of other hosts that apply here."""
-    check_model_name(model)
+    # One identity (`plain-8b/` is `plain-8b`), as the record's lines are read.
+    model = check_model_name(model_name(model))
     at = check_length(str(length))
     why = check_reason(reason)
     tag = option_tag(hardware) if hardware is not None else None
