@@ -110,6 +110,7 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
         "would_add": 0,
         "added": 0,
         "already_present": 0,
+        "retracted": 0,
         "other_hardware": 2,
         "other_hardware_tags": {"gb10": 2},
         "records": [],

@@ -90,12 +90,19 @@ def _print_report(
         count(reason, n, indent=2)
     count("would add" if dry_run else "records added", len(report.new))
     count("already in the record", report.already_present)
+    if report.retracted:
+        count("left out: retracted", report.retracted)
     count("left out: other hardware", sum(report.other_hardware.values()))
     if report.other_hardware:
         tags = ", ".join(f"{tag} {n}" for tag, n in sorted(report.other_hardware.items()))
         line(
             f"only rows of hardware {report.hardware} (and untagged rows) are imported; left out: "
             f"{tags}; pass --hardware TAG or --all-hardware to import them"
+        )
+    if report.retracted:
+        line(
+            "rows whose records were retracted (record retract) are not imported again; "
+            "oomrec record restore --retracted brings the records back"
         )
     for rec in report.shortest_prompt:
         where = f" on {rec.hardware}" if rec.hardware else ""

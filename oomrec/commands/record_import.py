@@ -15,6 +15,7 @@ from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import detect, option_tag
 from oomrec.core.records import evidence_key
 from oomrec.importer.backfill import ImportReport, commit_columns, default_paths, import_csvs
+from oomrec.store import archive, retractions
 from oomrec.store.locations import open_record
 
 # Warnings of one kind listed before the rest are only counted: a corpus of a million broken
@@ -69,7 +70,10 @@ def record_import_csv(
     record_file, settings = open_record(record, writing=True, on_notice=notices.append)
     columns = commit_columns(settings)
     loaded = record_file.load()
-    _, warnings = record_warnings(loaded)
+    # The archive holds evidence too: records a fix lifted or a probe verified (not re-added
+    # from their rows), and retractions (evidence taken back: never re-added, until restored).
+    parked, warnings = record_warnings(loaded, record_file)
+    gone = retractions.retracted(archive.events(parked))
     with no_cycle_collection():
         report = import_csvs(
             paths or default_paths(settings),
@@ -78,6 +82,8 @@ def record_import_csv(
             existing=loaded.records,
             hardware=tag,
             commit_columns=columns,
+            archived=[x.record for x in archive.in_play(parked) if x.record is not None],
+            retracted=[event.record for event in gone.values()],
         )
         would_add = len(report.new)
         if not dry_run and report.new:

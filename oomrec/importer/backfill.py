@@ -37,6 +37,7 @@ from oomrec.csvread import files as csvscan
 from oomrec.csvread import rows as rowread
 from oomrec.csvread.commits import GitCommits, Wanted, git_commits, row_date
 from oomrec.csvread.files import find_csv_files
+from oomrec.importer import held as heldrule
 from oomrec.store.locations import Settings
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ class ImportReport:
     oom_rows: int = 0
     new: list[OomRecord] = field(default_factory=list)
     already_present: int = 0
+    # Rows whose evidence was taken back (`record retract`, no later restore): not re-added.
+    retracted: int = 0
     other_hardware: Counter[str] = field(default_factory=Counter)
     shortest_prompt: list[OomRecord] = field(default_factory=list)
     bad_rows: list[SkippedRow] = field(default_factory=list)
@@ -114,6 +117,7 @@ class ImportReport:
             "oom_rows": self.oom_rows,
             "added": len(self.new),
             "already_present": self.already_present,
+            "retracted": self.retracted,
             "other_hardware": sum(self.other_hardware.values()),
             "other_hardware_tags": dict(sorted(self.other_hardware.items())),
             "records": [r.to_dict() for r in self.new],
@@ -170,12 +174,16 @@ def import_csvs(
     hardware: str | None,
     commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS,
     engine: str = rowread.POLARS,
+    archived: Iterable[OomRecord] = (),
+    retracted: Iterable[OomRecord] = (),
 ) -> ImportReport:
     """Find the `SKIP:oom` rows under `paths` and the records they make that are not yet known.
 
     `root` is what sources are relative to; `in_git` says whether it is a git work tree (for
     commits). `hardware` keeps rows of that tag and untagged rows; None keeps all.
-    `engine`: the row reader's (csvread.rows.CSV, the reference, for tests). Nothing is written:
+    `engine`: the row reader's (csvread.rows.CSV, the reference, for tests). `archived`: the
+    archive's records (pruned, verified), held as the record's are; `retracted`: the evidence
+    taken back, never re-added (importer.held decides what holds a row). Nothing is written:
     the caller appends `report.new`.
     """
     files, refused = find_csv_files(paths)
@@ -232,7 +240,7 @@ def import_csvs(
     report.bad_rows.sort(key=lambda b: (b.source, b.lineno))
     report.row_notes.sort(key=lambda n: (n.source, n.lineno))
     commits = _git_commits(drafts, root, in_git, report) if drafts else GitCommits()
-    _select(drafts, commits, existing, report)
+    _select(drafts, commits, existing, report, archived, retracted, root, in_git)
     return report
 
 
@@ -378,8 +386,18 @@ def _select(
     commits: GitCommits,
     existing: Iterable[OomRecord],
     report: ImportReport,
+    archived: Iterable[OomRecord] = (),
+    retracted: Iterable[OomRecord] = (),
+    root: Path | None = None,
+    in_git: bool = False,
 ) -> None:
+    existing = [*existing, *archived]
+    retracted = list(retracted)
     known = {evidence_key(r) for r in existing}
+    gone = {evidence_key(r) for r in retracted}
+    held_cells = heldrule.CellEvidence(existing)
+    gone_cells = heldrule.CellEvidence(retracted)
+    names = heldrule.PastNames(root or Path.cwd(), in_git)
     sources: dict[str, str] = {}
     shortest: dict[EvidenceKey, OomRecord] = {}
     for draft in drafts:
@@ -395,6 +413,20 @@ def _select(
         if record.prompt_target_len == 0:
             shortest.setdefault(key, record)
         if key in known or covered(record, known):
+            report.already_present += 1
+            continue
+        # The row's own facts (the commit a sidecar or a commit column gave), to match it with
+        # the record its sweep wrote, however that record names its commit and memory.
+        row = (record, draft.date, draft.commit, source)
+        taken_back = gone_cells.candidates(record)
+        if (
+            key in gone
+            or covered(record, gone)
+            or heldrule.holds(*row, taken_back, names, sure_only=True)
+        ):
+            report.retracted += 1
+            continue
+        if heldrule.holds(*row, held_cells.candidates(record), names):
             report.already_present += 1
             continue
         known.add(key)

@@ -1,0 +1,166 @@
+"""`record import-csv` over a sweep's own CSVs: it adds nothing the record, its archive or its
+retractions already hold for the cell, with or without the CSV's provenance file, and a nested
+model's rows become the nested name. Through the CLI, in real git repos, comparing record files.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+from tests.harness_rows import H15
+
+Cli = Callable[..., CliResult]
+CSV = "benchmarks/cuda_testhw_x.csv"
+MEM = 96 * 1024**3
+
+# A runner that runs out of memory from 1024 tokens (stderr only: the sweep writes the row), and
+# below that writes an ok row. As a harness-style runner names a nested model: by its last part.
+RUNNER = r"""
+import datetime, sys
+model_path, length, cell_csv = sys.argv[1:4]
+name = model_path.rstrip("/").rsplit("/", 1)[-1]
+today = datetime.date.today().isoformat()
+if int(length) >= 1024:
+    sys.exit("CUDA out of memory. Tried to allocate 2 GiB")
+tail = f'{today},,0.3.3,release,32,"Hi",{length}'
+open(cell_csv, "w").write(f"HEADER\n{name},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}\n")
+""".replace("HEADER", H15)
+
+
+@pytest.fixture
+def swept(
+    cli: Cli, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., list[str]]:
+    """Runs a sweep of `models` at 512 and 1024 tokens into CSV on a 96 GiB host, commits the
+    CSV (not its provenance file, as a repository that ignores it), and returns the record."""
+    monkeypatch.setenv("OOMREC_MEM_BYTES", str(MEM))
+
+    def sweep(*models: str, script: str = RUNNER) -> list[str]:
+        for model in models:
+            (repo.path / "models" / model).mkdir(parents=True, exist_ok=True)
+        runner = tmp_path / "runner.py"
+        runner.write_text(script)
+        template = f"{sys.executable} {runner} {{model_path}} {{length}} {{cell_csv}}"
+        result = cli(
+            "sweep", "--runner", template, "--models", " ".join(models),
+            "--lengths", "512 1024", "--output", CSV,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        repo.git("add", CSV)
+        repo.git("commit", "-q", "-m", "benchmarks: the sweep's CSV")
+        return lines(repo)
+
+    return sweep
+
+
+def lines(repo: Repo, name: str = ".oom-record") -> list[str]:
+    path = repo.path / "benchmarks" / name
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def imported(cli: Cli, *args: str) -> dict[str, object]:
+    result = cli("record", "import-csv", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    report: dict[str, object] = json.loads(result.stdout)
+    return report
+
+
+def sidecar(repo: Repo, csv: str = CSV) -> Path:
+    return repo.path / f"{csv}.oomrec.json"
+
+
+def test_import_does_not_undo_a_retraction(cli: Cli, repo: Repo, swept: Callable) -> None:
+    record = swept("plain")
+    assert [line.split(",")[:2] for line in record] == [["plain", "1024"]]
+    retract = cli("record", "retract", "plain", "1024", "--reason", "a typo")
+    assert retract.exit_code == 0, retract.stderr
+    assert lines(repo) == []
+    archive = lines(repo, ".oom-record.archive")
+    # With the provenance file beside the CSV: the row is the retracted record's evidence.
+    report = imported(cli)
+    assert lines(repo) == []
+    assert (report["added"], report["retracted"], report["already_present"]) == (0, 1, 0)
+    shown = cli("record", "import-csv")
+    assert shown.exit_code == 0, shown.stderr
+    assert "left out: retracted                1" in shown.stdout
+    # Without it (a fresh clone where it is not committed): the same row, the same retraction.
+    sidecar(repo).unlink()
+    report = imported(cli)
+    assert (report["added"], report["retracted"]) == (0, 1)
+    assert lines(repo) == []
+    assert lines(repo, ".oom-record.archive") == archive
+    # A later restore wins again: the record is back, and the import adds nothing beside it.
+    restored = cli("record", "restore", "--retracted")
+    assert restored.exit_code == 0, restored.stderr
+    assert lines(repo) == record
+    report = imported(cli)
+    assert (report["added"], report["retracted"], report["already_present"]) == (0, 0, 1)
+    assert lines(repo) == record
+
+
+def test_without_the_provenance_file_the_sweeps_record_holds_its_row(
+    cli: Cli, repo: Repo, swept: Callable
+) -> None:
+    """A duplicate would carry no memory and another commit: it would skip the cell on a 512
+    GiB host, where the sweep's own 96 GiB record does not apply."""
+    record = swept("plain")
+    assert [line.split(",")[-1] for line in record] == [str(MEM)]
+    sidecar(repo).unlink()
+    report = imported(cli)
+    assert (report["added"], report["already_present"]) == (0, 1)
+    assert lines(repo) == record
+    check = cli("check", "plain", "2048")
+    assert check.exit_code == 1, check.stdout
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OOMREC_MEM_BYTES", str(512 * 1024**3))
+        assert cli("check", "plain", "2048").exit_code == 0
+
+
+def test_a_csv_moved_with_git_mv_keeps_its_sweeps_record(
+    cli: Cli, repo: Repo, swept: Callable
+) -> None:
+    record = swept("plain")
+    (repo.path / "benchmarks" / "old").mkdir()
+    moved = "benchmarks/old/cuda_testhw_x.csv"
+    repo.git("mv", CSV, moved)
+    repo.git("commit", "-q", "-m", "benchmarks: file the old sweeps")
+    # The provenance file stays behind (git does not move it): the moved CSV has none.
+    assert not sidecar(repo, moved).exists()
+    report = imported(cli)
+    assert (report["added"], report["already_present"]) == (0, 1)
+    assert lines(repo) == record
+    # A copy git cannot tie to the sweep's CSV (only its file name agrees) is in doubt: the
+    # sweep's record (96 GiB) does not cover the row's claim (any memory), so it is added.
+    copy = repo.path / "elsewhere" / "cuda_testhw_x.csv"
+    copy.parent.mkdir()
+    copy.write_bytes((repo.path / moved).read_bytes())
+    report = imported(cli, "elsewhere")
+    assert report["added"] == 1
+    assert lines(repo)[:1] == record
+    assert lines(repo)[1].split(",")[5] == "elsewhere/cuda_testhw_x.csv"
+
+
+def test_what_prune_archived_is_not_imported_again(cli: Cli, repo: Repo, swept: Callable) -> None:
+    record = swept("plain")
+    repo.commit("chunk the prefill\n\nOOM-Fix: plain\n")
+    pruned = cli("record", "prune")
+    assert pruned.exit_code == 0, pruned.stderr
+    assert lines(repo) == []
+    archive = lines(repo, ".oom-record.archive")
+    assert [line.split(" ", 2)[2] for line in archive] == record
+    for without_provenance in (False, True):
+        if without_provenance:
+            sidecar(repo).unlink()
+        report = imported(cli)
+        assert (report["added"], report["already_present"]) == (0, 1), without_provenance
+        assert lines(repo) == []
+        assert lines(repo, ".oom-record.archive") == archive
+        # The fix still lifts the cell: the import launched nothing back into the record.
+        assert cli("check", "plain", "2048").exit_code in (0, 3)
