@@ -118,6 +118,7 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
         "rows_skipped": {},
         "bad_rows": [],
         "row_notes": [],
+        "nested_rows": [],
         "blame_failed": [],
         "no_adding_commit": [],
         "uncommitted_rows": [],

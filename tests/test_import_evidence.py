@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.harness_rows import H15
+from tests.harness_rows import H15, csv_text
 
 Cli = Callable[..., CliResult]
 CSV = "benchmarks/cuda_testhw_x.csv"
@@ -31,6 +31,20 @@ if int(length) >= 1024:
     sys.exit("CUDA out of memory. Tried to allocate 2 GiB")
 tail = f'{today},,0.3.3,release,32,"Hi",{length}'
 open(cell_csv, "w").write(f"HEADER\n{name},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}\n")
+""".replace("HEADER", H15)
+
+# As RUNNER, but the runner itself writes the SKIP:oom row, naming the model by its last part.
+ROW_RUNNER = r"""
+import datetime, sys
+model_path, length, cell_csv = sys.argv[1:4]
+name = model_path.rstrip("/").rsplit("/", 1)[-1]
+today = datetime.date.today().isoformat()
+tail = f'{today},,0.3.3,release,32,"Hi",{length}'
+if int(length) >= 1024:
+    open(cell_csv, "w").write(f"HEADER\n{name},{model_path},,,,,,,{tail},SKIP:oom\n")
+else:
+    row = f"{name},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}"
+    open(cell_csv, "w").write(f"HEADER\n{row}\n")
 """.replace("HEADER", H15)
 
 
@@ -164,3 +178,32 @@ def test_what_prune_archived_is_not_imported_again(cli: Cli, repo: Repo, swept: 
         assert lines(repo, ".oom-record.archive") == archive
         # The fix still lifts the cell: the import launched nothing back into the record.
         assert cli("check", "plain", "2048").exit_code in (0, 3)
+
+
+def test_a_nested_models_rows_become_the_nested_name(cli: Cli, repo: Repo, swept: Callable) -> None:
+    record = swept("org/llama", script=ROW_RUNNER)
+    assert [line.split(",")[:2] for line in record] == [["org/llama", "1024"]]
+    rows = (repo.path / CSV).read_text()
+    assert "\nllama,./models/org/llama," in rows
+    for without_provenance in (False, True):
+        if without_provenance:
+            sidecar(repo).unlink()
+        report = imported(cli)
+        assert (report["added"], report["already_present"]) == (0, 1), without_provenance
+        assert lines(repo) == record
+    # A harness's CSV of its own (no sweep, no record): its rows are the nested model's.
+    harness = 'llama,./models/org/llama,,,,,,,2026-07-03,,0.3.3,release,32,"Hi",4096,SKIP:oom'
+    repo.commit("harness run", {"benchmarks/cuda_testhw_h.csv": csv_text(H15, harness)})
+    report = imported(cli)
+    assert report["added"] == 1
+    nested = sorted(
+        (r["source"], r["line"], r["model_column"], r["model"]) for r in report["nested_rows"]
+    )
+    assert nested == [
+        ("benchmarks/cuda_testhw_h.csv", 2, "llama", "org/llama"),
+        (CSV, 3, "llama", "org/llama"),
+    ]
+    assert [line.split(",")[:2] for line in lines(repo)] == [
+        ["org/llama", "1024"],
+        ["org/llama", "4096"],
+    ]

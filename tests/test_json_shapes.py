@@ -117,8 +117,8 @@ RESTORE_KEYS = ["schema_version", "record", "dry_run", "would_restore", "restore
 IMPORT_KEYS = ["schema_version", "hardware", "files_read", "files_skipped", "data_rows", "oom_rows",
                "added", "already_present", "retracted", "other_hardware", "other_hardware_tags",
                "records", "shortest_prompt", "rows_skipped", "bad_rows", "row_notes",
-               "blame_failed", "no_adding_commit", "uncommitted_rows", "parsed_with",
-               "would_add", "dry_run", "record"]  # fmt: skip
+               "nested_rows", "blame_failed", "no_adding_commit", "uncommitted_rows",
+               "parsed_with", "would_add", "dry_run", "record"]  # fmt: skip
 ENTRY_KEYS = ["line", "record", "status", "fix", "subject", "globs", "reason"]
 
 

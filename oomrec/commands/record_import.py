@@ -16,7 +16,7 @@ from oomrec.core.hardware import detect, option_tag
 from oomrec.core.records import evidence_key
 from oomrec.importer.backfill import ImportReport, commit_columns, default_paths, import_csvs
 from oomrec.store import archive, retractions
-from oomrec.store.locations import open_record
+from oomrec.store.locations import Settings, open_record
 
 # Warnings of one kind listed before the rest are only counted: a corpus of a million broken
 # rows must not make a million lines (the JSON lists them all).
@@ -84,6 +84,7 @@ def record_import_csv(
             commit_columns=columns,
             archived=[x.record for x in archive.in_play(parked) if x.record is not None],
             retracted=[event.record for event in gone.values()],
+            models_dir=_models_dir(settings),
         )
         would_add = len(report.new)
         if not dry_run and report.new:
@@ -98,6 +99,13 @@ def record_import_csv(
         report=report,
         would_add=would_add,
     )
+
+
+def _models_dir(settings: Settings) -> Path | None:
+    """The models dir a sweep uses by default (`models_dir` in [tool.oomrec], else `models`):
+    where a row's `model_path` names a nested model."""
+    configured = settings.get("models_dir")
+    return settings.base / configured if isinstance(configured, str) and configured else None
 
 
 def _report_warnings(report: ImportReport) -> list[str]:

@@ -10,10 +10,11 @@ added, once for its rows' lines), filters by hardware and leaves out what the re
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core import rowfacts
@@ -86,6 +87,9 @@ class ImportReport:
     already_present: int = 0
     # Rows whose evidence was taken back (`record retract`, no later restore): not re-added.
     retracted: int = 0
+    # Rows of a nested model whose model column is its last part, recorded under the nested
+    # name their `model_path` gives: (source, line number, the row's name, the nested name).
+    nested: list[tuple[str, int, str, str]] = field(default_factory=list)
     other_hardware: Counter[str] = field(default_factory=Counter)
     shortest_prompt: list[OomRecord] = field(default_factory=list)
     bad_rows: list[SkippedRow] = field(default_factory=list)
@@ -129,6 +133,10 @@ class ImportReport:
             ],
             "row_notes": [
                 {"source": n.source, "line": n.lineno, "note": n.note} for n in self.row_notes
+            ],
+            "nested_rows": [
+                {"source": s, "line": n, "model_column": column, "model": model}
+                for s, n, column, model in self.nested
             ],
             "blame_failed": [{"source": s, "problem": p} for s, p in self.blame_failed],
             "no_adding_commit": self.no_adding_commit,
@@ -176,6 +184,7 @@ def import_csvs(
     engine: str = rowread.POLARS,
     archived: Iterable[OomRecord] = (),
     retracted: Iterable[OomRecord] = (),
+    models_dir: Path | None = None,
 ) -> ImportReport:
     """Find the `SKIP:oom` rows under `paths` and the records they make that are not yet known.
 
@@ -183,8 +192,9 @@ def import_csvs(
     commits). `hardware` keeps rows of that tag and untagged rows; None keeps all.
     `engine`: the row reader's (csvread.rows.CSV, the reference, for tests). `archived`: the
     archive's records (pruned, verified), held as the record's are; `retracted`: the evidence
-    taken back, never re-added (importer.held decides what holds a row). Nothing is written:
-    the caller appends `report.new`.
+    taken back, never re-added (importer.held decides what holds a row). `models_dir`: where a
+    row's `model_path` names a nested model (default: `models` under `root`). Nothing is
+    written: the caller appends `report.new`.
     """
     files, refused = find_csv_files(paths)
     scanned = csvscan.scan_files(files)
@@ -194,6 +204,7 @@ def import_csvs(
     _read_candidates(scanned, commit_names, engine)
     root_str = str(root.resolve())
     drafts: list[_Draft] = []
+    models = Path(os.path.normpath((models_dir or root / "models").resolve()))
     for result in refused + scanned:
         if result.skipped is not None:
             source = source_field(source_path(result.path, root_str, resolved=True))
@@ -229,6 +240,10 @@ def import_csvs(
                     draft = draft._replace(commit=where.commit)
                     if where.hardware is not None:
                         draft = draft._replace(hardware=where.hardware, mem_bytes=where.mem_bytes)
+            nested = _nested_name(draft.model, row.cells[_ROLE["model_path"]], models, root)
+            if nested is not None:
+                report.nested.append((shown, row.lineno, draft.model, nested))
+                draft = draft._replace(model=nested)
             drafts.append(draft)
             notes = draft.notes
             if shown != source:
@@ -242,6 +257,26 @@ def import_csvs(
     commits = _git_commits(drafts, root, in_git, report) if drafts else GitCommits()
     _select(drafts, commits, existing, report, archived, retracted, root, in_git)
     return report
+
+
+def _nested_name(model: str, model_path: str | None, models: Path, root: Path) -> str | None:
+    """The nested model a row names by its last part (`llama` for `./models/org/llama`, as a
+    runner writes it), from its `model_path` under the models dir; None when it names no other.
+    """
+    if not model_path or "/" in model:
+        return None
+    text = model_path.strip().rstrip("/")
+    if not text:
+        return None
+    path = Path(text) if os.path.isabs(text) else root.resolve() / text
+    try:
+        parts = Path(os.path.normpath(path)).relative_to(models).parts
+    except ValueError:
+        return None
+    if len(parts) < 2 or parts[-1] != model or ".." in parts:
+        return None
+    nested = str(PurePosixPath(*parts))
+    return nested if rowfacts.model_problem(nested) is None else None
 
 
 def _read_candidates(
