@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.harness_rows import H15, csv_text
+from tests.test_stale_content import AFTER, BEFORE
 
 Cli = Callable[..., CliResult]
 CSV = "benchmarks/cuda_testhw_x.csv"
@@ -207,3 +208,38 @@ def test_a_nested_models_rows_become_the_nested_name(cli: Cli, repo: Repo, swept
         ["org/llama", "1024"],
         ["org/llama", "4096"],
     ]
+
+
+# A runner whose every cell completes: the probe of a lifted record.
+OK_RUNNER = r"""
+import sys
+model_path, length, cell_csv = sys.argv[1:4]
+tail = f'2026-07-03,,0.3.3,release,32,"Hi",{length}'
+open(cell_csv, "w").write(f"HEADER\n{model_path[9:]},{model_path},{length},32,1,2,3,4,{tail}\n")
+""".replace("HEADER", H15)
+
+
+def test_what_a_probe_verified_is_not_imported_again(
+    cli: Cli, repo: Repo, swept: Callable, tmp_path: Path
+) -> None:
+    repo.commit("add the prefill", {"prefill.py": BEFORE})
+    record = swept("plain")
+    repo.commit("Chunk the prefill\n\nOOM-Fix: plain\n", {"prefill.py": AFTER})
+    probe = tmp_path / "ok.py"
+    probe.write_text(OK_RUNNER)
+    ran = cli(
+        "sweep", "--models", "plain", "--lengths", "1024", "--output", "benchmarks/probe.csv",
+        "--runner", f"{sys.executable} {probe} {{model_path}} {{length}} {{cell_csv}}", "--json",
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.stderr
+    assert json.loads(ran.stdout)["cells"][0]["verified"] == record
+    assert lines(repo) == []
+    archive = lines(repo, ".oom-record.archive")
+    assert [line.split(" ")[1].split(":")[0] for line in archive] == ["verified"]
+    for without_provenance in (False, True):
+        if without_provenance:
+            sidecar(repo).unlink()
+        report = imported(cli, CSV)
+        assert lines(repo) == [], without_provenance
+        assert (report["added"], report["already_present"]) == (0, 1)
+        assert lines(repo, ".oom-record.archive") == archive
