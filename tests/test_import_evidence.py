@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.gitrepo import Repo
+from tests.gitrepo import Repo, git
 from tests.harness_rows import H15, csv_text
+from tests.test_shared import Fleet, fleet  # noqa: F401  (the fixture)
 from tests.test_stale_content import AFTER, BEFORE
 
 Cli = Callable[..., CliResult]
@@ -243,3 +244,46 @@ def test_what_a_probe_verified_is_not_imported_again(
         assert lines(repo) == [], without_provenance
         assert (report["added"], report["already_present"]) == (0, 1)
         assert lines(repo, ".oom-record.archive") == archive
+
+
+def test_a_retraction_another_host_published_holds_its_csv_row(
+    fleet: Fleet,  # noqa: F811
+    cli: Cli,
+    tmp_path: Path,
+) -> None:
+    """A sweeps, commits its CSV, publishes the record, then retracts it and publishes that.
+    B's import of the CSV must not bring back what A took back; after A's restore, B holds the
+    cell through A's shared record, and its import adds no duplicate of it either."""
+    a = fleet.on("A")
+    runner = tmp_path / "runner.py"
+    runner.write_text(RUNNER)
+    csv = "benchmarks/cuda_gb10_x.csv"
+    swept = cli(
+        "sweep", "--runner", f"{sys.executable} {runner} {{model_path}} {{length}} {{cell_csv}}",
+        "--models", "gemma-4-31b", "--lengths", "512 1024", "--output", csv,
+    )  # fmt: skip
+    assert swept.exit_code == 0, swept.stderr
+    git(a, "add", csv)
+    git(a, "commit", "-q", "-m", "benchmarks")
+    git(a, "push", "-q", "origin", "main")
+    assert cli("record", "push").exit_code == 0
+    retracted = cli("record", "retract", "gemma-4-31b", "1024", "--reason", "host was broken")
+    assert retracted.exit_code == 0, retracted.stderr
+    assert cli("record", "push").exit_code == 0
+    b = fleet.on("B")
+    assert (b / csv).exists() and not (b / f"{csv}.oomrec.json").exists()
+    cli("remote", "setup")
+    assert cli("record", "pull").exit_code == 0
+    report = imported(cli)
+    assert not (b / "benchmarks" / ".oom-record").exists()
+    assert (report["added"], report["retracted"]) == (0, 1)
+    # A undoes it and publishes that: B applies A's record again, and imports no duplicate.
+    fleet.on("A")
+    assert cli("record", "restore", "--retracted").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+    fleet.on("B")
+    assert cli("record", "pull").exit_code == 0
+    report = imported(cli)
+    assert not (b / "benchmarks" / ".oom-record").exists()
+    assert (report["added"], report["retracted"], report["already_present"]) == (0, 0, 1)
+    assert cli("check", "gemma-4-31b", "2048").exit_code == 1

@@ -6,17 +6,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
 from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import detect, option_tag
-from oomrec.core.records import evidence_key
+from oomrec.core.records import OomRecord, evidence_key
 from oomrec.importer.backfill import ImportReport, commit_columns, default_paths, import_csvs
-from oomrec.store import archive, retractions
+from oomrec.store import archive
 from oomrec.store.locations import Settings, open_record
+
+if TYPE_CHECKING:
+    from oomrec.store.retractions import Event
 
 # Warnings of one kind listed before the rest are only counted: a corpus of a million broken
 # rows must not make a million lines (the JSON lists them all).
@@ -73,7 +76,6 @@ def record_import_csv(
     # The archive holds evidence too: records a fix lifted or a probe verified (not re-added
     # from their rows), and retractions (evidence taken back: never re-added, until restored).
     parked, warnings = record_warnings(loaded, record_file)
-    gone = retractions.retracted(archive.events(parked))
     with no_cycle_collection():
         report = import_csvs(
             paths or default_paths(settings),
@@ -83,7 +85,8 @@ def record_import_csv(
             hardware=tag,
             commit_columns=columns,
             archived=[x.record for x in archive.in_play(parked) if x.record is not None],
-            retracted=[event.record for event in gone.values()],
+            events=archive.events(parked),
+            shared=(lambda: _shared(warnings)) if settings.repo_root is not None else None,
             models_dir=_models_dir(settings),
         )
         would_add = len(report.new)
@@ -99,6 +102,28 @@ def record_import_csv(
         report=report,
         would_add=would_add,
     )
+
+
+def _shared(warnings: list[str]) -> tuple[list[OomRecord], list[Event]]:
+    """Other hosts' published records and retraction events (git notes, as `record pull`
+    fetched them): evidence held there is not added here, and what they took back is not
+    brought back from its row."""
+    from oomrec.store import gitrepo, notes
+    from oomrec.store.retractions import NOTE_RESTORED, NOTE_RETRACTED, parse_note_line
+
+    repo = gitrepo.open_repo()
+    if repo is None:
+        return [], []
+    records: list[OomRecord] = []
+    events: list[Event] = []
+    for line in notes.read_all(repo, skip_host=notes.host_id(detect()), warnings=warnings):
+        if line.text.startswith((NOTE_RETRACTED, NOTE_RESTORED)):
+            event = parse_note_line(line.text)
+            if event is not None:
+                events.append(event)
+        elif line.record is not None and not notes.why_local(line.record):
+            records.append(line.record)
+    return records, events
 
 
 def _models_dir(settings: Settings) -> Path | None:

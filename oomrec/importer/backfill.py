@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
@@ -43,6 +43,7 @@ from oomrec.store.locations import Settings
 
 if TYPE_CHECKING:
     from oomrec.store.gitrepo import AddedBy
+    from oomrec.store.retractions import Event
 
 DEFAULT_FOLDER = "benchmarks"
 # Why a SKIP:oom row is not imported: rowfacts' reasons and schema.ROW_*.
@@ -183,7 +184,8 @@ def import_csvs(
     commit_columns: Sequence[str] = DEFAULT_COMMIT_COLUMNS,
     engine: str = rowread.POLARS,
     archived: Iterable[OomRecord] = (),
-    retracted: Iterable[OomRecord] = (),
+    events: Iterable[Event] = (),
+    shared: Callable[[], tuple[list[OomRecord], list[Event]]] | None = None,
     models_dir: Path | None = None,
 ) -> ImportReport:
     """Find the `SKIP:oom` rows under `paths` and the records they make that are not yet known.
@@ -191,8 +193,10 @@ def import_csvs(
     `root` is what sources are relative to; `in_git` says whether it is a git work tree (for
     commits). `hardware` keeps rows of that tag and untagged rows; None keeps all.
     `engine`: the row reader's (csvread.rows.CSV, the reference, for tests). `archived`: the
-    archive's records (pruned, verified), held as the record's are; `retracted`: the evidence
-    taken back, never re-added (importer.held decides what holds a row). `models_dir`: where a
+    archive's records (pruned, verified), held as the record's are; `events`: its retractions
+    and restores, whose latest says what was taken back, never re-added (importer.held decides
+    what holds a row); `shared`: other hosts' published records and events, asked only when a
+    row is held by nothing local (it reads git notes). `models_dir`: where a
     row's `model_path` names a nested model (default: `models` under `root`). Nothing is
     written: the caller appends `report.new`.
     """
@@ -255,7 +259,8 @@ def import_csvs(
     report.bad_rows.sort(key=lambda b: (b.source, b.lineno))
     report.row_notes.sort(key=lambda n: (n.source, n.lineno))
     commits = _git_commits(drafts, root, in_git, report) if drafts else GitCommits()
-    _select(drafts, commits, existing, report, archived, retracted, root, in_git)
+    evidence = heldrule.Evidence([*existing, *archived], events, shared)
+    _select(drafts, commits, evidence, report, heldrule.PastNames(root, in_git))
     return report
 
 
@@ -419,20 +424,11 @@ def _wanted(draft: _Draft) -> Wanted:
 def _select(
     drafts: list[_Draft],
     commits: GitCommits,
-    existing: Iterable[OomRecord],
+    evidence: heldrule.Evidence,
     report: ImportReport,
-    archived: Iterable[OomRecord] = (),
-    retracted: Iterable[OomRecord] = (),
-    root: Path | None = None,
-    in_git: bool = False,
+    names: heldrule.PastNames,
 ) -> None:
-    existing = [*existing, *archived]
-    retracted = list(retracted)
-    known = {evidence_key(r) for r in existing}
-    gone = {evidence_key(r) for r in retracted}
-    held_cells = heldrule.CellEvidence(existing)
-    gone_cells = heldrule.CellEvidence(retracted)
-    names = heldrule.PastNames(root or Path.cwd(), in_git)
+    known = evidence.known
     sources: dict[str, str] = {}
     shortest: dict[EvidenceKey, OomRecord] = {}
     for draft in drafts:
@@ -452,16 +448,11 @@ def _select(
             continue
         # The row's own facts (the commit a sidecar or a commit column gave), to match it with
         # the record its sweep wrote, however that record names its commit and memory.
-        row = (record, draft.date, draft.commit, source)
-        taken_back = gone_cells.candidates(record)
-        if (
-            key in gone
-            or covered(record, gone)
-            or heldrule.holds(*row, taken_back, names, sure_only=True)
-        ):
+        found = evidence.holds(record, draft.date, draft.commit, source, names)
+        if found == heldrule.RETRACTED:
             report.retracted += 1
             continue
-        if heldrule.holds(*row, held_cells.candidates(record), names):
+        if found == heldrule.HELD:
             report.already_present += 1
             continue
         known.add(key)

@@ -29,14 +29,78 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date as Date
 from pathlib import Path, PurePosixPath
 
-from oomrec.core.records import MEM_JITTER, OomRecord
+from oomrec.core.records import MEM_JITTER, EvidenceKey, OomRecord, covered, evidence_key
+from oomrec.store.retractions import Event, retracted
 
 SURE = "sure"
 IN_DOUBT = "in doubt"
+# What holds a row (Evidence.holds): a record, or a retraction; None: nothing, it is new.
+HELD = "held"
+RETRACTED = "retracted"
+
+
+class Evidence:
+    """What is already known of the cells: this host's records and archived records, its
+    retraction events, and, asked once and only when a row is held by nothing local, other
+    hosts' published records and events (`shared`: git notes, as `record pull` reads them).
+    Evidence is retracted when its latest event, among all of them, is a retraction."""
+
+    def __init__(
+        self,
+        records: Iterable[OomRecord],
+        events: Iterable[Event] = (),
+        shared: Callable[[], tuple[list[OomRecord], list[Event]]] | None = None,
+    ) -> None:
+        self.records = list(records)
+        self.known: set[EvidenceKey] = {evidence_key(r) for r in self.records}
+        self.events = list(events)
+        self._shared = shared
+        self._judge()
+
+    def _judge(self) -> None:
+        gone = retracted(self.events)
+        self.gone = set(gone)
+        self.gone_cells = CellEvidence(event.record for event in gone.values())
+        applying = [r for r in self.records if evidence_key(r) not in self.gone]
+        self.held_cells = CellEvidence(applying)
+
+    def _read_shared(self) -> None:
+        if self._shared is None:
+            return
+        records, events = self._shared()
+        self._shared = None
+        self.records += records
+        self.events += events
+        self._judge()
+
+    def holds(
+        self,
+        row: OomRecord,
+        row_date: str | None,
+        row_commit: str | None,
+        source: str,
+        names: PastNames,
+    ) -> str | None:
+        """HELD, RETRACTED or None for a row (as `row`) not among the known evidence keys."""
+        self._read_shared()
+        key = evidence_key(row)
+        fact = (row, row_date, row_commit, source)
+        if (
+            key in self.gone
+            or covered(row, self.gone)
+            or holds(*fact, self.gone_cells.candidates(row), names, sure_only=True)
+        ):
+            return RETRACTED
+        if holds(*fact, self.held_cells.candidates(row), names):
+            return HELD
+        shared = {evidence_key(r) for r in self.held_cells.candidates(row)}
+        if key in shared or covered(row, shared):
+            return HELD
+        return None
 
 
 class CellEvidence:
