@@ -287,3 +287,32 @@ def test_a_retraction_another_host_published_holds_its_csv_row(
     assert not (b / "benchmarks" / ".oom-record").exists()
     assert (report["added"], report["retracted"], report["already_present"]) == (0, 0, 1)
     assert cli("check", "gemma-4-31b", "2048").exit_code == 1
+
+
+def test_the_harness_own_record_holds_its_row(cli: Cli, repo: Repo) -> None:
+    """bench_longprompt.sh records an OOM as six fields (no tag, no memory: it applies on every
+    machine) naming its CSV and the row's day; the row's import (gb10, 122 GiB, the CSV's
+    adding commit) would only narrow it. A copy of the CSV that git cannot tie to the record's
+    (only the file name agrees) is in doubt: the record's commit is not the row's, so it is
+    added (the safe side)."""
+    name = "cuda_gb10_longprompt_2026-07-03.csv"
+    csv = f"benchmarks/{name}"
+    harness = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
+    row = (
+        "gemma-4-31b,./models/gemma-4-31b,,,,,,,2026-07-03,NVIDIA_GB10_122GB,0.3.3,release,32,"
+        '"Hi",32768,SKIP:oom'
+    )
+    repo.commit("harness run", {csv: csv_text(H15, row)})
+    record = repo.path / "benchmarks" / ".oom-record"
+    line = f"gemma-4-31b,32768,2026-07-03,{harness},,{csv}"
+    record.write_text(line + "\n")
+    report = imported(cli, "--hardware", "gb10")
+    assert record.read_text() == line + "\n"
+    assert (report["added"], report["already_present"]) == (0, 1)
+    # A copy not in git (a download, another checkout): its rows get commit `unknown`.
+    (repo.path / "old").mkdir()
+    (repo.path / "old" / name).write_text(csv_text(H15, row))
+    report = imported(cli, "--hardware", "gb10", "old")
+    assert report["added"] == 1
+    assert record.read_text().splitlines()[0] == line
+    assert record.read_text().splitlines()[1].split(",")[3:6] == ["unknown", "", f"old/{name}"]
