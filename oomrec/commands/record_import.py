@@ -108,6 +108,11 @@ def _shared(warnings: list[str]) -> tuple[list[OomRecord], list[Event]]:
     """Other hosts' published records and retraction events (git notes, as `record pull`
     fetched them): evidence held there is not added here, and what they took back is not
     brought back from its row."""
+    from oomrec.store.noterefs import refs_present
+
+    if not refs_present()[0]:
+        # Nothing shared: no GitPython, no notes reader (as `oomrec check`).
+        return [], []
     from oomrec.store import gitrepo, notes
     from oomrec.store.retractions import NOTE_RESTORED, NOTE_RETRACTED, parse_note_line
 
