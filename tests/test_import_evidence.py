@@ -246,18 +246,12 @@ def test_what_a_probe_verified_is_not_imported_again(
         assert lines(repo, ".oom-record.archive") == archive
 
 
-def test_a_retraction_another_host_published_holds_its_csv_row(
-    fleet: Fleet,  # noqa: F811
-    cli: Cli,
-    tmp_path: Path,
-) -> None:
-    """A sweeps, commits its CSV, publishes the record, then retracts it and publishes that.
-    B's import of the CSV must not bring back what A took back; after A's restore, B holds the
-    cell through A's shared record, and its import adds no duplicate of it either."""
+def sweep_on_a_and_publish(fleet: Fleet, cli: Cli, tmp_path: Path, csv: str) -> Path:  # noqa: F811
+    """Host A sweeps gemma-4-31b at 512 and 1024 tokens (1024 runs out of memory), commits the
+    CSV (not its provenance file) and pushes it, and publishes its record."""
     a = fleet.on("A")
     runner = tmp_path / "runner.py"
     runner.write_text(RUNNER)
-    csv = "benchmarks/cuda_gb10_x.csv"
     swept = cli(
         "sweep", "--runner", f"{sys.executable} {runner} {{model_path}} {{length}} {{cell_csv}}",
         "--models", "gemma-4-31b", "--lengths", "512 1024", "--output", csv,
@@ -267,6 +261,40 @@ def test_a_retraction_another_host_published_holds_its_csv_row(
     git(a, "commit", "-q", "-m", "benchmarks")
     git(a, "push", "-q", "origin", "main")
     assert cli("record", "push").exit_code == 0
+    return a
+
+
+def test_a_fresh_clone_adds_no_duplicate_of_a_shared_record(
+    fleet: Fleet,  # noqa: F811
+    cli: Cli,
+    tmp_path: Path,
+) -> None:
+    """B clones after A published: the CSV without its provenance file, A's record in notes.
+    A duplicate from the row would carry no memory and skip the cell on a 512 GiB gb10."""
+    csv = "benchmarks/cuda_gb10_x.csv"
+    sweep_on_a_and_publish(fleet, cli, tmp_path, csv)
+    b = fleet.on("B")
+    assert (b / csv).exists() and not (b / f"{csv}.oomrec.json").exists()
+    cli("remote", "setup")
+    assert cli("record", "pull").exit_code == 0
+    report = imported(cli)
+    assert not (b / "benchmarks" / ".oom-record").exists()
+    assert (report["added"], report["already_present"]) == (0, 1)
+    assert cli("check", "gemma-4-31b", "2048").exit_code == 1
+    fleet.mp.setenv("OOMREC_MEM_BYTES", str(512 * 1024**3))
+    assert cli("check", "gemma-4-31b", "2048").exit_code == 0
+
+
+def test_a_retraction_another_host_published_holds_its_csv_row(
+    fleet: Fleet,  # noqa: F811
+    cli: Cli,
+    tmp_path: Path,
+) -> None:
+    """A sweeps, commits its CSV, publishes the record, then retracts it and publishes that.
+    B's import of the CSV must not bring back what A took back; after A's restore, B holds the
+    cell through A's shared record, and its import adds no duplicate of it either."""
+    csv = "benchmarks/cuda_gb10_x.csv"
+    sweep_on_a_and_publish(fleet, cli, tmp_path, csv)
     retracted = cli("record", "retract", "gemma-4-31b", "1024", "--reason", "host was broken")
     assert retracted.exit_code == 0, retracted.stderr
     assert cli("record", "push").exit_code == 0
