@@ -170,9 +170,13 @@ def test_the_sweep_and_the_import_name_one_csv_alike(cli: Cli, repo: Repo) -> No
     # The sweep's own CSV holds no new evidence: its provenance names where each row ran.
     again = cli("record", "import-csv", "--dry-run", "--json", str(repo.path / "benchmarks"))
     assert json.loads(again.stdout)["records"] == [], again.stdout
-    # Without it, as any CSV: imported by the folder's absolute path (the row is uncommitted:
-    # another commit, a new record), and through the link.
+    # Without it, the sweep's record still holds its row (it names the CSV and the row's day).
     (repo.path / "benchmarks" / "cuda_testhw_x.csv.oomrec.json").unlink()
+    again = cli("record", "import-csv", "--dry-run", "--json", str(repo.path / "bench-link"))
+    assert json.loads(again.stdout)["records"] == [], again.stdout
+    # Without the record either, as any CSV: imported by the folder's absolute path, and
+    # through the link, it names the CSV as the sweep did.
+    record.unlink()
     for folder in (repo.path / "benchmarks", repo.path / "bench-link"):
         imported = cli("record", "import-csv", "--dry-run", "--json", str(folder))
         assert imported.exit_code == 0, imported.stderr
