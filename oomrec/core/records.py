@@ -398,7 +398,14 @@ def read_line(text: str, *, whole: bool = True) -> tuple[OomRecord, str | None]:
     # on the reading side and the writing side.
     model = model_name(model)
     if len(length) > 1 and length.startswith("0"):
-        notes.append(HARNESS_ZERO)
+        octal = harness_octal(length)
+        if octal is None:
+            notes.append(HARNESS_ZERO)
+        else:
+            # The harness compares lengths in bash arithmetic, where `0512` is octal 330; the
+            # smaller reading covers both, so no cell either tool would skip is launched.
+            prompt_target_len = min(prompt_target_len, octal)
+            notes.append(HARNESS_OCTAL)
     unknown = []
     # A field the harness does not read is evidence oomrec can do without: the line still
     # pre-skips (as the harness's would), with that field unknown.
@@ -449,6 +456,10 @@ HARNESS_ZERO = (
     "the bash harness reads a length with a leading zero as octal (or not at all), so it would "
     "not honour this line as written"
 )
+HARNESS_OCTAL = (
+    "the bash harness reads a length with a leading zero as octal (0512 is 330), so the record "
+    "covers the smaller reading: every cell either tool would skip is skipped"
+)
 HARNESS_BOM = (
     "the bash harness reads the byte order mark as part of the first model name, so it would "
     "not honour this line"
@@ -466,6 +477,7 @@ HARNESS_NOTES = (
     HARNESS_QUOTED,
     HARNESS_PADDED,
     HARNESS_ZERO,
+    HARNESS_OCTAL,
     HARNESS_BOM,
     UNQUOTED_SOURCE,
     UNTERMINATED,
@@ -508,6 +520,17 @@ def _written_by_oomrec(extra: list[str]) -> bool:
 
 # File-name endings that normalize to themselves but name no hardware.
 _NOT_TAGS = frozenset({"csv", "tsv", "txt", "json", "out", "log"})
+
+
+def harness_octal(length: str) -> int | None:
+    """A length with a leading zero as bash arithmetic reads it (octal), else None: bash refuses
+    one with an 8 or a 9 (`value too great for base`), and the harness honours no such line."""
+    if not (length.startswith("0") and length.isascii() and length.isdigit()):
+        return None
+    if any(digit in "89" for digit in length):
+        return None
+    value = int(length, 8)
+    return value if value <= MAX_INT else None
 
 
 def bounded_int(text: str) -> int | None:
