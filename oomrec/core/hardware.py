@@ -345,6 +345,73 @@ def detect_backend() -> str:
     return "cpu"
 
 
+# How the harness's detect_hardware_short names a few chips in its file names; any other chip
+# name is lowercased, its spaces and commas made `_`, and cut to 20 characters.
+_HARNESS_CHIPS = (("M1 Ultra", "m1ultra"), ("M5 Max", "m5max"), ("GB10", "gb10"))
+_HARNESS_NVIDIA = ("nvidia-smi",)
+
+
+def harness_file_parts() -> tuple[str, str]:
+    """(backend, hardware) of the harness's default CSV name, `{backend}_{hw}_longprompt_...`,
+    computed as bench_longprompt.sh does: `cuda` where `nvidia-smi` runs on Linux, else `metal`
+    (a CPU-only or ROCm host too); the GPU's name (the CPU brand string on macOS), empty when
+    there is none. `$OOMREC_BACKEND` names the backend instead. Not cached: one sweep asks once,
+    and a test's PATH may change between in-process runs.
+
+    Records keep the short tags (detect); only the file is named as the harness names it, so
+    the two tools' CSVs of one host and day are one file.
+    """
+    system = _system()
+    if os.environ.get(BACKEND_ENV, "").strip():
+        backend = detect_backend()
+    else:
+        backend = "cuda" if system == "Linux" and _exits_zero(_HARNESS_NVIDIA) else "metal"
+    if system == "Darwin":
+        chip = _first_line(_SYSCTL_BRAND) or "unknown"
+    else:
+        chip = _first_line(_NVIDIA_SMI) or ""
+    for needle, tag in _HARNESS_CHIPS:
+        if needle in chip:
+            return backend, tag
+    # `tr '[:upper:] ' '[:lower:]_' | tr ',' '_' | cut -c1-20`; a `/` (which the harness would
+    # take as a folder) is made `_` too.
+    hw = "".join(c.lower() if "A" <= c <= "Z" else "_" if c in " ,/" else c for c in chip)
+    return backend, hw[:MAX_FALLBACK_LEN]
+
+
+def _exits_zero(argv: tuple[str, ...]) -> bool:
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=_PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def _first_line(argv: tuple[str, ...]) -> str:
+    """The first line of the command's output whatever its exit (`cmd 2>/dev/null | head -1`)."""
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=_PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = done.stdout.splitlines()
+    return lines[0] if lines else ""
+
+
 def unified(tag: str) -> bool:
     """Whether a host of this tag addresses its accelerator's memory as host RAM (or has no
     accelerator): then host memory is the memory a cell can run out of."""

@@ -353,11 +353,14 @@ def configure(
     elif "output" in tool:
         output = settings.base / _path_setting(tool["output"], f"{where} output")
     else:
-        from oomrec.core.hardware import detect_backend
+        from oomrec.core.hardware import harness_file_parts
 
-        # A shard writes its own CSV: shards of one sweep may share a filesystem.
+        # Named as the harness names it (its GPU's name, not oomrec's short tag), so both tools
+        # on one host and day write one file. A shard writes its own CSV: shards of one sweep may
+        # share a filesystem.
         part = f"_shard{shard[0]}of{shard[1]}" if shard is not None else ""
-        name = f"{detect_backend()}_{hardware}_longprompt_{day}{part}.csv"
+        backend, hw = harness_file_parts()
+        name = f"{backend}_{hw}_longprompt_{day}{part}.csv"
         output = settings.base / "benchmarks" / name
 
     if opts.timeout is not None:
