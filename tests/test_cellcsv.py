@@ -35,8 +35,12 @@ def test_the_layout_a_runner_writes(tmp_path: Path) -> None:
     write(path, "")
     assert read_cell_csv(path, "m", 512) == CellCsv(None, ())
     write(path, f"\ufeff{HEADER_15}\r\n{ok('m', 512)}\r\n\r\n{skipped('m', 512, 'FAIL:x')}")
+    # Each line as written, its `\r` kept (copied to the aggregate unchanged); the harness
+    # classifies the second line.
     assert read_cell_csv(path, "m", 512) == CellCsv(
-        HEADER_15, (ok("m", 512), skipped("m", 512, "FAIL:x"))
+        HEADER_15 + "\r",
+        (ok("m", 512) + "\r", skipped("m", 512, "FAIL:x")),
+        harness_row=ok("m", 512) + "\r",
     )
     write(path, HEADER_14 + "\n")
     assert read_cell_csv(path, "m", 512) == CellCsv(HEADER_14, ())

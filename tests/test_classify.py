@@ -108,7 +108,7 @@ SKIPPED = 'm,./models/m,,,,,,,2026-07-03,hw,0.3.3,release,32,"Hello, how are you
     ],
 )
 def test_verdict_from_row_reads_the_last_field(row: str, token: str) -> None:
-    assert verdict_from_row(row).token == token
+    assert verdict_from_row(row)[0].token == token
 
 
 def test_trailing_tokens_of_the_real_harness_csvs_match_the_manifest() -> None:
@@ -127,7 +127,7 @@ def test_trailing_tokens_of_the_real_harness_csvs_match_the_manifest() -> None:
         expected = {t for t in entry["trailing_tokens"].split(";") if t}
         assert found == expected, entry["path"]
         # Every row is either a success or carries a token: the runner's verdict is never lost.
-        assert {verdict_from_row(row).token for row in rows} <= expected | {"ok"}
+        assert {verdict_from_row(row)[0].token for row in rows} <= expected | {"ok"}
         checked += 1
     assert checked >= 100
 

@@ -6,6 +6,7 @@ would leave (its reader transcribed in tests/test_harness_records.py)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from oomrec.core import hardware
-
+from oomrec.core.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import TODAY
@@ -139,3 +140,122 @@ def test_oomrec_backend_names_the_csv_backend(
                  "--models", "plain-8b", "--lengths", "512")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert (repo.path / "benchmarks" / f"rocm__longprompt_{TODAY}.csv").exists()
+
+
+# --- the cell's CSV belongs to the cell --------------------------------------------------------
+
+# A runner as the harness's bench_decode.sh: its row names the model directory's basename after
+# symlinks (`basename "$(realpath ...)"` is what some runners write); a cell whose file
+# `cells/LENGTH.csv` exists writes those bytes instead, as given.
+BYTES_RUNNER = r"""
+import os, sys
+from pathlib import Path
+here = Path(__file__).parent
+model_path, length, cell_csv = sys.argv[1:4]
+with open(here / "launched.txt", "a") as log:
+    log.write(f"{length}\n")
+given = here / "cells" / f"{length}.csv"
+if given.exists():
+    Path(cell_csv).write_bytes(given.read_bytes())
+else:
+    name = os.path.basename(os.path.realpath(model_path))
+    tail = f'2026-07-03,hw,0.3.3,release,32,"Hello, how are you today?",{length}'
+    Path(cell_csv).write_text(f"HEADER\n{name},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}\n")
+""".replace("HEADER", HEADER_15)
+
+# bench_longprompt.sh's reading of a cell: cell_classification (the second line's last field,
+# kept when it starts SKIP:/FAIL:) and what it copies (`tail -n +2` after the first cell).
+HARNESS_CLASSIFIES = r"""
+row=$(tail -n +2 "$1" 2>/dev/null | head -n 1)
+if [[ -z "$row" ]]; then echo ""; exit 0; fi
+token=$(awk -F, '{print $NF}' <<< "$row")
+if [[ "$token" =~ ^(SKIP|FAIL): ]]; then printf '%s' "$token"; else echo ""; fi
+"""
+
+
+def harness_classifies(cell: Path) -> str:
+    done = subprocess.run(
+        ["bash", "-c", HARNESS_CLASSIFIES, "harness", str(cell)],
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
+    return done.stdout.decode().removesuffix("\n")
+
+
+def _bytes_runner(tmp_path: Path, cells: dict[int, bytes]) -> tuple[Path, str]:
+    folder = tmp_path / "bytes-runner"
+    (folder / "cells").mkdir(parents=True)
+    script = folder / "runner.py"
+    script.write_text(BYTES_RUNNER)
+    for length, data in cells.items():
+        (folder / "cells" / f"{length}.csv").write_bytes(data)
+    return folder, f"{sys.executable} {script} {{model_path}} {{length}} {{cell_csv}}"
+
+
+def _launched(folder: Path) -> list[str]:
+    log = folder / "launched.txt"
+    return log.read_text().split() if log.exists() else []
+
+
+def test_a_row_naming_the_symlinks_target_is_the_cells_row(
+    cli: Cli, repo: Repo, tmp_path: Path
+) -> None:
+    """models/plain-8b links to a folder of another name, and the runner writes that name: its
+    SKIP:oom is the cell's, recorded and backstopped, its row copied as written."""
+    target = tmp_path / "store" / "Plain-8B-weights"
+    target.mkdir(parents=True)
+    (repo.path / "models").mkdir()
+    (repo.path / "models" / "plain-8b").symlink_to(target)
+    oom = (
+        'Plain-8B-weights,./models/plain-8b,,,,,,,2026-07-03,hw,0.3.3,release,32,"Hello, how '
+        'are you today?",2048,SKIP:oom'
+    )
+    folder, template = _bytes_runner(tmp_path, {2048: f"{HEADER_15}\n{oom}\n".encode()})
+    result = cli("sweep", "--runner", template, "--output", "benchmarks/out.csv",
+                 "--models", "plain-8b", "--lengths", "512 2048 8192")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert _launched(folder) == ["512", "2048"]
+    lines = (repo.path / "benchmarks" / "out.csv").read_text().splitlines()
+    assert lines[2] == oom
+    assert lines[3].endswith(",8192,SKIP:oom_backstop")
+    record = (repo.path / "benchmarks" / ".oom-record").read_text()
+    assert record.startswith("plain-8b,2048,")
+    warned = [line for line in result.stderr.splitlines() if "'Plain-8B-weights'" in line]
+    assert len(warned) == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("cell", "harness"),
+    [
+        # A CRLF row: the harness compares `SKIP:oom\r` and misses the OOM.
+        (f"{HEADER_15}\r\nROW\r\n", "SKIP:oom\r"),
+        # A trailing blank after the token: the same.
+        (f"{HEADER_15}\nROW \n", "SKIP:oom "),
+        # A blank line after the header: the harness classifies that blank line, a success.
+        (f"{HEADER_15}\n\nROW\n", ""),
+    ],
+    ids=["crlf", "trailing-space", "blank-line"],
+)
+def test_a_row_the_harness_would_misread_is_an_oom_copied_as_written(
+    cli: Cli, repo: Repo, tmp_path: Path, models: Callable[..., None], cell: str, harness: str
+) -> None:
+    models("plain-8b")
+    row = 'plain-8b,./models/plain-8b,,,,,,,2026-07-03,,,,32,"Hello, you",2048,SKIP:oom'
+    data = cell.replace("ROW", row).encode()
+    folder, template = _bytes_runner(tmp_path, {2048: data})
+    (tmp_path / "cell.csv").write_bytes(data)
+    assert harness_classifies(tmp_path / "cell.csv") == harness
+    result = cli("sweep", "--runner", template, "--output", "benchmarks/out.csv",
+                 "--models", "plain-8b", "--lengths", "512 2048 8192")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    # The safe side: nothing above the OOM is launched, and the record holds it.
+    assert _launched(folder) == ["512", "2048"]
+    record = (repo.path / "benchmarks" / ".oom-record").read_text()
+    assert record.startswith("plain-8b,2048,")
+    # The runner's row, byte for byte as it wrote it (a blank line is no row).
+    out = (repo.path / "benchmarks" / "out.csv").read_bytes()
+    ending = "\r\n" if "\r\n" in cell else " \n" if "ROW \n" in cell else "\n"
+    assert (row + ending).encode() in out
+    said = [line for line in result.stderr.splitlines() if "the harness would read" in line]
+    assert len(said) == 1 and "the safe side" in said[0], result.stderr

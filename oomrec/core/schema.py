@@ -153,13 +153,22 @@ def ran_row(model: str, model_path: str, date: str, max_tokens: int | str, lengt
     return f'{model},{model_path},,,,,,,{date},,,,{max_tokens},"{NO_ROW_PROMPT}",{length}'
 
 
+def harness_token(line: str) -> str | None:
+    """The trailing token as bench_longprompt.sh's cell_classification reads it: awk's `$NF`,
+    kept as written (a `\\r`, a blank) when it starts `SKIP:` or `FAIL:`; None for success."""
+    last = line.rsplit(",", 1)[-1]
+    return last if last.startswith(("SKIP:", "FAIL:")) else None
+
+
 def line_token(line: str) -> str | None:
     """The trailing token of one raw row, read as the harness reads it (awk's `$NF`).
 
     Only the text after the last comma counts, as in the harness, so a prompt whose inner quotes
-    the harness left unescaped cannot move the token, as it can for a CSV parser.
+    the harness left unescaped cannot move the token, as it can for a CSV parser. Blanks around
+    it (a `\\r` of a CRLF row, a trailing space) do not hide it, where the harness compares it
+    as written: a `SKIP:oom\\r` the harness misses is still an OOM here, the safe side.
     """
-    last = line.rsplit(",", 1)[-1].rstrip()
+    last = line.rsplit(",", 1)[-1].strip()
     # Tokens hold no quote: `"..., SKIP:oom"` is the end of a quoted prompt, not a token.
     return last if _TOKEN.fullmatch(last) and '"' not in last else None
 

@@ -271,7 +271,7 @@ class AggregateCsv:
             text = header + "\n"
         else:
             text = ""
-            if header != self.header and not self._warned:
+            if header.rstrip("\r") != (self.header or "").rstrip("\r") and not self._warned:
                 self._warned = True
                 warning = f"a cell's CSV header differs from the first line of {self.path}"
         self._fh.write(text + "".join(row + "\n" for row in rows))
@@ -312,6 +312,8 @@ class Sweep:
         self._runner_writes_rows = config.runner.uses("cell_csv")
         self._big: dict[str, bool] = {}
         self._guard_of_probes: ProbeGuard | None = None
+        # Models whose runner named another model in its row, said once each.
+        self._named_warned: set[str] = set()
 
     def _is_big(self, cell: Cell) -> bool:
         """Whether the cell's model weighs more than BIG_MODEL_BYTES (its *.safetensors)."""
@@ -696,8 +698,12 @@ class Sweep:
             if written.rows:
                 notes.append("the runner's row was dropped: the guard had stopped it")
         elif written.rows:
-            verdict = verdict_from_row(written.rows[0])
+            verdict, differs = verdict_from_row(written.rows[0], written.harness_row)
             rows, header = list(written.rows), written.header or HEADER
+            if differs:
+                notes.append(differs)
+            if written.named is not None:
+                self._named_otherwise(cell, written.named)
         elif self._writes_no_row(run):
             # Given no {cell_csv}, the command cannot write a row: a clean exit is its result.
             verdict = Verdict(Token.SUCCESS, "exit 0 (the command writes no row)")
@@ -716,6 +722,17 @@ class Sweep:
             notes=tuple(notes),
         )
         return result, rows, header
+
+    def _named_otherwise(self, cell: Cell, named: str) -> None:
+        """Say once per model that its runner's rows name another model (a symlink's target):
+        the cell's CSV belongs to the cell, so they are its rows, copied as written."""
+        if cell.model in self._named_warned:
+            return
+        self._named_warned.add(cell.model)
+        self.reporter.log(
+            f"warning: the runner's row of {cell.model} @ {cell.length} names the model "
+            f"{named[:80]!r}: kept as that cell's row, as the harness keeps it (said once)"
+        )
 
     def _writes_no_row(self, run: CellRun) -> bool:
         return (

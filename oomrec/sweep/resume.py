@@ -32,7 +32,7 @@ from oomrec.core.provenance import (
     read_regular,
     sidecar_path,
 )
-from oomrec.core.records import last_part, short_commit
+from oomrec.core.records import short_commit
 from oomrec.core.schema import RECORDED_TOKENS, Token, line_token, split_row
 
 __all__ = ["SCHEMA_VERSION", "SIDECAR_SUFFIX", "Entry", "Measured", "measured_on", "sidecar_path"]
@@ -106,7 +106,8 @@ def load(csv_path: Path) -> Prior:
     by_text: dict[str, list[Entry]] = {}
     for candidate in read_entry_list(sidecar_path(csv_path)):
         by_text.setdefault(candidate.row, []).append(candidate)
-    columns = split_row(header)
+    # A CRLF header (a runner's, copied unchanged) names its last column with its `\r`.
+    columns = [name.strip() for name in split_row(header)]
     for row in rows:
         cell = _cell_of(row, columns)
         entry = next((e for e in by_text.get(row, ()) if _describes(e, row, cell)), None)
@@ -125,11 +126,10 @@ MAX_CSV_BYTES = 256 << 20
 
 
 def _describes(entry: Entry, row: str, cell: tuple[str, int, str] | None) -> bool:
-    """Whether `entry` is the provenance of `row`: the same model (the runner writes a nested
-    model's last part), length and token."""
+    """Whether `entry` is the provenance of `row` (whose text it holds): the same length and
+    token. Not the model: the cell's CSV belongs to the cell, so its row may name another (a
+    nested model's last part, a symlink's target)."""
     if cell is None or cell[1] != entry.length:
-        return False
-    if cell[0].strip() not in (entry.model, last_part(entry.model)):
         return False
     return (line_token(row) or Token.SUCCESS) == entry.token
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from oomrec.core.records import last_part
@@ -25,17 +25,22 @@ _LENGTH_COLUMN = "prompt_target_len"
 
 @dataclass(frozen=True, slots=True)
 class CellCsv:
-    """The header line and the cell's own data rows (without endings), the rows of other cells
-    that were dropped, and why the file was not read at all (None when it was, or is absent)."""
+    """The header line and the cell's own data rows, each as written without its `\\n` (a
+    `\\r` or a trailing blank kept, so the aggregate gets the runner's bytes), the rows of other
+    cells that were dropped, and why the file was not read at all (None when it was, or is
+    absent). `harness_row`: the file's second line, the one the harness classifies (None when
+    there is none). `named`: the model the kept row names when that is not the cell's."""
 
     header: str | None
     rows: tuple[str, ...]
     dropped: tuple[str, ...] = ()
     problem: str | None = None
+    harness_row: str | None = field(default=None, compare=False)
+    named: str | None = None
 
 
 def read_cell_csv(path: Path, model: str, length: int) -> CellCsv:
-    """The cell CSV as written, keeping only the rows of `model` at `length`."""
+    """The cell CSV as written, keeping only the rows of the cell (`model` at `length`)."""
     try:
         data = _read_regular(path)
     except FileNotFoundError:
@@ -43,13 +48,17 @@ def read_cell_csv(path: Path, model: str, length: int) -> CellCsv:
     except _NotRead as exc:
         return CellCsv(None, (), problem=str(exc))
     text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    lines = [line for line in lines if line.strip()]
+    raw = text.split("\n")
+    if raw and raw[-1] == "":
+        raw.pop()
+    # bench_longprompt.sh classifies `tail -n +2 | head -n 1`: the second line, blank or not.
+    harness_row = raw[1] if len(raw) > 1 else None
+    lines = [line for line in raw if line.strip()]
     if not lines:
-        return CellCsv(None, ())
+        return CellCsv(None, (), harness_row=harness_row)
     header, rows = lines[0], lines[1:]
-    kept, dropped = _own_rows(header, rows, model, length)
-    return CellCsv(header, tuple(kept), tuple(dropped))
+    kept, dropped, named = _own_rows(header, rows, model, length)
+    return CellCsv(header, tuple(kept), tuple(dropped), None, harness_row, named)
 
 
 def remove(path: Path) -> None:
@@ -80,8 +89,10 @@ def _read_regular(path: Path) -> bytes:
     return data
 
 
-def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[list[str], list[str]]:
-    """Rows of `model` at `length`; the others.
+def _own_rows(
+    header: str, rows: list[str], model: str, length: int
+) -> tuple[list[str], list[str], str | None]:
+    """Rows of the cell; the others; the model the kept rows name when not the cell's.
 
     The model is the `model` column (else the first), as the cell names it or its basename. The
     length is the `prompt_target_len` column, or one of the row's last three raw fields, where
@@ -89,6 +100,10 @@ def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[li
     quotes. A row of the model whose length is empty or has no column cannot be told apart from
     the cell's own: the first such row is kept, since dropping a runner's own SKIP:oom would
     miss an OOM, the worse error.
+
+    The cell's CSV belongs to the cell: when no row names its model (a runner that writes the
+    name of a symlink's target), the rows at the cell's length are its rows whatever model they
+    name, since dropping the runner's SKIP:oom would launch the longer cells.
     """
     names = [name.strip() for name in split_row(header)]
     model_at = names.index("model") if "model" in names else 0
@@ -98,16 +113,20 @@ def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[li
     models = {model, last_part(model)}
     kept: list[str] = []
     dropped: list[str] = []
+    at_length: list[tuple[str, str]] = []
     unverified_kept = False
     for row in rows:
         fields = split_row(row)
+        at = fields[length_at].strip() if length_at is not None and len(fields) > length_at else ""
+        verified = length_at is not None and (
+            at == want or want in (field.strip() for field in row.rsplit(",", 3)[1:])
+        )
         if len(fields) <= model_at or fields[model_at].strip() not in models:
+            if verified and len(fields) > model_at:
+                at_length.append((row, fields[model_at].strip()))
             dropped.append(row)
             continue
-        at = fields[length_at].strip() if length_at is not None and len(fields) > length_at else ""
-        if length_at is not None and (
-            at == want or want in (field.strip() for field in row.rsplit(",", 3)[1:])
-        ):
+        if verified:
             own = True
         elif length_at is None or not at:
             own = not unverified_kept
@@ -115,4 +134,7 @@ def _own_rows(header: str, rows: list[str], model: str, length: int) -> tuple[li
         else:
             own = False
         (kept if own else dropped).append(row)
-    return kept, dropped
+    if kept or not at_length:
+        return kept, dropped, None
+    others = {row for row, _ in at_length}
+    return [row for row, _ in at_length], [r for r in dropped if r not in others], at_length[0][1]

@@ -16,7 +16,7 @@ import signal
 from dataclasses import dataclass
 from enum import StrEnum
 
-from oomrec.core.schema import Token, line_token
+from oomrec.core.schema import Token, harness_token, line_token
 from oomrec.sweep.cell.guard import GuardStop
 from oomrec.sweep.cell.oomkill import KillEvidence
 from oomrec.sweep.cell.signatures import SignatureHit
@@ -59,13 +59,29 @@ class Verdict:
         return self.token == Token.TRUE_OOM
 
 
-def verdict_from_row(row: str) -> Verdict:
-    """The runner's own verdict: its row's trailing token, or success when the row has none."""
+def verdict_from_row(row: str, harness_row: str | None = None) -> tuple[Verdict, str | None]:
+    """The runner's own verdict: its row's trailing token, or success when the row has none;
+    and, where bench_longprompt.sh would read the cell CSV otherwise (its second line, the token
+    compared as written), one line saying so. Where only one of the two readings is a true OOM,
+    the verdict is SKIP:oom: nothing above an OOM either tool saw is launched."""
     token = line_token(row)
+    ours = token or Token.SUCCESS
+    theirs = harness_token(harness_row) if harness_row is not None else token
+    if theirs == Token.TRUE_OOM and ours != Token.TRUE_OOM:
+        note = (
+            f"the harness would read SKIP:oom in the cell CSV's second line where oomrec reads "
+            f"{ours}: taken as SKIP:oom, the safe side"
+        )
+        return Verdict(Token.TRUE_OOM, "token written by the runner", HowKnown.ROW), note
+    note = None
+    if (theirs or Token.SUCCESS) != ours:
+        shown = "success" if theirs is None else repr(theirs)
+        side = ": taken as SKIP:oom, the safe side" if ours == Token.TRUE_OOM else ""
+        note = f"the harness would read this cell as {shown}, oomrec reads {ours}{side}"
     if token is None:
-        return Verdict(Token.SUCCESS, "row written by the runner")
+        return Verdict(Token.SUCCESS, "row written by the runner"), note
     evidence = HowKnown.ROW if token == Token.TRUE_OOM else None
-    return Verdict(token, "token written by the runner", evidence)
+    return Verdict(token, "token written by the runner", evidence), note
 
 
 def verdict_from_guard(stop: GuardStop) -> Verdict:
