@@ -6,8 +6,10 @@ would leave (its reader transcribed in tests/test_harness_records.py)."""
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from tests.gitrepo import Repo
 from tests.helpers import TODAY
 from tests.scripted_runner import Runner
 from tests.test_harness_records import harness_plan, oomrec_plan
-from tests.test_sweep import sweep
+from tests.test_sweep import skip, sweep
 
 Cli = Callable[..., CliResult]
 
@@ -259,3 +261,87 @@ def test_a_row_the_harness_would_misread_is_an_oom_copied_as_written(
     assert (row + ending).encode() in out
     said = [line for line in result.stderr.splitlines() if "the harness would read" in line]
     assert len(said) == 1 and "the safe side" in said[0], result.stderr
+
+
+# --- an existing CSV ---------------------------------------------------------------------------
+
+
+def _replaced(repo: Repo, name: str = "out.csv") -> list[Path]:
+    found = (repo.path / "benchmarks").glob(f"{name}.replaced-*")
+    return sorted(p for p in found if ".oomrec." not in p.name)
+
+
+def test_a_second_sweep_the_same_day_moves_the_first_csv_aside(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    """The harness truncates its CSV at start; the earlier sweep's rows (which its record line
+    names as its source) are moved aside, never lost, and the sweep says so."""
+    models("a")
+    runner.behave({"a:2048": "exit:1:std::bad_alloc"})
+    first = sweep(cli, runner, "--models", "a", "--lengths", "512 2048")
+    assert first.exit_code == 0, first.stderr
+    earlier = (repo.path / "benchmarks" / "out.csv").read_bytes()
+    sidecar = (repo.path / "benchmarks" / "out.csv.oomrec.json").read_bytes()
+    # Interrupted before its first row (here: nothing to launch but the recorded cell's skip
+    # row), the second sweep still starts the CSV afresh.
+    second = sweep(cli, runner, "--models", "a", "--lengths", "4096")
+    assert second.exit_code == 0, second.stderr
+    [aside] = _replaced(repo)
+    assert aside.read_bytes() == earlier
+    assert aside.with_name(aside.name + ".oomrec.json").read_bytes() == sidecar
+    text = (repo.path / "benchmarks" / "out.csv").read_text()
+    assert text.splitlines()[1:] == [skip("a", 4096, "SKIP:oom_record")]
+    said = [line for line in second.stderr.splitlines() if "moved the earlier out.csv" in line]
+    assert said == [f"moved the earlier out.csv aside to {aside.name} (it holds rows); this "
+                    "sweep starts it afresh"]  # fmt: skip
+    # oomrec's own exclusion covers the copy: git does not list it.
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repo.path, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert ".replaced-" not in status
+
+
+def _interrupted_sweep(repo: Repo, runner: Runner, *args: str) -> tuple[int, str]:
+    """oomrec sweep as a real process, SIGINT as Ctrl-C sends it once its runner sleeps (the
+    runner's pid file written: a real condition, not a timer); its exit status and stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oomrec", "sweep", "--runner", runner.template,
+         "--output", "benchmarks/out.csv", *args],
+        cwd=repo.path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    pids = runner.dir / "pids.txt"
+    while not (pids.exists() and pids.read_text().endswith("\n")):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    return proc.returncode, stderr
+
+
+def test_an_interrupted_sweep_leaves_no_earlier_rows_as_its_own(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    """Ctrl-C before the first row: the harness's CSV is empty (it truncated it at start);
+    oomrec's holds no earlier sweep's rows either, and those rows are kept aside. --resume
+    continues the CSV as before."""
+    models("a")
+    first = sweep(cli, runner, "--models", "a", "--lengths", "512")
+    assert first.exit_code == 0, first.stderr
+    out = repo.path / "benchmarks" / "out.csv"
+    earlier = out.read_bytes()
+    runner.behave({"a:512": "sleep"})
+    status, stderr = _interrupted_sweep(repo, runner, "--models", "a", "--lengths", "512")
+    assert status == 130, stderr
+    assert out.read_bytes() == b""
+    [aside] = _replaced(repo)
+    assert aside.read_bytes() == earlier
+    runner.behave({})
+    again = sweep(cli, runner, "--models", "a", "--lengths", "512")
+    assert again.exit_code == 0, again.stderr
+    rows = out.read_text()
+    assert _replaced(repo) == [aside]
+    resumed = sweep(cli, runner, "--models", "a", "--lengths", "512 2048", "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert out.read_text().startswith(rows) and _replaced(repo) == [aside]

@@ -43,8 +43,23 @@ def exclude_sweep_files(csv_path: Path) -> str | None:
         lambda pattern: [
             pattern.removesuffix("json") + "*",
             pattern.removesuffix(".oomrec.json") + ".torn",
+            pattern.removesuffix(".oomrec.json") + ".replaced-*",
         ],
         "so the sweep's own files stay out of `git status`",
+        only_new=False,
+    )
+
+
+def exclude_replaced(csv_path: Path, aside: Path) -> str | None:
+    """Make git ignore an earlier CSV a sweep moved aside (`<csv>.replaced-*`, a machine-local
+    copy) where it does not yet (a worktree set up before such copies existed)."""
+    return _exclude(
+        aside,
+        "# oomrec: earlier CSVs a sweep moved aside (machine-local copies)",
+        lambda pattern: [
+            pattern[: pattern.rfind("/") + 1] + _escape(csv_path.name) + ".replaced-*"
+        ],
+        "so the moved-aside CSV stays out of `git status`",
         only_new=False,
     )
 

@@ -23,7 +23,7 @@ from typing import IO, Any, Protocol
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import model_name
-from oomrec.core.provenance import read_entry_list, sidecar_path
+from oomrec.core.provenance import journal_path, read_entry_list, sidecar_path
 from oomrec.core.records import (
     KIND_FAKE,
     KIND_GUARD,
@@ -331,6 +331,8 @@ class Sweep:
         check_before_launch(self.config, plan.models_dir_missing, launches=bool(plan.cells))
         if plan.cells or empty_csv:
             _check_writable(self.config.output)
+            if self.config.resume is None and not self.config.append:
+                self._start_afresh()
         if plan.cells:
             self._start_csv(plan)
         elif empty_csv:
@@ -365,6 +367,42 @@ class Sweep:
                 if self.sidecar is not None:
                     self.sidecar.close()
         return self.result
+
+    def _start_afresh(self) -> None:
+        """As the harness (`: > "$OUTPUT"` before its first cell), the sweep's CSV starts empty,
+        so an interrupted sweep or one with nothing to run never leaves an earlier sweep's rows
+        as its own. A CSV that holds rows, or that a record line names as its source, is first
+        moved aside to `<csv>.replaced-<UTC time>` (one rename, its provenance file with it):
+        never lost, and said in one line."""
+        path = self.config.output
+        try:
+            if not os.path.isfile(path):
+                return
+            why = _earlier_evidence(path, self.config)
+            if why is not None:
+                aside = _aside(path)
+                os.rename(path, aside)
+                for beside in (sidecar_path(path), journal_path(path)):
+                    if os.path.lexists(beside):
+                        os.rename(
+                            beside, aside.with_name(beside.name.replace(path.name, aside.name, 1))
+                        )
+                self.reporter.log(
+                    f"moved the earlier {path.name} aside to {aside.name} ({why}); this sweep "
+                    "starts it afresh"
+                )
+                from oomrec.store.exclude import exclude_replaced
+
+                said = exclude_replaced(path, aside)
+                if said:
+                    self.reporter.log(said)
+            with open(path, "w", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise OomrecError(
+                f"{path}: cannot start the sweep's CSV afresh ({exc.strerror}); pass --output "
+                "PATH, or --resume to continue it"
+            ) from None
 
     def _step(self, cell: Cell, cell_csv: Path) -> CellResult:
         return self._reported(cell, lambda: self._one(cell, cell_csv))
@@ -848,6 +886,41 @@ def _ends_torn(path: Path) -> bool:
             return handle.read(1) != b"\n"
     except OSError:
         return False
+
+
+# What a sweep's CSV may hold before its header ends: reading this much tells rows from none.
+_EARLIER_PEEK = 64 << 10
+
+
+def _earlier_evidence(path: Path, config: SweepConfig) -> str | None:
+    """Why an existing CSV must be kept (it holds rows; a record line names it), else None."""
+    with open(path, "rb") as fh:
+        head = fh.read(_EARLIER_PEEK + 1)
+    lines = [line for line in head.split(b"\n") if line.strip()]
+    if len(lines) > 1 or len(head) > _EARLIER_PEEK:
+        return "it holds rows"
+    try:
+        held = config.record.load().records
+    except (OomrecError, OSError):
+        return None
+    here = os.path.normpath(os.path.abspath(path))
+    for record in held:
+        source = Path(record.source_csv)
+        where = source if source.is_absolute() else config.repo_root / source
+        if os.path.normpath(os.path.abspath(where)) == here:
+            return "a record line names it as its source"
+    return None
+
+
+def _aside(path: Path) -> Path:
+    """`<csv>.replaced-<UTC time>`, a name no file has yet."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = path.with_name(f"{path.name}.replaced-{stamp}")
+    n = 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = path.with_name(f"{path.name}.replaced-{stamp}-{n}")
+    return aside
 
 
 def _check_writable(output: Path) -> None:
