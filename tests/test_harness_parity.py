@@ -19,10 +19,11 @@ from oomrec.core import hardware
 from oomrec.core.schema import HEADER_15
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.helpers import TODAY
+from tests.helpers import TODAY, gone
 from tests.scripted_runner import Runner
 from tests.test_harness_records import harness_plan, oomrec_plan
 from tests.test_sweep import skip, sweep
+from tests.tty import run_on_tty
 
 Cli = Callable[..., CliResult]
 
@@ -345,3 +346,97 @@ def test_an_interrupted_sweep_leaves_no_earlier_rows_as_its_own(
     resumed = sweep(cli, runner, "--models", "a", "--lengths", "512 2048", "--resume")
     assert resumed.exit_code == 0, resumed.stderr
     assert out.read_text().startswith(rows) and _replaced(repo) == [aside]
+
+
+# --- the runner's streams and signals ----------------------------------------------------------
+
+# A runner as the harness's bench_decode.sh is run: it reads a line of its stdin, says something
+# on stdout (the harness sends that to /dev/null) and on stderr (left on the terminal), and on
+# SIGINT its trap cleans up. `hang` in its folder makes it wait (its pid file written first).
+STREAMS_RUNNER = r"""#!/bin/bash
+here=$(dirname "$0")
+model_path=$1 length=$2 cell_csv=$3
+trap 'echo trapped > "$here/trapped.txt"; exit 130' INT
+IFS= read -r line || true
+printf '%s\n' "$line" > "$here/stdin.txt"
+echo "progress on stdout, not shown"
+echo "loading $model_path @ $length (stderr, shown)" >&2
+if [ -e "$here/hang" ]; then
+  sleep 600 &
+  echo "$$ $!" > "$here/pids.txt"
+  wait
+fi
+printf '%s\n%s\n' "HEADER" \
+  "plain-8b,$model_path,$length,32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,\"hi\",$length" \
+  > "$cell_csv"
+""".replace("HEADER", HEADER_15)
+
+
+def _streams_runner(tmp_path: Path) -> tuple[Path, str]:
+    folder = tmp_path / "streams"
+    folder.mkdir()
+    script = folder / "runner.sh"
+    script.write_text(STREAMS_RUNNER)
+    script.chmod(0o755)
+    return folder, f"{script} {{model_path}} {{length}} {{cell_csv}}"
+
+
+def test_the_runner_gets_stdin_and_shows_stderr_not_stdout(
+    repo: Repo, tmp_path: Path, models: Callable[..., None]
+) -> None:
+    models("plain-8b")
+    folder, template = _streams_runner(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "oomrec", "sweep", "--runner", template, "--models", "plain-8b",
+         "--lengths", "512", "--output", "benchmarks/out.csv"],
+        cwd=repo.path, input="answer from the terminal\n", capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (folder / "stdin.txt").read_text() == "answer from the terminal\n"
+    assert "loading ./models/plain-8b @ 512 (stderr, shown)" in done.stderr.splitlines()
+    assert "not shown" not in done.stderr + done.stdout
+
+
+def test_on_a_terminal_the_runners_stderr_shows_above_the_progress_line(
+    repo: Repo, tmp_path: Path, models: Callable[..., None]
+) -> None:
+    models("plain-8b")
+    _, template = _streams_runner(tmp_path)
+    status, screen, _ = run_on_tty(
+        "sweep", "--runner", template, "--models", "plain-8b", "--lengths", "512 2048",
+        "--output", "benchmarks/out.csv", cwd=repo.path, columns=120, stderr_on_tty=True,
+    )  # fmt: skip
+    assert status == 0, screen
+    lines = screen.splitlines()
+    for length in (512, 2048):
+        # Each whole, on a line of its own: the bar never runs into it.
+        assert f"loading ./models/plain-8b @ {length} (stderr, shown)" in lines, screen
+    assert any(line.startswith("[2/2] plain-8b @ 2048: ok") for line in lines), screen
+    assert "not shown" not in screen
+
+
+def test_ctrl_c_sends_the_runner_sigint_so_its_trap_runs(
+    repo: Repo, tmp_path: Path, models: Callable[..., None]
+) -> None:
+    """The harness's runner gets Ctrl-C (SIGINT) and its trap runs; oomrec forwards SIGINT to
+    the runner's group and kills it only if it has not ended after a grace period."""
+    models("plain-8b")
+    folder, template = _streams_runner(tmp_path)
+    (folder / "hang").touch()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oomrec", "sweep", "--runner", template, "--models", "plain-8b",
+         "--lengths", "512", "--output", "benchmarks/out.csv"],
+        cwd=repo.path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    pids = folder / "pids.txt"
+    while not (pids.exists() and pids.read_text().endswith("\n")):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert (folder / "trapped.txt").read_text() == "trapped\n"
+    runner_pid, sleeper_pid = map(int, pids.read_text().split())
+    assert gone(runner_pid) and gone(sleeper_pid)

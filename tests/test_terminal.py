@@ -41,12 +41,14 @@ def piped(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 WHOLE = ("resume with: ", "  recorded: ", "  already recorded: ")
 
 
-def fits(screen: Screen) -> None:
+def fits(screen: Screen, runner_says: tuple[str, ...] = ()) -> None:
     """Prose was folded at spaces to the 80 columns: the terminal, which cuts wherever the
     margin falls (`--hardwar` / `e gb10`), wrapped only a line sent whole on purpose or a
-    single word wider than the screen (a long path)."""
+    single word wider than the screen (a long path). `runner_says`: how the runner's own stderr
+    lines start (shown as it wrote them, as the harness leaves them on the terminal)."""
+    whole = WHOLE + runner_says
     cut = [
-        row for first, row in screen.wrapped if not first.startswith(WHOLE) and " " in row.strip()
+        row for first, row in screen.wrapped if not first.startswith(whole) and " " in row.strip()
     ]
     assert not cut, "\n".join(cut)
 
@@ -74,7 +76,8 @@ def test_ctrl_c_leaves_no_progress_line_and_no_untracked_file(two: Repo, runner:
     assert any(line.startswith("[1/6] alpha @ 512: ok") for line in shown)
     assert any("interrupted: alpha @ 1024 was killed; 1 of 6 cells done" in ln for ln in shown)
     assert any(line.startswith("resume with: oomrec sweep ") for line in shown)
-    fits(screen)
+    # The runner got SIGINT: its traceback is its own stderr, shown as it wrote it.
+    fits(screen, runner_says=("Traceback", "  File ", "    "))
     # What the interrupted sweep left (its CSV's sidecar, the record) stays out of git status;
     # the CSV itself is the user's result.
     status_lines = git(two.path, "status", "--porcelain", "--untracked-files=all").splitlines()

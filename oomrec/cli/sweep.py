@@ -472,6 +472,11 @@ class _LineReporter:
     def cell_started(self, done: int, cell: "Cell") -> None:
         self.started = True
 
+    def runner_line(self, line: str) -> None:
+        """A line of the running cell's stderr, shown as the harness leaves it on the terminal."""
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
     def cell_done(self, done: int, result: "CellResult") -> None:
         if output_state.STATE.quiet:
             return
@@ -534,6 +539,12 @@ class _ProgressReporter(_LineReporter):
     def cell_started(self, done: int, cell: "Cell") -> None:
         super().cell_started(done, cell)
         self.progress.update(self.task, description=f"{cell.model} @ {cell.length}")
+
+    def runner_line(self, line: str) -> None:
+        # Above the bar, as the log's lines: the progress line stays whole below them.
+        from rich.text import Text
+
+        self.progress.console.print(Text(line), highlight=False, soft_wrap=True)
 
     def cell_done(self, done: int, result: "CellResult") -> None:
         super().cell_done(done, result)

@@ -43,7 +43,6 @@ def exclude_sweep_files(csv_path: Path) -> str | None:
         lambda pattern: [
             pattern.removesuffix("json") + "*",
             pattern.removesuffix(".oomrec.json") + ".torn",
-            pattern.removesuffix(".oomrec.json") + ".replaced-*",
         ],
         "so the sweep's own files stay out of `git status`",
         only_new=False,

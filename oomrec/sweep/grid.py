@@ -713,13 +713,20 @@ class Sweep:
             }
         )
         self.result.killed_cell = cell
-        run = run_cell(
-            argv,
-            self.config.timeout,
-            guard=self.config.guard if probe is None else probe.limits,
-            echo=self.echo,
-            hard_limit=None if probe is None else probe.hard_limit,
-        )
+        shown = getattr(self.reporter, "runner_line", None)
+        lines = _Lines(shown) if shown is not None and self.echo is None else None
+        try:
+            run = run_cell(
+                argv,
+                self.config.timeout,
+                guard=self.config.guard if probe is None else probe.limits,
+                echo=self.echo,
+                hard_limit=None if probe is None else probe.hard_limit,
+                live=None if lines is None else lines.feed,
+            )
+        finally:
+            if lines is not None:
+                lines.close()
         self.result.killed_cell = None
         written = cellcsv.read_cell_csv(cell_csv, cell.model, cell.length)
         cellcsv.remove(cell_csv)
@@ -886,6 +893,36 @@ def _ends_torn(path: Path) -> bool:
             return handle.read(1) != b"\n"
     except OSError:
         return False
+
+
+class _Lines:
+    """The runner's stderr, shown live as the harness leaves it on the terminal: whole lines
+    handed to the reporter (which keeps its progress line below them), a line longer than
+    _LINE_CAP in pieces, what is left at the cell's end as a last line."""
+
+    def __init__(self, show: Callable[[str], None]) -> None:
+        self.show = show
+        self.pending = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self.pending += chunk
+        while True:
+            end = self.pending.find(b"\n")
+            if end < 0:
+                if len(self.pending) < _LINE_CAP:
+                    return
+                end = _LINE_CAP
+            line, self.pending = bytes(self.pending[:end]), self.pending[end + 1 :]
+            self.show(line.decode("utf-8", errors="replace").rstrip("\r"))
+
+    def close(self) -> None:
+        if self.pending:
+            line, self.pending = bytes(self.pending), bytearray()
+            with contextlib.suppress(OSError, ValueError):
+                self.show(line.decode("utf-8", errors="replace").rstrip("\r"))
+
+
+_LINE_CAP = 64 << 10
 
 
 # What a sweep's CSV may hold before its header ends: reading this much tells rows from none.

@@ -57,6 +57,12 @@ OUTPUT_TAIL_BYTES = 64 * 1024
 # its group) before oomrec stops reading.
 _DRAIN_S = 1.0
 _READ_CHUNK = 65536
+# On Ctrl-C or SIGTERM the runner's group gets SIGINT, as the harness's runner gets Ctrl-C from
+# the terminal, so its own trap (cleanup, a partial row) runs; it is killed only if it has not
+# ended this long after. 10 s: a runner's cleanup (removing temp files, writing its row, a GPU
+# context torn down) takes a second or two; a runner that ignores SIGINT must not hold a
+# sweep the user stopped for long.
+INTERRUPT_GRACE_S = 10.0
 # waitid(WNOWAIT) lets oomrec kill what is left of the group while the leader is still a zombie,
 # so its pid (the group id) cannot have been reused; macOS gains waitid only in Python 3.13.
 _HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
@@ -197,19 +203,25 @@ def run_cell(
     guard: GuardLimits | None = None,
     echo: Callable[[bytes], None] | None = None,
     hard_limit: int | None = None,
+    live: Callable[[bytes], None] | None = None,
 ) -> CellRun:
     """Run `argv` in a new session (its own process group) and wait for it.
 
-    `echo`: each chunk of the runner's output as it is read (`oomrec run` passes it through
-    live); what it raises (a closed pipe) stops the echo, never the cell. `hard_limit`: bytes
-    the cell's own cgroup is capped at (a probe's), where it has one.
+    The runner gets oomrec's stdin, as the harness's does; its stdout and stderr are read
+    through two pipes and both scanned for allocator messages. `echo`: each chunk of either
+    stream as it is read (`oomrec run` passes it through live); `live`: each chunk of its
+    stderr (a sweep shows it, as the harness leaves the runner's stderr on the terminal and its
+    stdout in /dev/null). What either raises (a closed pipe) stops it, never the cell.
+    `hard_limit`: bytes the cell's own cgroup is capped at (a probe's), where it has one.
 
     On timeout the whole group is killed. With a `guard` on, the tree's memory and the host's
     available memory are checked every CHECK_S; a breach sends SIGTERM to every process of the
     tree, then SIGKILL after GRACE_S. When the runner exits, whatever it left running is
     killed too, in its group or not (this process is the child subreaper meanwhile, on Linux),
     so no stray process holds memory into the next cell. An exception raised while waiting
-    (KeyboardInterrupt on SIGINT/SIGTERM) kills the tree, reaps the child and propagates.
+    (KeyboardInterrupt on SIGINT/SIGTERM) first sends SIGINT to the runner's group and waits
+    up to INTERRUPT_GRACE_S for it to end (its output still read), then kills the tree, reaps
+    the child and propagates.
     """
     before = oomkill.read_counters()
     log = oomkill.KernelLog()
@@ -233,20 +245,27 @@ def run_cell(
         return CellRun(
             tuple(argv), 127, False, "", None, 0.0, evidence, exec_error=exc.strerror or str(exc)
         )
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stderr is not None
     # The child was forked from oomrec as it was at that moment: its wait4 peak can be ours up
     # to our high-water mark then, which may have grown since the first reading.
     floor = max(floor, _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF)))
     tree.launched(proc.pid)
     watchdog.arm(proc.pid)
     watcher = _ExitWatcher(proc.pid)
-    scanner = SignatureScanner()
+    streams = {
+        proc.stdout.fileno(): _Stream(SignatureScanner(), None),
+        proc.stderr.fileno(): _Stream(SignatureScanner(), live),
+    }
     tail = bytearray()
     deadline = None if timeout is None else time.monotonic() + timeout
     watch = _GuardWatch(guard, tree, watcher, scope) if guard is not None and guard.on else None
     cell_peak = cell_kills = None
     try:
-        timed_out = _pump(proc.stdout.fileno(), watcher, tree, scanner, tail, deadline, watch, echo)
+        try:
+            timed_out = _pump(streams, watcher, tree, tail, deadline, watch, echo)
+        except KeyboardInterrupt:
+            _interrupt(streams, watcher, tree, tail, watch, echo)
+            raise
     finally:
         _kill_group(proc.pid)
         tree.kill_all()
@@ -254,6 +273,7 @@ def run_cell(
         status, rusage = watcher.reap()
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stdout.close()
+        proc.stderr.close()
         tree.close()
         if watch is not None:
             watch.close()
@@ -262,7 +282,11 @@ def run_cell(
         if scope is not None:
             cell_peak, cell_kills = scope.peak(), scope.oom_kills()
             scope.remove()
-    scanner.close()
+    hits = []
+    for stream in streams.values():
+        stream.scanner.close()
+        if stream.scanner.hit is not None:
+            hits.append(stream.scanner.hit)
     seconds = time.perf_counter() - start
     # The cgroup's peak counts each page once; the tree's sum of RSS counts shared ones twice.
     peaks = (
@@ -286,40 +310,69 @@ def run_cell(
         peak_rss_bytes=max(peaks) if peaks else None,
         seconds=seconds,
         kills=kills,
-        signature=scanner.hit,
+        signature=hits[0] if hits else None,
         leftovers=tree.leftovers,
         guard_stop=None if watch is None else watch.stop,
         address_space=tree.address_space,
     )
 
 
-def _pump(
-    out_fd: int,
+@dataclass
+class _Stream:
+    """One of the runner's output pipes: its scanner, and who sees it live (None: nobody)."""
+
+    scanner: SignatureScanner
+    live: Callable[[bytes], None] | None
+
+
+def _interrupt(
+    streams: dict[int, _Stream],
     watcher: _ExitWatcher,
     tree: proctree.ProcessTree,
-    scanner: SignatureScanner,
+    tail: bytearray,
+    watch: _GuardWatch | None,
+    echo: Callable[[bytes], None] | None,
+) -> None:
+    """oomrec was interrupted: SIGINT to the runner's group, as the harness's runner gets
+    Ctrl-C, and its output read until it ends or INTERRUPT_GRACE_S pass (then it is killed). A
+    second Ctrl-C kills it at once."""
+    if watcher.poll():
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(watcher.pid, signal.SIGINT)
+    with contextlib.suppress(KeyboardInterrupt):
+        _pump(streams, watcher, tree, tail, time.monotonic() + INTERRUPT_GRACE_S, watch, echo)
+
+
+def _pump(
+    streams: dict[int, _Stream],
+    watcher: _ExitWatcher,
+    tree: proctree.ProcessTree,
     tail: bytearray,
     deadline: float | None,
     watch: _GuardWatch | None = None,
     echo: Callable[[bytes], None] | None = None,
 ) -> bool:
-    """Read the child's output (scanned for signatures, its tail kept) until it exits and its
-    pipe closes, sampling the tree's memory (and guarding it) meanwhile; True on timeout."""
+    """Read the child's output (each stream scanned for signatures, their tail kept) until it
+    exits and its pipes close, sampling the tree's memory (and guarding it) meanwhile; True on
+    timeout."""
     timed_out = False
-    pipe_open = True
+    open_fds = set(streams)
     drain_until: float | None = None
     # Not at once: a child between fork and exec may still show oomrec's own memory as its RSS.
     # The guard cannot wait that long, and need not: Popen returns once the runner has exec'd.
     next_sample = time.monotonic() + (proctree.SAMPLE_S if watch is None else CHECK_S)
     next_check = next_sample if watch is not None else math.inf
     with selectors.DefaultSelector() as sel:
-        sel.register(out_fd, selectors.EVENT_READ)
-        sel.register(watcher.fileno(), selectors.EVENT_READ)
+        for fd in open_fds:
+            sel.register(fd, selectors.EVENT_READ)
+        if not watcher.exited:
+            sel.register(watcher.fileno(), selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             wait: float | None = None
             if watcher.exited:
-                if not pipe_open:
+                if not open_fds:
                     return timed_out
                 if drain_until is None:
                     # Leftovers would hold the pipe open; the leader is a zombie until reaped,
@@ -349,10 +402,11 @@ def _pump(
                         continue
                     wait = min(wait, deadline - now)
             for key, _ in sel.select(wait):
-                if key.fd == out_fd:
-                    chunk = os.read(out_fd, _READ_CHUNK)
+                if key.fd in open_fds:
+                    stream = streams[key.fd]
+                    chunk = os.read(key.fd, _READ_CHUNK)
                     if chunk:
-                        scanner.feed(chunk)
+                        stream.scanner.feed(chunk)
                         tail += chunk
                         del tail[:-OUTPUT_TAIL_BYTES]
                         if echo is not None:
@@ -361,9 +415,14 @@ def _pump(
                             except (OSError, ValueError):
                                 # The reader went away: the cell and its evidence go on.
                                 echo = None
+                        if stream.live is not None:
+                            try:
+                                stream.live(chunk)
+                            except (OSError, ValueError):
+                                stream.live = None
                     else:
-                        sel.unregister(out_fd)
-                        pipe_open = False
+                        sel.unregister(key.fd)
+                        open_fds.discard(key.fd)
                 else:
                     sel.unregister(key.fd)
                     watcher.ready()
@@ -516,10 +575,11 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-# Joins the cell's cgroup (its procs file is the shell's stdin, opened write-only), then runs the
-# runner in its place, stdin from /dev/null. The runner's argv follows as "$@": a fixed script
-# with positional arguments, so nothing in them is parsed by the shell.
-_JOIN_THEN_EXEC = 'echo 0 >&0 || exit 125; exec "$@" </dev/null'
+# Joins the cell's cgroup (its procs file, named by path as the first argument: dash reads no
+# descriptor above 9, and a descriptor passed on would leak into the runner), then runs the
+# runner in its place with oomrec's stdin, as the harness gives its runner. The runner's argv
+# follows as "$@": a fixed script with positional arguments, so nothing in them is parsed.
+_JOIN_THEN_EXEC = 'echo 0 > "$1" || exit 125; shift; exec "$@"'
 _SH = "/bin/sh"
 
 
@@ -539,19 +599,18 @@ def _spawn(
     raise them, so a runner that cannot start is still told apart from one that fails."""
     common: dict[str, Any] = {
         "stdout": subprocess.PIPE,
-        "stderr": subprocess.STDOUT,
+        "stderr": subprocess.PIPE,
         "start_new_session": True,
         "env": env,
         "cwd": cwd,
     }
     if scope is None:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, **common)
+        return subprocess.Popen(argv, **common)
     if not os.access(_SH, os.X_OK):
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=scope.join, **common)
+        return subprocess.Popen(argv, preexec_fn=scope.join, **common)
     _check_executable(argv[0], env, cwd)
-    return subprocess.Popen(
-        [_SH, "-c", _JOIN_THEN_EXEC, "sh", *argv], stdin=scope.procs_fd, **common
-    )
+    procs = str(scope.path / "cgroup.procs")
+    return subprocess.Popen([_SH, "-c", _JOIN_THEN_EXEC, "sh", procs, *argv], **common)
 
 
 def _check_executable(program: str, env: Mapping[str, str] | None, cwd: Path | None) -> None:
