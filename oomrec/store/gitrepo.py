@@ -23,19 +23,37 @@ from oomrec.core.errors import OomrecError
 from oomrec.staleness.fixlog import GIT_CONFIG, Event, log_args, parse_log
 
 
+class _LiteralGit(git.Git):
+    """GitPython's git command runner, run in its working directory as named: git.Git expands
+    `$NAME` (and a leading `~`) in it whatever the Repo was told."""
+
+    def __init__(self, working_dir: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(working_dir)
+        if working_dir is not None:
+            self._working_dir = os.path.normpath(os.path.abspath(os.fspath(working_dir)))
+
+
+class _Repo(git.Repo):
+    """A repository opened at its literal path: no `$NAME` expansion anywhere."""
+
+    GitCommandWrapperType = _LiteralGit
+
+
 def open_repo(start: Path | None = None) -> git.Repo | None:
     """The repository containing `start` (default: the cwd), or None outside any repository.
 
-    Every git command run through it gets `-c` overrides (fixes.GIT_CONFIG), so that a user's
+    A path is a path: GitPython would expand `$NAME` in it (a clone in `repo$X` would open the
+    sibling `repo<value of X>`), so none happens, in the Repo nor in its git runner. Every git
+    command run through it gets `-c` overrides (fixes.GIT_CONFIG), so that a user's
     `grep.patternType`, `log.showSignature` or `diff.noprefix` cannot change git's answers.
     """
     try:
         if start is None and os.environ.get("GIT_DIR"):
             # The repository git would use: GitPython reads $GIT_DIR and $GIT_WORK_TREE itself
             # only when given no path.
-            repo = git.Repo()
+            repo = _Repo(expand_vars=False)
         else:
-            repo = git.Repo(start or Path.cwd(), search_parent_directories=True)
+            repo = _Repo(start or Path.cwd(), search_parent_directories=True, expand_vars=False)
     except (InvalidGitRepositoryError, NoSuchPathError):
         return None
     repo.git.set_persistent_git_options(c=list(GIT_CONFIG))

@@ -1,0 +1,106 @@
+"""Trust boundaries of what oomrec writes and opens (issue 41): a clone someone else committed
+to cannot make oomrec write outside it, and a repository's path is a path, never expanded.
+
+Every test runs the CLI on real files in real repositories: clones of a hostile bare repository
+whose attacker committed what a victim's clone then holds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.gitrepo import git
+from tests.helpers import dry_run_verdicts
+
+Cli = Callable[..., CliResult]
+SHA = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
+GIB = 1024**3
+
+
+def one_error(result: CliResult) -> str:
+    """The one line a refusal prints (exit 2, nothing on stdout)."""
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths are paths: GitPython's `$NAME` expansion never picks another repository.
+
+
+class Origin:
+    """A bare origin; `clone(name)` makes a clone at `root/name`, literally (no expansion)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.path = root / "origin.git"
+        git(root, "init", "-q", "--bare", "-b", "main", str(self.path))
+        seed = root / "seed"
+        git(root, "clone", "-q", str(self.path), str(seed))
+        git(seed, "commit", "-q", "--allow-empty", "-m", "base")
+        git(seed, "push", "-q", "origin", "main")
+
+    def clone(self, name: str) -> Path:
+        path = self.root / name
+        git(self.root, "clone", "-q", str(self.path), str(path))
+        (path / "models" / "gemma-4-31b").mkdir(parents=True)
+        return path
+
+
+def _as_host(monkeypatch: pytest.MonkeyPatch, where: Path, host: str) -> None:
+    monkeypatch.chdir(where)
+    monkeypatch.setenv("OOMREC_HARDWARE", "gb10")
+    monkeypatch.setenv("OOMREC_MEM_BYTES", str(128 * GIB))
+    monkeypatch.setenv("OOMREC_HOST", host)
+
+
+def test_a_dollar_in_the_repository_path_reads_this_repositorys_notes_not_a_siblings(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`repo$S4DV` with S4DV=other: GitPython would open `repoother`, a sibling that holds a
+    record of its own in its notes; list and sweep must read `repo$S4DV`'s (none)."""
+    origin = Origin(tmp_path)
+    other = origin.clone("repoother")
+    _as_host(monkeypatch, other, "gb10-other")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+    # Its record only in its notes: the local file would not be read from the other clone.
+    (other / "benchmarks" / ".oom-record").unlink()
+    listed = json.loads(cli("record", "list", "--json").stdout)["records"]
+    assert [r["from"] for r in listed] == ["notes:gb10-other"]
+
+    mine = origin.clone("repo$S4DV")
+    assert mine.name == "repo$S4DV"
+    _as_host(monkeypatch, mine, "gb10-mine")
+    monkeypatch.setenv("S4DV", "other")
+    listed = json.loads(cli("record", "list", "--json").stdout)["records"]
+    assert listed == []
+    assert dry_run_verdicts(cli, mine)[1] == ["run", "run"]
+
+
+def test_home_in_the_repository_path_sets_up_pulls_and_checks_this_repository(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`v$HOME`: expanded, it names no folder, and remote setup, pull and check failed."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    origin = Origin(tmp_path)
+    a = origin.clone("a")
+    _as_host(monkeypatch, a, "gb10-a")
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+
+    victim = origin.clone("v$HOME")
+    _as_host(monkeypatch, victim, "gb10-v")
+    setup = cli("remote", "setup")
+    assert setup.exit_code == 0, setup.stderr
+    pulled = cli("record", "pull")
+    assert pulled.exit_code == 0, pulled.stderr
+    assert pulled.stdout.endswith("records by host: gb10-a (1)\n")
+    checked = cli("check", "gemma-4-31b", "8192")
+    assert checked.exit_code == 1, (checked.stdout, checked.stderr)
+    assert cli("check", "gemma-4-31b", "4096").exit_code == 0
