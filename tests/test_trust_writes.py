@@ -104,3 +104,76 @@ def test_home_in_the_repository_path_sets_up_pulls_and_checks_this_repository(
     checked = cli("check", "gemma-4-31b", "8192")
     assert checked.exit_code == 1, (checked.stdout, checked.stderr)
     assert cli("check", "gemma-4-31b", "4096").exit_code == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# A hostile clone: what an attacker committed, cloned by a victim.
+
+HEADER = "model,prompt_target_len,date,hardware,commit,mlx_peak_gb,peak_bytes"
+PWN = "x;id>PWNED;x"
+
+
+def oom_row(model: str, length: int = 512) -> str:
+    return f"{model},{length},2026-07-03,testhw,{SHA},,,SKIP:oom"
+
+
+def hostile_clone(
+    tmp_path: Path, files: dict[str, str] | None = None, links: dict[str, str] | None = None
+) -> Path:
+    """The victim's clone of a bare repository an attacker pushed `files` and `links` (path in
+    the repository -> symlink target, committed as symlinks) to."""
+    attacker = tmp_path / "attacker"
+    git(tmp_path, "init", "-q", "-b", "main", str(attacker))
+    for rel, text in (files or {}).items():
+        (attacker / rel).parent.mkdir(parents=True, exist_ok=True)
+        (attacker / rel).write_text(text, encoding="utf-8")
+    for rel, target in (links or {}).items():
+        (attacker / rel).parent.mkdir(parents=True, exist_ok=True)
+        (attacker / rel).symlink_to(target)
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "-q", "--allow-empty", "-m", "benchmarks")
+    bare = tmp_path / "hostile.git"
+    git(tmp_path, "clone", "-q", "--bare", str(attacker), str(bare))
+    victim = tmp_path / "victim"
+    git(tmp_path, "clone", "-q", str(bare), str(victim))
+    return victim
+
+
+def test_import_refuses_a_model_name_with_shell_metacharacters_as_record_add_does(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import reads names by record add's one rule: a row naming `x;id>PWNED;x` is left out
+    with a warning; the honest row beside it is recorded."""
+    csv = "\n".join([HEADER, oom_row(PWN), oom_row("ok-model", 1024)]) + "\n"
+    victim = hostile_clone(tmp_path, {"benchmarks/cuda_testhw_x.csv": csv})
+    monkeypatch.chdir(victim)
+    done = cli("record", "import-csv")
+    assert done.exit_code == 0, done.stderr
+    record = (victim / "benchmarks" / ".oom-record").read_text()
+    assert [line.split(",")[0] for line in record.splitlines()] == ["ok-model"]
+    assert "contains a shell metacharacter" in done.stderr
+    assert "x;id>PWNED;x" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        (PWN, "a shell metacharacter"),
+        ("a|b", "a shell metacharacter"),
+        ("a&b", "a shell metacharacter"),
+        ("a$HOME", "a shell metacharacter"),
+        ("a`id`", "a shell metacharacter"),
+        ("a<b", "a shell metacharacter"),
+        ("it's", "a quote"),
+        ("a b", "whitespace"),
+        ("a\u00a0b", "whitespace"),
+    ],
+)
+def test_record_add_refuses_shell_metacharacters_in_one_line(
+    tmp_path: Path, cli: Cli, model: str, why: str
+) -> None:
+    record = tmp_path / "rec"
+    line = one_error(cli("record", "add", model, "512", "--record", str(record)))
+    assert line.startswith("oomrec: error: model name ")
+    assert f"contains {why}; give the model's directory" in line
+    assert not record.exists()

@@ -1298,6 +1298,7 @@ _TYPED_LENGTH = re.compile(r"([0-9]+)([kK]?)")
 
 
 _MODEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_MODEL_SHELL = re.compile(r"[;|&$`<>\\]")
 _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("a leading '/'", lambda m: m.startswith("/")),
     ("an empty or '.' path part", lambda m: any(p in ("", ".") for p in m.split("/"))),
@@ -1306,5 +1307,9 @@ _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("a '..' path part", lambda m: ".." in m.split("/")),
     # C0, DEL and C1 (an 8-bit CSI is a terminal's escape too), and the Unicode line breaks.
     ("a line break or control character", lambda m: bool(_MODEL_CONTROL.search(m))),
-    ("a quote", lambda m: '"' in m),
+    ("a quote", lambda m: '"' in m or "'" in m),
+    # A name is pasted into shell lines (the runner's command, `oomrec check "$MODEL"` in a
+    # script, a record line a shell may read): none of the shell's own characters.
+    ("a shell metacharacter", lambda m: bool(_MODEL_SHELL.search(m))),
+    ("whitespace", lambda m: any(c.isspace() for c in m)),
 )

@@ -103,7 +103,8 @@ def model_problem(model: str) -> str | None:
         check_model_name(model)
     except OomrecError as exc:
         # The model shown clipped: a hostile cell can be megabytes long.
-        return str(exc).split(";")[0].replace(repr(model), clip(model))
+        # Cut at the advice, not at the first ';': the name itself may hold one.
+        return str(exc).replace(repr(model), clip(model)).split("; give ")[0]
     return None
 
 
