@@ -177,3 +177,150 @@ def test_record_add_refuses_shell_metacharacters_in_one_line(
     assert line.startswith("oomrec: error: model name ")
     assert f"contains {why}; give the model's directory" in line
     assert not record.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Writes stay inside: a committed symlink is never written through.
+
+# A shell start-up file whose last line has no line ending (a writer would have "repaired" it).
+BASHRC = "# ~/.bashrc\nalias ll='ls -l'"
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text(BASHRC)
+    return home
+
+
+def _untouched(home: Path) -> None:
+    """The victim's home as it was: .bashrc byte for byte, and no lock or torn file beside it."""
+    assert (home / ".bashrc").read_text() == BASHRC
+    assert sorted(p.name for p in home.iterdir()) == [".bashrc"]
+
+
+WRITERS = {
+    "import-csv": ("record", "import-csv"),
+    "record add": ("record", "add", "ok-model", "2048"),
+    "retract": ("record", "retract", "ok-model", "1024", "--reason", "typo"),
+    "prune": ("record", "prune"),
+    "restore": ("record", "restore", "--all"),
+    "sweep": ("sweep", "--models", "ok-model", "--lengths", "512", "--runner", "true {cell_csv}"),
+    "run": ("run", "ok-model", "512", "--", "true"),
+}
+
+
+@pytest.mark.parametrize("command", list(WRITERS))
+def test_a_record_symlink_committed_in_a_clone_is_refused_by_every_writer(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """The clone commits `benchmarks/.oom-record` -> ~/.bashrc and a CSV naming the model
+    `x;id>PWNED;x`: no command appends to .bashrc, puts a lock or a torn line beside it."""
+    home = _home(tmp_path)
+    csv = "\n".join([HEADER, oom_row(PWN), oom_row("ok-model", 1024)]) + "\n"
+    victim = hostile_clone(
+        tmp_path,
+        {"benchmarks/cuda_testhw_x.csv": csv},
+        {"benchmarks/.oom-record": str(home / ".bashrc")},
+    )
+    (victim / "models" / "ok-model").mkdir(parents=True)
+    monkeypatch.chdir(victim)
+    line = one_error(cli(*WRITERS[command]))
+    assert line == (
+        f"oomrec: error: {victim / 'benchmarks' / '.oom-record'}: benchmarks/.oom-record is a "
+        f"symlink committed in the repository {victim} (to {home / '.bashrc'}); refusing to "
+        "write through it; remove it (git rm) or pass --record FILE"
+    )
+    _untouched(home)
+
+
+@pytest.mark.parametrize("side", [".oom-record.lock", ".oom-record.torn", ".oom-record.archive"])
+def test_a_lock_torn_or_archive_symlink_committed_in_a_clone_is_refused(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, side: str
+) -> None:
+    home = _home(tmp_path)
+    victim = hostile_clone(tmp_path, links={f"benchmarks/{side}": str(home / ".bashrc")})
+    monkeypatch.chdir(victim)
+    # A torn last line of the victim's own record: the next writer would move it aside.
+    (victim / "benchmarks" / ".oom-record").write_text(f"ok-model,1024,2026-07-03,{SHA},,x.csv\nm,")
+    args = (
+        ("record", "retract", "ok-model", "1024", "--reason", "typo")
+        if side.endswith("archive")
+        else ("record", "add", "ok-model", "2048")
+    )
+    line = one_error(cli(*args))
+    assert f"benchmarks/{side} is a symlink committed in the repository {victim}" in line
+    _untouched(home)
+
+
+def test_a_dangling_committed_record_symlink_creates_no_file_outside(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = hostile_clone(tmp_path, links={"benchmarks/.oom-record": str(outside / "planted")})
+    monkeypatch.chdir(victim)
+    line = one_error(cli("record", "add", "ok-model", "2048"))
+    assert "is a symlink committed in the repository" in line
+    assert list(outside.iterdir()) == []
+
+
+def test_a_committed_symlink_is_refused_even_when_named_on_the_command_line(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user named the link, not its target: the clone chose where it points."""
+    home = _home(tmp_path)
+    victim = hostile_clone(tmp_path, links={"data/rec": str(home / ".bashrc")})
+    monkeypatch.chdir(victim)
+    line = one_error(cli("record", "add", "ok-model", "2048", "--record", "data/rec"))
+    assert line.startswith("oomrec: error: data/rec: data/rec is a symlink committed in the ")
+    _untouched(home)
+
+
+def test_a_committed_symlinked_folder_is_refused(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = _home(tmp_path)
+    victim = hostile_clone(tmp_path, links={"benchmarks": str(home)})
+    monkeypatch.chdir(victim)
+    line = one_error(cli("record", "add", "ok-model", "2048"))
+    assert "benchmarks is a symlink committed in the repository" in line
+    _untouched(home)
+
+
+def test_a_record_path_the_clones_pyproject_sets_outside_it_is_refused_unless_the_user_names_it(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[tool.oomrec] record` is the clone's text: it may not point outside the clone. The same
+    path in $OOMREC_RECORD or --record is the user's choice, and is written."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = hostile_clone(
+        tmp_path, {"pyproject.toml": '[tool.oomrec]\nrecord = "../outside/rec"\n'}
+    )
+    monkeypatch.chdir(victim)
+    line = one_error(cli("record", "add", "ok-model", "2048"))
+    assert line == (
+        f"oomrec: error: {victim / '../outside/rec'}: resolves to {outside / 'rec'}, outside "
+        f"the repository {victim}; refusing to write there; pass --record FILE naming the file "
+        "to write there on purpose"
+    )
+    assert list(outside.iterdir()) == []
+    assert cli("record", "add", "ok-model", "2048", "--record", str(outside / "rec")).exit_code == 0
+    monkeypatch.setenv("OOMREC_RECORD", str(outside / "rec"))
+    assert cli("record", "add", "ok-model", "4096").exit_code == 0
+    assert len((outside / "rec").read_text().splitlines()) == 2
+
+
+def test_a_lock_beside_a_named_record_may_not_lead_out_of_its_folder(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user named the record; a symlink planted as its lock (untracked: outside any
+    repository) is not theirs: the lock stays in the record's folder."""
+    home = _home(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rec.lock").symlink_to(home / ".bashrc")
+    line = one_error(cli("record", "add", "ok-model", "2048", "--record", str(data / "rec")))
+    assert f"resolves to {home / '.bashrc'}, outside the folder of the file named {data};" in line
+    _untouched(home)

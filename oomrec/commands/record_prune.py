@@ -80,6 +80,8 @@ def record_prune(
 
     tag = option_tag(hardware)
     record_file, settings = open_record(record)
+    if not dry_run:
+        record_file.check_confined()
     loaded = record_file.load()
     _, warnings = record_warnings(loaded)
     plan = prune.plan(record_file, trailer_key(settings), since, models, tag, loaded)
@@ -142,6 +144,8 @@ def record_restore(
     from oomrec.staleness import prune
 
     record_file, settings = open_record(record)
+    if not dry_run:
+        record_file.check_confined()
     back, stay = prune.restore_plan(record_file, trailer_key(settings), fix, everything, retracted)
     restored = [] if dry_run else prune.restore(record_file, back)
     return RestoreResult(

@@ -88,6 +88,7 @@ def record_retract(
     why = check_reason(reason)
     tag = option_tag(hardware) if hardware is not None else None
     record_file, _ = open_record(record)
+    record_file.check_confined()
     warnings: list[str] = []
 
     def matches(rec: OomRecord | None) -> bool:

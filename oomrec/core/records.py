@@ -38,6 +38,7 @@ from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.regular import NotRead, read_regular
 
 if TYPE_CHECKING:
+    from oomrec.core.confine import Confinement
     from oomrec.staleness.verdict import Judgement
 
 FIELDS = (
@@ -705,6 +706,10 @@ class RecordFile:
         # Called once, before this process first takes the lock (the first write creates the
         # lock file, maybe the record): a command's chance to keep them out of `git status`.
         self.before_first_write: Callable[[], None] | None = None
+        # Where writes may go (core.confine), checked once before the first write; None: the
+        # caller made the folder itself (the demo).
+        self.confinement: Confinement | None = None
+        self._confined = False
 
     @property
     def real_path(self) -> Path:
@@ -735,6 +740,16 @@ class RecordFile:
         except OSError:
             return False
 
+    def check_confined(self) -> None:
+        """Writes stay inside (core.confine): the one check before this file, its lock or its
+        torn-line file is created or written; OomrecError (one line) when they would not."""
+        if self.confinement is None or self._confined:
+            return
+        from oomrec.core.confine import check_writes
+
+        check_writes(self.shown_as, self.path, [self.lock_path, self.torn_path], self.confinement)
+        self._confined = True
+
     def load(self) -> Loaded:
         """Read the file; a missing file is an empty record. Unparsed lines come with a warning."""
         with no_cycle_collection():
@@ -747,6 +762,7 @@ class RecordFile:
     def append_text(self, text: str) -> None:
         """Append `text` (whole lines) all or nothing, fsynced. The caller holds the lock that
         guards this file (the archive is written under the record's `locked()`)."""
+        self.check_confined()
         self._check_regular()
         self.real_path.parent.mkdir(parents=True, exist_ok=True)
         fd = self._open_for_write()
@@ -763,6 +779,7 @@ class RecordFile:
     def replace_text(self, text: str) -> None:
         """Replace the file with `text` atomically (temp file, fsync, rename). The caller holds
         the lock that guards this file."""
+        self.check_confined()
         self._check_rewritable()
         self._replace_with(text)
 
@@ -799,6 +816,7 @@ class RecordFile:
         if not pending:
             return []
         payload = "".join(format_line(r) + "\n" for r in pending)
+        self.check_confined()
         self._check_regular()
         self.real_path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock():
@@ -857,6 +875,7 @@ class RecordFile:
 
     def check_writable(self) -> None:
         """OomrecError unless an append could take the lock and write (nothing is written)."""
+        self.check_confined()
         self._check_regular()
         try:
             self.real_path.parent.mkdir(parents=True, exist_ok=True)
@@ -881,6 +900,7 @@ class RecordFile:
         back byte for byte with their own line endings (and a leading BOM stays). Returns what
         was read inside the lock.
         """
+        self.check_confined()
         self._check_rewritable()
         with self._lock():
             if self.path.exists():
@@ -1118,6 +1138,7 @@ class RecordFile:
             finally:
                 self._held -= 1
             return
+        self.check_confined()
         # filelock costs ~0.1 s to import; only writers pay it.
         from filelock import FileLock, Timeout
 

@@ -188,7 +188,10 @@ def retraction(reason: str, shared: bool = False) -> str:
 def archive_file(record_file: RecordFile) -> RecordFile:
     """The archive of `record_file`, written only under the record's lock."""
     path = record_file.path.with_name(record_file.path.name + SUFFIX)
-    return RecordFile(path, shown_as=record_file.shown_as + SUFFIX)
+    archive = RecordFile(path, shown_as=record_file.shown_as + SUFFIX)
+    # Its writes stay where the record's may go.
+    archive.confinement = record_file.confinement
+    return archive
 
 
 def archive_line(original: str, fix: str, when: datetime | None = None) -> str:

@@ -17,6 +17,7 @@ from oomrec.core.settings import check_tool_keys
 
 if TYPE_CHECKING:
     # Imported where a record is opened: the hooks' fast path reads settings and no record.
+    from oomrec.core.confine import Confinement
     from oomrec.core.records import RecordFile
 
 DEFAULT_RECORD = Path("benchmarks") / ".oom-record"
@@ -201,9 +202,48 @@ def open_record(
     # A path the user typed is shown as typed; a derived one relative to where they stand.
     shown = str(record) if record is not None else display_path(path)
     record_file = RecordFile(path, shown_as=shown)
+    record_file.confinement = _confinement(settings, named_by_user=record is not None)
     if writing:
+        # Refused before anything is read or said: not only when there is something to write.
+        record_file.check_confined()
         record_file.before_first_write = lambda: _exclude_from_git(path, on_notice)
     return record_file, settings
+
+
+def _confinement(settings: Settings, *, named_by_user: bool) -> Confinement:
+    """Where the record's writes may go (core.confine): inside the repository (the cwd outside
+    git), unless the user named the path: `--record`, or `$OOMREC_RECORD` (the user's own
+    environment; `[tool.oomrec] record` is the repository's text, as a clone brings it)."""
+    from oomrec.core.confine import Confinement
+
+    base = _record_base(settings)
+    repos = tuple(dict.fromkeys(p for p in (settings.repo_root, base) if p is not None))
+    return Confinement(
+        root=base,
+        repos=repos if settings.repo_root is not None else (),
+        named_by_user=named_by_user or bool(os.environ.get(RECORD_ENV)),
+        flag="--record",
+    )
+
+
+def check_output(path: Path, settings: Settings, *, named_by_user: bool) -> None:
+    """OomrecError (one line) unless a sweep's CSV may go to `path`, checked before anything is
+    written (its lock included): never git's or oomrec's own file (core.confine.reserved_target),
+    and inside the repository unless the user named it (`--output`), with the files beside it."""
+    from oomrec.core.confine import Confinement, check_writes, reserved_target
+    from oomrec.core.provenance import journal_path, sidecar_path
+
+    reserved = reserved_target(path, "--output", "the sweep's CSV")
+    if reserved is not None:
+        raise OomrecError(reserved)
+    confinement = Confinement(
+        root=settings.base,
+        repos=(settings.repo_root,) if settings.repo_root is not None else (),
+        named_by_user=named_by_user,
+        flag="--output",
+    )
+    beside = [sidecar_path(path), journal_path(path), path.with_name(path.name + ".oomrec.lock")]
+    check_writes(str(path), path, beside, confinement)
 
 
 def _exclude_from_git(path: Path, on_notice: Callable[[str], None] | None) -> None:
