@@ -324,3 +324,93 @@ def test_a_lock_beside_a_named_record_may_not_lead_out_of_its_folder(
     line = one_error(cli("record", "add", "ok-model", "2048", "--record", str(data / "rec")))
     assert f"resolves to {home / '.bashrc'}, outside the folder of the file named {data};" in line
     _untouched(home)
+
+
+# ---------------------------------------------------------------------------------------------
+# Git's files and oomrec's own are never a derived file's target.
+
+CLONE_FILES = {
+    "models/ok-model/.keep": "",
+    "benchmarks/cuda_testhw_x.csv": f"{HEADER}\n{oom_row('ok-model', 1024)}\n",
+}
+SWEEP = ("sweep", "--models", "ok-model", "--lengths", "512", "--runner", "true {cell_csv}")
+
+
+def _last_error(result: CliResult) -> str:
+    """A sweep says its header first; a refusal is its last line, with nothing on stdout."""
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    return result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("target", [".git/config", ".git/hooks/pre-commit", "sub/../.git/HEAD"])
+def test_a_file_of_git_is_never_the_sweeps_output_or_the_reports_page(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    victim = hostile_clone(tmp_path, CLONE_FILES)
+    monkeypatch.chdir(victim)
+    (victim / "sub").mkdir()
+    before = {p: p.read_bytes() for p in (victim / ".git").rglob("*") if p.is_file()}
+    line = _last_error(cli(*SWEEP, "--output", target))
+    assert line == (
+        f"oomrec: error: --output {target} is inside git's own folder (.git); writing the "
+        "sweep's CSV there would overwrite git's files; pass another --output"
+    )
+    line = one_error(cli("report", "--html", target))
+    assert line == (
+        f"oomrec: error: --html {target} is inside git's own folder (.git); writing the page "
+        "there would overwrite git's files; pass another --html"
+    )
+    after = {p: p.read_bytes() for p in (victim / ".git").rglob("*") if p.is_file()}
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    "name", ["old.csv.oomrec.json", "old.csv.oomrec.json.journal", "old.csv.oomrec.lock"]
+)
+def test_a_sweeps_provenance_or_lock_file_is_never_an_output_or_a_page(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    victim = hostile_clone(tmp_path, CLONE_FILES)
+    monkeypatch.chdir(victim)
+    kept = victim / "benchmarks" / name
+    kept.write_text('{"schema_version": 1, "cells": []}\n')
+    target = f"benchmarks/{name}"
+    assert _last_error(cli(*SWEEP, "--output", target)) == (
+        f"oomrec: error: --output {target} is a sweep's provenance or lock file; writing the "
+        "sweep's CSV there would wipe it; pass another --output"
+    )
+    assert one_error(cli("report", "--html", target)) == (
+        f"oomrec: error: --html {target} is a sweep's provenance or lock file; writing the "
+        "page there would wipe it; pass another --html"
+    )
+    assert kept.read_text() == '{"schema_version": 1, "cells": []}\n'
+    assert sorted(p.name for p in kept.parent.iterdir()) == sorted([name, "cuda_testhw_x.csv"])
+
+
+def test_an_output_the_clone_chose_stays_inside_it(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[tool.oomrec] output` pointing out of the clone, or at a symlink committed there, is
+    refused before anything is written (its lock included); --output is the user's own."""
+    home = _home(tmp_path)
+    victim = hostile_clone(
+        tmp_path,
+        {"models/ok-model/.keep": "", "pyproject.toml": '[tool.oomrec]\noutput = "out.csv"\n'},
+        {"out.csv": str(home / ".bashrc")},
+    )
+    monkeypatch.chdir(victim)
+    line = _last_error(cli(*SWEEP))
+    assert line == (
+        f"oomrec: error: {victim / 'out.csv'}: out.csv is a symlink committed in the repository "
+        f"{victim} (to {home / '.bashrc'}); refusing to write through it; remove it (git rm) or "
+        "pass --output FILE"
+    )
+    (victim / "pyproject.toml").write_text('[tool.oomrec]\noutput = "../home/sweep.csv"\n')
+    line = _last_error(cli(*SWEEP))
+    assert line.startswith(f"oomrec: error: {victim / '../home/sweep.csv'}: resolves to ")
+    assert f"outside the repository {victim}; refusing to write there;" in line
+    _untouched(home)
+    done = cli(*SWEEP, "--output", str(home / "mine.csv"))
+    assert done.exit_code == 0, done.stderr
+    assert (home / "mine.csv").read_text().startswith("model,")

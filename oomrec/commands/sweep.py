@@ -281,6 +281,8 @@ def prepare(
         demo_dirs=demo_dirs,
         warnings=read_as,
     )
+    if demo_dirs is None or options.output is not None:
+        config_mod.check_output(config.output, settings, named_by_user=options.output is not None)
     held = None
     lock_notices: list[str] = []
     if lock:

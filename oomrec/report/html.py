@@ -17,6 +17,7 @@ from datetime import date as Date
 from html import escape
 from pathlib import Path
 
+from oomrec.core.confine import reserved_target
 from oomrec.core.errors import OomrecError
 from oomrec.core.records import RecordFile, short_commit
 from oomrec.report.frontier import (
@@ -109,6 +110,9 @@ def target_problem(path: Path, searched: Sequence[Path], record: RecordFile) -> 
             f"--html {path} is the OOM record {record.shown_as} or a file beside it; writing the "
             "page there would wipe it; pass another --html"
         )
+    reserved = reserved_target(path, "--html", "the page")
+    if reserved is not None:
+        return reserved
     real = Path(os.path.realpath(path))
     for where in searched:
         top = Path(os.path.realpath(where))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oomrec.core import amounts
+from oomrec.core.confine import reserved_target
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import (
     check_model_path,
@@ -543,6 +544,9 @@ def output_problem(config: SweepConfig) -> str | None:
             f"--output {config.output} is the OOM record {config.record.shown_as} or a file "
             "beside it; writing the sweep's CSV there would wipe it; pass another --output"
         )
+    reserved = reserved_target(config.output, "--output", "the sweep's CSV")
+    if reserved is not None:
+        return reserved
     try:
         mode = config.output.stat().st_mode
     except OSError:
