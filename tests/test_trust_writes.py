@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import CliResult
 from tests.gitrepo import git
 from tests.helpers import dry_run_verdicts
+from tests.test_disk_full import small_tmpfs
 
 Cli = Callable[..., CliResult]
 SHA = "9bef3f2334c4048d8540aa392ef030c97d4dad2c"
@@ -414,3 +415,32 @@ def test_an_output_the_clone_chose_stays_inside_it(
     done = cli(*SWEEP, "--output", str(home / "mine.csv"))
     assert done.exit_code == 0, done.stderr
     assert (home / "mine.csv").read_text().startswith("model,")
+
+
+# ---------------------------------------------------------------------------------------------
+# A derived file is replaced all or nothing.
+
+
+def _frontier_csv(folder: Path, models: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [oom_row(f"model-{i}", 512 * (i % 7 + 1)) for i in range(models)]
+    (folder / "cuda_testhw_x.csv").write_text("\n".join([HEADER, *rows]) + "\n")
+
+
+def test_a_full_disk_leaves_the_previous_html_page_whole(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report --html` on a 64 KiB tmpfs: a page that does not fit is one line and exit 2, and
+    the page there before is still there, whole; no temp file is left beside it."""
+    monkeypatch.chdir(tmp_path)
+    _frontier_csv(tmp_path / "small", 2)
+    _frontier_csv(tmp_path / "big", 60)
+    with small_tmpfs(tmp_path / "disk", "64k") as disk:
+        page = disk / "frontier.html"
+        assert cli("report", "small", "--html", str(page), "--record", "rec").exit_code == 0
+        before = page.read_bytes()
+        assert b"model-1" in before and len(before) < 32 * 1024
+        line = one_error(cli("report", "big", "--html", str(page), "--record", "rec"))
+        assert line.startswith(f"oomrec: error: cannot write {page}: No space left on device")
+        assert page.read_bytes() == before
+        assert [p.name for p in disk.iterdir()] == ["frontier.html"]

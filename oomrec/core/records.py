@@ -1029,24 +1029,9 @@ class RecordFile:
     def _write_replacement(self, text: str) -> None:
         # Rewrites refuse symlinks, so the path is the file; resolved all the same, so a
         # symlinked folder puts the temp file beside the real file.
-        target = self.real_path
-        directory = target.parent
-        directory.mkdir(parents=True, exist_ok=True)
-        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644
-        import tempfile  # here: only a rewrite needs it (~4 ms of every start-up otherwise)
+        from oomrec.core.atomic import replace_file
 
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        _fsync_dir(directory)
+        replace_file(self.real_path, text.encode("utf-8", errors="surrogateescape"))
 
     def _parse(self, text: str) -> Loaded:
         lines = parse_text(text)

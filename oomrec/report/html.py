@@ -17,6 +17,7 @@ from datetime import date as Date
 from html import escape
 from pathlib import Path
 
+from oomrec.core.atomic import replace_file
 from oomrec.core.confine import reserved_target
 from oomrec.core.errors import OomrecError
 from oomrec.core.records import RecordFile, short_commit
@@ -133,7 +134,9 @@ def write_html(report: Report, path: Path) -> None:
     try:
         regular = not path.exists() or path.is_file()
         if regular:
-            path.write_bytes(page)
+            # All or nothing: a full disk leaves the previous page, not a truncated one. The
+            # file itself is replaced, so a symlink to it stays one.
+            replace_file(Path(os.path.realpath(path)), page, create_folder=False)
             return
         fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
