@@ -317,9 +317,11 @@ def test_a_model_name_is_one_argument_and_never_a_command(
     )
     runner.behave({name: "argv"})
     result = cli("sweep", "--runner", runner.template, "--output", "out.csv")
-    assert result.exit_code == 0, result.stderr
-    argv = json.loads((runner.dir / "argv.json").read_text())
-    assert argv[:3] == [name, f"./models/{name}", "512"]
+    # Refused before anything runs (issue 41): a name a shell would split is no model's, and
+    # its record line would reach every script that reads the record.
+    assert result.exit_code == 2
+    assert "contains a shell metacharacter" in result.stderr
+    assert runner.launched() == []
     assert not list(repo.path.rglob("pwned*"))
     assert not list(runner.dir.glob("pwned*"))
 

@@ -165,6 +165,7 @@ def test_import_refuses_a_model_name_with_shell_metacharacters_as_record_add_doe
         ("a$HOME", "a shell metacharacter"),
         ("a`id`", "a shell metacharacter"),
         ("a<b", "a shell metacharacter"),
+        ("a(b)", "a shell metacharacter"),
         ("it's", "a quote"),
         ("a b", "whitespace"),
         ("a\u00a0b", "whitespace"),

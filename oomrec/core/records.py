@@ -1304,7 +1304,7 @@ _TYPED_LENGTH = re.compile(r"([0-9]+)([kK]?)")
 
 
 _MODEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_MODEL_SHELL = re.compile(r"[;|&$`<>\\]")
+_MODEL_SHELL = re.compile(r"[;|&$`<>()\\]")
 _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("a leading '/'", lambda m: m.startswith("/")),
     ("an empty or '.' path part", lambda m: any(p in ("", ".") for p in m.split("/"))),
