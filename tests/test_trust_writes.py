@@ -358,6 +358,8 @@ def test_a_file_of_git_is_never_the_sweeps_output_or_the_reports_page(
         f"oomrec: error: --output {target} is inside git's own folder (.git); writing the "
         "sweep's CSV there would overwrite git's files; pass another --output"
     )
+    line = _last_error(cli("run", "ok-model", "512", "--output", target, "--", "true"))
+    assert line.startswith(f"oomrec: error: --output {target} is inside git's own folder (.git)")
     line = one_error(cli("report", "--html", target))
     assert line == (
         f"oomrec: error: --html {target} is inside git's own folder (.git); writing the page "
