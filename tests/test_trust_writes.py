@@ -447,3 +447,27 @@ def test_a_full_disk_leaves_the_previous_html_page_whole(
         assert line.startswith(f"oomrec: error: cannot write {page}: No space left on device")
         assert page.read_bytes() == before
         assert [p.name for p in disk.iterdir()] == ["frontier.html"]
+
+
+def test_a_default_record_that_resolves_outside_the_repository_is_refused_unless_named(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not committed, yet not named by the user either: the default path leads out of the
+    repository, so nothing is written there; naming it ($OOMREC_RECORD) is the user's choice."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    victim = hostile_clone(tmp_path)
+    monkeypatch.chdir(victim)
+    link = victim / "benchmarks" / ".oom-record"
+    link.parent.mkdir()
+    link.symlink_to(elsewhere / "rec")
+    line = one_error(cli("record", "add", "ok-model", "2048"))
+    assert line == (
+        f"oomrec: error: {link}: resolves to {elsewhere / 'rec'}, outside the repository "
+        f"{victim}; refusing to write there; pass --record FILE naming the file to write there "
+        "on purpose"
+    )
+    assert list(elsewhere.iterdir()) == []
+    monkeypatch.setenv("OOMREC_RECORD", str(link))
+    assert cli("record", "add", "ok-model", "2048").exit_code == 0
+    assert (elsewhere / "rec").read_text().startswith("ok-model,2048,")
