@@ -30,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from oomrec.core.atomic import replace_file
 from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import GIB, normalize
@@ -1029,7 +1030,6 @@ class RecordFile:
     def _write_replacement(self, text: str) -> None:
         # Rewrites refuse symlinks, so the path is the file; resolved all the same, so a
         # symlinked folder puts the temp file beside the real file.
-        from oomrec.core.atomic import replace_file
 
         replace_file(self.real_path, text.encode("utf-8", errors="surrogateescape"))
 
@@ -1233,19 +1233,6 @@ def _last_line_start(fd: int, size: int) -> int:
             return start + cut + 1
         end = start
     return 0
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def check_model_name(model: str) -> str:
