@@ -11,9 +11,10 @@ another host's shared record), and `record restore --retracted` appends `<UTC ti
 <the record line>`: events, never judged, whose latest says whether the evidence is
 retracted (store.retractions); `record push` publishes them.
 
-A record a fix lifted is a hypothesis until a run of its cell proves it (a probe: sweep/probe.py):
-the probe that ran is archived as `<UTC time> verified:<fix SHA>,<tag>,<memory>,<run commit>,
-<peak>,<CSV, percent-encoded> <the record line>`: the fix, the machine class the run proved it
+A record a fix lifted is a hypothesis until a run of its cell proves it (a probe, which
+sweep/planner.py decides and sweep/grid.py runs): the probe that ran is archived as
+`<UTC time> verified:<fix SHA>,<tag>,<memory>,<run commit>,<peak>,<CSV, percent-encoded>
+<the record line>`: the fix, the machine class the run proved it
 on, the commit it ran at, its peak and its row's CSV (`-` for what is unknown). Such a line is out
 of play on that class with no less memory while the fix stays in effect; elsewhere the lift is
 still a hypothesis.
