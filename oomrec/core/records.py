@@ -22,6 +22,7 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import date as Date
@@ -1181,7 +1182,9 @@ def _new_only(
 
 
 def covered(
-    record: OomRecord, seen: set[Hashable], key: Callable[[OomRecord], Hashable] = evidence_key
+    record: OomRecord,
+    seen: AbstractSet[Hashable],
+    key: Callable[[OomRecord], Hashable] = evidence_key,
 ) -> bool:
     """Whether the same evidence of unknown memory is among `seen` keys: it applies on hosts of
     any memory, so it covers this record (a record written before memory was recorded, then

@@ -943,7 +943,9 @@ def _earlier_evidence(path: Path, config: SweepConfig) -> str | None:
     here = os.path.normpath(os.path.abspath(path))
     for record in held:
         source = Path(record.source_csv)
-        where = source if source.is_absolute() else config.repo_root / source
+        # Relative to the repository's top level, or (none) the working directory, as
+        # records.source_path names it.
+        where = source if source.is_absolute() else (config.repo_root or Path.cwd()) / source
         if os.path.normpath(os.path.abspath(where)) == here:
             return "a record line names it as its source"
     return None

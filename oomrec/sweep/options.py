@@ -323,9 +323,9 @@ def configure(
             if note is not None and warnings is not None:
                 warnings.append(note)
         models = tuple(resolved)
-    models, said = _one_per_model(models)
+    models, repeated = _one_per_model(models)
     if warnings is not None:
-        warnings.extend(said)
+        warnings.extend(repeated)
     all_models = len(models)
     shard = parse_shard(opts.shard) if opts.shard is not None else None
     if shard is not None:
