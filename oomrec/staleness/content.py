@@ -58,7 +58,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oomrec.core.errors import OomrecError
 
@@ -302,7 +302,7 @@ def _groups(body: Sequence[tuple[bytes, bytes]]) -> tuple[Group, ...]:
 
 
 # Per commit, per path: its file blocks, each [its hunks, whether git showed it as binary].
-_Blocks = dict[bytes, list[list]]
+_Blocks = dict[bytes, list[list[Any]]]
 
 
 def _parse_patch(out: bytes, shas: set[str]) -> dict[str, _Blocks]:
@@ -310,7 +310,7 @@ def _parse_patch(out: bytes, shas: set[str]) -> dict[str, _Blocks]:
     CR is dropped: lines are compared as `--ignore-cr-at-eol` would."""
     found: dict[str, _Blocks] = {}
     blocks: _Blocks | None = None
-    block: list | None = None
+    block: list[Any] | None = None
     body: list[tuple[bytes, bytes]] = []
     starts = (0, 0)
     in_hunk = False
@@ -344,9 +344,9 @@ def _parse_patch(out: bytes, shas: set[str]) -> dict[str, _Blocks]:
         elif line.startswith((b"Binary files ", b"GIT binary patch")) and block is not None:
             block[1] = True
         else:
-            text = line.decode("ascii", "replace")
-            if text in shas:
-                blocks = found.setdefault(text, {})
+            commit = line.decode("ascii", "replace")
+            if commit in shas:
+                blocks = found.setdefault(commit, {})
                 block = None
     close_hunk()
     return found
@@ -705,7 +705,7 @@ class Snapshots:
         from oomrec.store.gitrepo import read_objects
 
         replaced = self._replace_refs()
-        odd = set()
+        odd: set[str] = set()
         for group, shas in asked.items():
             blobs = self._blobs[group]
             for sha in shas:

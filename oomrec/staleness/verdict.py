@@ -767,7 +767,7 @@ class History:
         if not carried:
             return None
         problem = self._shared.get("extent_problem")
-        if problem:
+        if isinstance(problem, str) and problem:
             # Not knowing the whole fix is doubt: the record applies.
             return problem
         if not missing:

@@ -542,8 +542,8 @@ def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
     if repo is None or head_sha(repo) is None or repo.working_tree_dir is None:
         return WorkTree(frozenset(), {})
     config = git_config_args()
-    for item in _STATUS_CONFIG:
-        config += ["-c", item]
+    for setting in _STATUS_CONFIG:
+        config += ["-c", setting]
     # The paths themselves: a folder would also walk every ignored file under it (a virtual
     # environment, checkpoints). Past a command line's sane length, their folders.
     specs = [f":(literal){p}" for p in sorted(wanted)]

@@ -67,6 +67,7 @@ def verdict_from_row(row: str, harness_row: str | None = None) -> tuple[Verdict,
     token = line_token(row)
     ours = token or Token.SUCCESS
     theirs = harness_token(harness_row) if harness_row is not None else token
+    note: str | None
     if theirs == Token.TRUE_OOM and ours != Token.TRUE_OOM:
         note = (
             f"the harness would read SKIP:oom in the cell CSV's second line where oomrec reads "
