@@ -146,7 +146,7 @@ def test_record_add_twice_leaves_one_line_and_carries_the_hosts_memory(
     # Another machine's memory is not this one's: unknown unless given.
     other = cli("record", "add", "m", "512", "--hardware", "v100")
     assert other.exit_code == 0
-    assert record.read_text().splitlines()[1].endswith(",manual,v100")
+    assert record.read_text().splitlines()[1].endswith(",manual,v100,")
     # The v100 record of unknown memory applies at every size: a sized one adds nothing.
     sized = cli("record", "add", "m", "512", "--hardware", "v100", "--mem", "16GiB")
     assert sized.exit_code == 0

@@ -150,6 +150,9 @@ def test_a_record_of_a_last_part_applies_to_each_model_that_shares_it_and_says_s
         "benchmarks/run,gb10.csv",
         "benchmarks/run,testhw,123,guard.csv",
         "benchmarks/x,y,z,w,v.csv",
+        # An `--output` with no `.csv` whose last part reads as a tag: this host's and another's.
+        "benchmarks/sweep,testhw",
+        "benchmarks/sweep,v100",
     ],
 )
 def test_the_harness_source_path_with_commas_spaces_and_quotes_keeps_the_record_in_play(

@@ -48,13 +48,13 @@ def test_harness_written_line_parses() -> None:
 def test_oomrec_line_with_quoted_source_round_trips() -> None:
     rec = OomRecord("m", 512, "2026-01-02", SHA, 123456789, 'runs/a,b "x".csv', "gb10")
     line = format_line(rec)
-    assert line == f'm,512,2026-01-02,{SHA},123456789,"runs/a,b ""x"".csv",gb10'
+    assert line == f'm,512,2026-01-02,{SHA},123456789,"runs/a,b ""x"".csv",gb10,'
     assert parse_line(line) == rec
 
 
 def test_fields_are_quoted_only_when_needed() -> None:
     rec = OomRecord("m", 1, "2026-01-02", "abc1234-dirty", None, "plain.csv", "m1ultra")
-    assert format_line(rec) == "m,1,2026-01-02,abc1234-dirty,,plain.csv,m1ultra"
+    assert format_line(rec) == "m,1,2026-01-02,abc1234-dirty,,plain.csv,m1ultra,"
 
 
 _text = st.text(
@@ -183,7 +183,7 @@ def test_append_adds_lines_and_never_glues_onto_a_last_line(tmp_path: Path) -> N
     # The harness honours a hand-added line without an ending: the append completes it.
     assert path.read_text() == (
         "a,1,2026-01-01,unknown,,\nhand-written,2,2026-01-01,unknown,,s\n"
-        "b,3,2026-01-01,unknown,,x,gb10\n"
+        "b,3,2026-01-01,unknown,,x,gb10,\n"
     )
     assert not record_file.torn_path.exists()
     assert record_file.notices == [
@@ -193,7 +193,7 @@ def test_append_adds_lines_and_never_glues_onto_a_last_line(tmp_path: Path) -> N
     with path.open("a") as fh:
         fh.write("cut,4,2026")
     record_file.append([OomRecord("c", 5, "2026-01-01", "unknown")])
-    assert path.read_text().endswith("b,3,2026-01-01,unknown,,x,gb10\nc,5,2026-01-01,unknown,,\n")
+    assert path.read_text().endswith("b,3,2026-01-01,unknown,,x,gb10,\nc,5,2026-01-01,unknown,,\n")
     assert record_file.torn_path.read_text() == "cut,4,2026\n"
 
 
@@ -270,7 +270,7 @@ def _appenders(path: Path, writers: int, count: int) -> list[subprocess.Popen[by
 
 
 def _expected_lines(writers: int, count: int) -> set[str]:
-    return {f"w{w},{i},2026-01-01,unknown,{i},src,hw" for w in range(writers) for i in range(count)}
+    return {f"w{w},{i},2026-01-01,unknown,{i},src,hw," for w in range(writers) for i in range(count)}
 
 
 def test_concurrent_appends_from_processes_lose_nothing(tmp_path: Path) -> None:
@@ -312,7 +312,7 @@ def test_rewrite_under_concurrent_appends_loses_nothing(tmp_path: Path) -> None:
 
 def test_append_unless_present_checks_inside_the_lock(tmp_path: Path) -> None:
     path = tmp_path / "rec"
-    path.write_text("a,1,2026-01-01,unknown,,s,hw\n")
+    path.write_text("a,1,2026-01-01,unknown,,s,hw,\n")
     record_file = RecordFile(path)
 
     def key(r: OomRecord) -> tuple[str, int]:
@@ -325,7 +325,7 @@ def test_append_unless_present_checks_inside_the_lock(tmp_path: Path) -> None:
     ]
     assert record_file.append(batch, unless_present=key) == 1
     assert record_file.append(batch, unless_present=key) == 0
-    assert path.read_text() == "a,1,2026-01-01,unknown,,s,hw\nb,2,2026-02-02,abc,,t,hw\n"
+    assert path.read_text() == "a,1,2026-01-01,unknown,,s,hw,\nb,2,2026-02-02,abc,,t,hw,\n"
 
 
 def test_rewrite_keeps_a_bom_and_crlf_endings(tmp_path: Path) -> None:
@@ -347,7 +347,18 @@ def test_rewrite_keeps_a_bom_and_crlf_endings(tmp_path: Path) -> None:
 
 
 def test_hand_written_hardware_reads_as_its_tag_only_when_it_is_one() -> None:
-    assert parse_line("m,1,2026-01-01,unknown,,s,GB10").hardware == "gb10"
+    assert parse_line("m,1,2026-01-01,unknown,,s.csv,GB10").hardware == "gb10"
+    assert parse_line("m,1,2026-01-01,unknown,,s,GB10,").hardware == "gb10"
+    # Seven fields after a source that is no CSV's name: the harness's `--output
+    # benchmarks/sweep,h200`, so no tag; the record applies on every machine (the safe side).
+    rec, note = read_line("m,1,2026-01-01,unknown,,benchmarks/sweep,h200")
+    assert (rec.hardware, rec.source_csv, note) == (
+        None,
+        "benchmarks/sweep,h200",
+        records.UNQUOTED_SOURCE,
+    )
+    # Quoted, the source is oomrec's and whole: its seventh field is a tag.
+    assert parse_line('m,1,2026-01-01,unknown,,"a,b",h200').hardware == "h200"
     assert parse_line("m,1,2026-01-01,unknown,,s,").hardware is None
     # Not a tag as oomrec writes it: the rest of an unquoted source path, on every machine.
     rec, note = read_line("m,1,2026-01-01,unknown,,s,NVIDIA_GB10_122GB")

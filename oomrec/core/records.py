@@ -378,13 +378,15 @@ def read_line(text: str, *, whole: bool = True) -> tuple[OomRecord, str | None]:
         if len(fields) < MIN_FIELDS:
             raise NotARecord(f"{len(fields)} fields, needs at least {MIN_FIELDS}")
         head, source, extra = fields[:5], fields[5], fields[6:]
+        # A hand edit: whether its source was quoted is not known, so the seven-field rule holds.
+        whole_source = False
         if plain[0].strip() != fields[0].strip() or plain[1].strip() != fields[1].strip():
             notes.append(HARNESS_QUOTED)
     else:
         if len(plain) < MIN_FIELDS:
             raise NotARecord(f"{len(plain)} fields, needs at least {MIN_FIELDS}")
         head = plain[:5]
-        source, extra = _source_and_extra(plain[5:])
+        source, extra, whole_source = _source_and_extra(plain[5:])
     model_raw, length_raw = head[0], head[1]
     model, length = model_raw.strip(), length_raw.strip()
     day, commit, peak = (f.strip() for f in head[2:5])
@@ -421,7 +423,7 @@ def read_line(text: str, *, whole: bool = True) -> tuple[OomRecord, str | None]:
     if not whole:
         extra = []
         notes.append(UNTERMINATED)
-    elif extra and not _written_by_oomrec(extra):
+    elif extra and not _written_by_oomrec(None if whole_source else source, extra):
         source = ",".join([source, *extra])
         extra = []
         notes.append(UNQUOTED_SOURCE)
@@ -489,27 +491,35 @@ _KINDS = frozenset({KIND_GUARD, KIND_FAKE})
 _EXTRA_FIELDS = 3
 
 
-def _source_and_extra(rest: list[str]) -> tuple[str, list[str]]:
-    """The source field and the fields after it, from the plain split of everything after the
-    fifth comma; a source oomrec quoted (it held a comma or a quote) read as CSV."""
+def _source_and_extra(rest: list[str]) -> tuple[str, list[str], bool]:
+    """The source field, the fields after it, and whether the source was quoted (so oomrec
+    wrote it whole), from the plain split of everything after the fifth comma; a source oomrec
+    quoted (it held a comma or a quote) read as CSV."""
     if rest[0].lstrip().startswith('"'):
         try:
             quoted = next(csv.reader([",".join(rest).lstrip()]))
         except csv.Error:
             quoted = []
-        if quoted and _written_by_oomrec(quoted[1:]):
-            return quoted[0], quoted[1:]
-    return rest[0], rest[1:]
+        # Quoted, so oomrec wrote it (the harness never quotes): its source is known whole.
+        if quoted and _written_by_oomrec(None, quoted[1:]):
+            return quoted[0], quoted[1:], True
+    return rest[0], rest[1:], False
 
 
-def _written_by_oomrec(extra: list[str]) -> bool:
+def _written_by_oomrec(source: str | None, extra: list[str]) -> bool:
     """Whether the fields after the source are oomrec's: at most hardware, memory and kind; a
-    tag that reads back as itself (not a file name's part), a number, a kind oomrec writes."""
+    tag that reads back as itself (not a file name's part), a number, a kind oomrec writes.
+    `source` None: the source was quoted, so it cannot have run on into the fields after it."""
     if not extra:
         return True
     if len(extra) > _EXTRA_FIELDS:
         return False
     tag = extra[0].strip()
+    if len(extra) == 1 and tag and source is not None and not _csv_name(source):
+        # Seven fields: oomrec writes a tag with its memory field (eight), so this is a harness
+        # line whose `--output` held a comma (`benchmarks/sweep,h200`) unless the source is a
+        # CSV's name; read on the safe side, the record applies on every machine.
+        return False
     if tag:
         lowered = tag.lower()
         if normalize(tag) != lowered or lowered.endswith(".csv") or lowered in _NOT_TAGS:
@@ -519,6 +529,10 @@ def _written_by_oomrec(extra: list[str]) -> bool:
         return False
     kind = extra[2].strip() if len(extra) > 2 else ""
     return not kind or kind in _KINDS
+
+
+def _csv_name(source: str) -> bool:
+    return source.strip().lower().endswith(".csv")
 
 
 # File-name endings that normalize to themselves but name no hardware.
@@ -572,8 +586,9 @@ def format_line(record: OomRecord) -> str:
         record.source_csv,
     ]
     if record.hardware or record.mem_bytes is not None or record.kind:
+        # The memory field comes with the tag, even empty: a seventh field alone is what a
+        # harness line whose unquoted `--output` held a comma looks like (`_written_by_oomrec`).
         values.append(record.hardware or "")
-    if record.mem_bytes is not None or record.kind:
         values.append("" if record.mem_bytes is None else str(record.mem_bytes))
     if record.kind:
         values.append(record.kind)
