@@ -125,7 +125,7 @@ def test_the_default_csv_is_named_as_the_harness_names_it(
     assert [row.rsplit(",", 1)[-1] for row in rows[1:]] == ["512", "SKIP:oom"]
     # The record names that CSV and keeps the short tag.
     record = (repo.path / "benchmarks" / ".oom-record").read_text()
-    assert record.endswith(f",{expected},testhw\n")
+    assert record.endswith(f",{expected},testhw,\n")
 
 
 def test_oomrec_backend_names_the_csv_backend(
@@ -440,3 +440,47 @@ def test_ctrl_c_sends_the_runner_sigint_so_its_trap_runs(
     assert (folder / "trapped.txt").read_text() == "trapped\n"
     runner_pid, sleeper_pid = map(int, pids.read_text().split())
     assert gone(runner_pid) and gone(sleeper_pid)
+
+
+# --- both tools over one work dir, in turn ---------------------------------------------------
+
+
+def test_a_sweeps_records_and_the_harnesss_lines_mean_the_same_cells_to_both_readers(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    """oomrec's sweep writes records from a runner's OOM and from the runner's own skip row,
+    for a plain and a nested model; the harness then appends its own lines (a trailing slash, a
+    comma in its `--output`). Each tool's reader, over the one record file, skips the same
+    cells, and oomrec's next sweep launches exactly the cells the harness would."""
+    models("plain-8b", "org/moe-30b", "tiny")
+    runner.behave(
+        {
+            "plain-8b:2048": "exit:1:RuntimeError: CUDA out of memory. Tried to allocate 2 GiB",
+            "org/moe-30b:8192": "row:SKIP:oom",
+        }
+    )
+    grid = ["--models", "plain-8b org/moe-30b tiny", "--lengths", "512 2048 8192 32768"]
+    first = sweep(cli, runner, *grid)
+    assert first.exit_code == 0, first.stderr
+    record = repo.path / "benchmarks" / ".oom-record"
+    harness_writes_line = "tiny/,32768,2026-12-01,abc1234,,benchmarks/sweep,v100\n"
+    record.write_text(record.read_text() + harness_writes_line)
+    names = ["plain-8b", "org/moe-30b", "tiny"]
+    lengths = [512, 2048, 8192, 32768]
+    ours, warnings = oomrec_plan(cli, names, lengths)
+    # The harness keys `tiny/` as typed; its run of `--models tiny/` honours it.
+    theirs = harness_plan(record, ["plain-8b", "org/moe-30b"], lengths) | {
+        cell.replace("tiny/", "tiny")
+        for cell in harness_plan(record, ["tiny/"], lengths)
+    }
+    assert ours == theirs == {
+        "plain-8b:2048", "plain-8b:8192", "plain-8b:32768",
+        "org/moe-30b:8192", "org/moe-30b:32768", "tiny:32768",
+    }  # fmt: skip
+    assert any("unquoted source path" in w for w in warnings), warnings
+    before = len(runner.launched())
+    again = sweep(cli, runner, *grid)
+    assert again.exit_code == 0, again.stderr
+    launched = runner.launched()[before:]
+    assert sorted(launched) == sorted(f"{m}:{n}" for m in names for n in lengths
+                                      if f"{m}:{n}" not in theirs)  # fmt: skip

@@ -29,7 +29,7 @@ def test_add_defaults_to_head_and_this_host_under_the_repo_root(cli: Cli, repo: 
     (repo.path / "sub").mkdir()
     result = cli("record", "add", "gemma-4-31b-it-4bit", "32768")
     assert result.exit_code == 0, result.stderr
-    line = f"gemma-4-31b-it-4bit,32768,{TODAY},{repo.head()},,manual,testhw"
+    line = f"gemma-4-31b-it-4bit,32768,{TODAY},{repo.head()},,manual,testhw,"
     assert result.stdout == f"added to benchmarks/.oom-record: {line}\n"
     assert (repo.path / "benchmarks" / ".oom-record").read_text() == line + "\n"
 
@@ -43,7 +43,7 @@ def test_add_resolves_commit_hardware_and_source(cli: Cli, repo: Repo) -> None:
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     text = (repo.path / "benchmarks" / ".oom-record").read_text()
-    assert text == f'm,512,{TODAY},{first},,"runs/a,b.csv",gb10\n'
+    assert text == f'm,512,{TODAY},{first},,"runs/a,b.csv",gb10,\n'
 
 
 def test_add_any_hardware_writes_six_fields(cli: Cli, repo: Repo) -> None:
@@ -58,7 +58,7 @@ def test_add_outside_git_records_unknown_commit(
     monkeypatch.chdir(tmp_path)
     assert cli("record", "add", "m", "7").exit_code == 0
     text = (tmp_path / "benchmarks" / ".oom-record").read_text()
-    assert text == f"m,7,{TODAY},unknown,,manual,testhw\n"
+    assert text == f"m,7,{TODAY},unknown,,manual,testhw,\n"
 
 
 @pytest.mark.parametrize(
