@@ -10,6 +10,7 @@ from oomrec.core.schema import HEADER_15
 
 # A runner that behaves per cell as told in behaviour.json ("model:length" or "model" -> action)
 # and logs every launch: `ok`, `row:TOKEN` (the runner's own skip row), `exit:N:TEXT`,
+# `twice:TOKEN` (its row twice; the second with TOKEN unless empty),
 # `alloc:MIB:TEXT` (touch MIB MiB, print TEXT, exit 1), `block:PATH:TEXT` (mkdir PATH, print
 # TEXT, exit 1), `sleep` (write its pid, then sleep), `argv` (write its argv as JSON).
 # (Kill verdicts: test_sweep_cells.py.)
@@ -31,6 +32,11 @@ if action == "ok":
     Path(cell_csv).write_text(f"{header}\n{ok}\n")
 elif action.startswith("row:"):
     Path(cell_csv).write_text(f"{header}\n{row},{action[4:]}\n")
+elif action.startswith("twice:"):
+    # Its row twice: the same success row, or a success row and then one with TOKEN.
+    ok = f"{model},{model_path},{length},32,1.0,2.0,3.0,4.0,{tail}"
+    second = f"{row},{action[6:]}" if action[6:] else ok
+    Path(cell_csv).write_text(f"{header}\n{ok}\n{second}\n")
 elif action.startswith("exit:"):
     _, code, text = action.split(":", 2)
     print("loading model...", flush=True)

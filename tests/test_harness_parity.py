@@ -264,6 +264,36 @@ def test_a_row_the_harness_would_misread_is_an_oom_copied_as_written(
     assert len(said) == 1 and "the safe side" in said[0], result.stderr
 
 
+@pytest.mark.parametrize(
+    ("second", "token", "launched"),
+    [("", "512", ["plain-8b:512", "plain-8b:2048"]), ("SKIP:oom", "SKIP:oom", ["plain-8b:512"])],
+    ids=["same-row-twice", "success-then-oom"],
+)
+def test_a_runner_that_writes_its_row_twice_gives_the_cell_one_row(
+    cli: Cli,
+    repo: Repo,
+    runner: Runner,
+    models: Callable[..., None],
+    second: str,
+    token: str,
+    launched: list[str],
+) -> None:
+    """The harness copies every line after the header; a cell has one row, so oomrec keeps one
+    (its SKIP:oom when one of them is, the safe side) and says how many it left out."""
+    models("plain-8b")
+    runner.behave({"plain-8b:512": f"twice:{second}"})
+    result = sweep(cli, runner, "--models", "plain-8b", "--lengths", "512 2048")
+    assert result.exit_code == 0, result.stderr
+    rows = (repo.path / "benchmarks" / "out.csv").read_text().splitlines()[1:]
+    assert [r for r in rows if ",512," in r or r.endswith(",512")] == [rows[0]]
+    assert rows[0].rsplit(",", 1)[-1] == token
+    assert runner.launched() == launched
+    said = [line for line in result.stderr.splitlines() if "rows for this cell" in line]
+    assert len(said) == 1 and "1 left out" in said[0], result.stderr
+    record = repo.path / "benchmarks" / ".oom-record"
+    assert record.exists() == (token == "SKIP:oom")
+
+
 # --- an existing CSV ---------------------------------------------------------------------------
 
 
@@ -470,8 +500,7 @@ def test_a_sweeps_records_and_the_harnesss_lines_mean_the_same_cells_to_both_rea
     ours, warnings = oomrec_plan(cli, names, lengths)
     # The harness keys `tiny/` as typed; its run of `--models tiny/` honours it.
     theirs = harness_plan(record, ["plain-8b", "org/moe-30b"], lengths) | {
-        cell.replace("tiny/", "tiny")
-        for cell in harness_plan(record, ["tiny/"], lengths)
+        cell.replace("tiny/", "tiny") for cell in harness_plan(record, ["tiny/"], lengths)
     }
     assert ours == theirs == {
         "plain-8b:2048", "plain-8b:8192", "plain-8b:32768",

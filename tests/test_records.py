@@ -270,7 +270,8 @@ def _appenders(path: Path, writers: int, count: int) -> list[subprocess.Popen[by
 
 
 def _expected_lines(writers: int, count: int) -> set[str]:
-    return {f"w{w},{i},2026-01-01,unknown,{i},src,hw," for w in range(writers) for i in range(count)}
+    line = "w{},{},2026-01-01,unknown,{},src,hw,"
+    return {line.format(w, i, i) for w in range(writers) for i in range(count)}
 
 
 def test_concurrent_appends_from_processes_lose_nothing(tmp_path: Path) -> None:

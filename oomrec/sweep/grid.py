@@ -737,6 +737,13 @@ class Sweep:
                 f"dropped {n} row{'s' if n > 1 else ''} of other cells from the cell CSV "
                 f"(first: {written.dropped[0][:120]!r})"
             )
+        if written.repeated:
+            n = len(written.repeated)
+            which = "its SKIP:oom" if line_token(written.rows[0]) == Token.TRUE_OOM else "the first"
+            notes.append(
+                f"the runner wrote {n + 1} rows for this cell; one kept ({which}), {n} left out "
+                f"(first: {written.repeated[0][:120]!r})"
+            )
         if run.guard_stop is not None:
             verdict = verdict_from_guard(run.guard_stop)
             rows, header = [self._skip_row(cell, verdict.token)], HEADER

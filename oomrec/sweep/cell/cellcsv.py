@@ -16,7 +16,7 @@ from pathlib import Path
 
 from oomrec.core.records import last_part
 from oomrec.core.regular import NotRead, read_regular
-from oomrec.core.schema import split_row
+from oomrec.core.schema import Token, line_token, split_row
 
 # A harness cell CSV is a header and one row, well under 4 KiB.
 CELL_CSV_CAP = 1024 * 1024
@@ -29,7 +29,8 @@ class CellCsv:
     `\\r` or a trailing blank kept, so the aggregate gets the runner's bytes), the rows of other
     cells that were dropped, and why the file was not read at all (None when it was, or is
     absent). `harness_row`: the file's second line, the one the harness classifies (None when
-    there is none). `named`: the model the kept row names when that is not the cell's."""
+    there is none). `named`: the model the kept row names when that is not the cell's.
+    `repeated`: further rows of the cell itself, left out (a cell has one row; see `_one_row`)."""
 
     header: str | None
     rows: tuple[str, ...]
@@ -37,6 +38,7 @@ class CellCsv:
     problem: str | None = None
     harness_row: str | None = field(default=None, compare=False)
     named: str | None = None
+    repeated: tuple[str, ...] = ()
 
 
 def read_cell_csv(path: Path, model: str, length: int) -> CellCsv:
@@ -58,7 +60,21 @@ def read_cell_csv(path: Path, model: str, length: int) -> CellCsv:
         return CellCsv(None, (), harness_row=harness_row)
     header, rows = lines[0], lines[1:]
     kept, dropped, named = _own_rows(header, rows, model, length)
-    return CellCsv(header, tuple(kept), tuple(dropped), None, harness_row, named)
+    row, repeated = _one_row(kept)
+    return CellCsv(header, row, tuple(dropped), None, harness_row, named, repeated)
+
+
+def _one_row(kept: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The cell's one row and the rest. A runner that writes its row twice would put two rows
+    of one cell into the aggregate (the harness copies both), and two rows that disagree would
+    count twice in every reader. The first true OOM is kept when there is one, the safe side:
+    the row the aggregate keeps is the one the verdict and the record come from."""
+    if len(kept) <= 1:
+        return tuple(kept), ()
+    chosen = next((row for row in kept if line_token(row) == Token.TRUE_OOM), kept[0])
+    rest = list(kept)
+    rest.remove(chosen)
+    return (chosen,), tuple(rest)
 
 
 def remove(path: Path) -> None:
