@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import CliResult
 from tests.gitrepo import Repo, git
 from tests.harness_rows import H15, csv_text
+from tests.scripted_runner import Runner
 from tests.test_shared import Fleet, fleet  # noqa: F401  (the fixture)
 from tests.test_stale_content import AFTER, BEFORE
 
@@ -344,3 +345,32 @@ def test_the_harness_own_record_holds_its_row(cli: Cli, repo: Repo) -> None:
     assert report["added"] == 1
     assert record.read_text().splitlines()[0] == line
     assert record.read_text().splitlines()[1].split(",")[3:6] == ["unknown", "", f"old/{name}"]
+
+
+def test_a_row_with_extra_empty_fields_before_its_token_is_the_same_oom_to_both(
+    cli: Cli, repo: Repo, models: Callable[..., None], runner: Runner
+) -> None:
+    """A runner's SKIP:oom row with 25 empty fields before the token (40 in all): the harness
+    reads its last field, so does the sweep, and so does the import, which records the same
+    cell (the row's length) rather than refusing the row."""
+    models("m")
+    runner.behave({"m:2048": "row:" + "," * 24 + "SKIP:oom"})
+    out = "benchmarks/out.csv"
+    swept = cli("sweep", "--runner", runner.template, "--output", out,
+                "--models", "m", "--lengths", "512 2048 8192")  # fmt: skip
+    assert swept.exit_code == 0, swept.stderr
+    assert runner.launched() == ["m:512", "m:2048"]
+    record = repo.path / "benchmarks" / ".oom-record"
+    [line] = record.read_text().splitlines()
+    assert line.startswith("m,2048,")
+    rows = (repo.path / out).read_text().splitlines()
+    assert [len(r.split(",")) for r in rows[1:]] == [16, 41, 16]  # the prompt holds one comma
+    # Without the sweep's record and provenance, the import reads the same OOM from the row.
+    record.unlink()
+    for sidecar in (repo.path / "benchmarks").glob("out.csv.oomrec*"):
+        sidecar.unlink()
+    # (The scripted runner writes `hw` in its rows' hardware column.)
+    imported = cli("record", "import-csv", out, "--all-hardware")
+    assert imported.exit_code == 0, imported.stderr
+    assert "cannot be matched" not in imported.stderr, imported.stderr
+    assert [r.split(",")[:2] for r in record.read_text().splitlines()] == [["m", "2048"]]

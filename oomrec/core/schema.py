@@ -97,15 +97,16 @@ def judge_fields(fields: list[str], width: int) -> tuple[str | None, str | None]
     """The one rule for what a row of a `width`-column header says: (its trailing token, why it
     is not a row of the header), each None when there is none.
 
-    A token follows the named columns, right after them or after one empty field (the harness
-    writes both); a row without one has exactly the named columns. A last field that is not a
-    token but ends in `,SKIP:oom` is a true OOM's token swallowed by an open quote (the harness
-    does not escape its prompt): unreadable, never a row that ran.
+    A token follows the named columns, right after them or after empty fields (the harness
+    writes one; a runner may write more, and the harness reads the last field as the token all
+    the same, as the sweep does); a row without one has exactly the named columns. A last
+    field that is not a token but ends in `,SKIP:oom` is a true OOM's token swallowed by an
+    open quote (the harness does not escape its prompt): unreadable, never a row that ran.
     """
     n = len(fields)
     token = trailing_token(fields)
     if token is not None:
-        if n == width + 1 or (n == width + 2 and not fields[width].strip()):
+        if n == width + 1 or (n > width + 1 and not any(f.strip() for f in fields[width:-1])):
             return token, None
         return None, ROW_FIELDS
     if fields and swallowed_oom(fields[-1]):
