@@ -316,3 +316,32 @@ def test_record_add_and_retract_take_a_trailing_slash_as_the_same_model(
         ["plain-8b", "8192"]
     ]
     assert harness_plan(record, ["plain-8b"], [2048, 8192]) == {"plain-8b:8192"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["m" * 10_000, "/".join(["d" * 200] * 50)],
+    ids=["one-10kB-part", "fifty-200-byte-parts"],
+)
+def test_a_name_no_directory_can_have_is_refused_before_anything_is_written(
+    cli: Cli, repo: Repo, runner: Runner, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A 10 kB model name was written to the record before `record add` failed on it (the
+    file system refuses the name): refused first, in one short line, for every command."""
+    monkeypatch.setenv("MLXCEL_BENCH_FAKE_OOM", f"{name}:512")
+    record = repo.path / "benchmarks" / ".oom-record"
+    for args in (
+        ("record", "add", name, "512"),
+        ("sweep", "--runner", runner.template, "--models", name, "--lengths", "512 1024",
+         "--allow-empty"),
+        ("check", name, "512"),
+        ("run", name, "512", "--", "true"),
+        ("record", "retract", name, "512", "--reason", "x"),
+    ):  # fmt: skip
+        result = cli(*args)
+        assert result.exit_code == 2, (args[:2], result.stderr[:300])
+        [line] = result.stderr.splitlines()
+        assert "bytes" in line and len(line) < 300, line
+        assert "Traceback" not in result.stderr
+    assert not record.exists()
+    assert runner.launched() == []

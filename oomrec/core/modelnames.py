@@ -17,15 +17,20 @@ def check_model_path(name: str) -> str:
     """A model as the harness takes it: a directory under the models dir, nested (`org/model`)
     or not; never absolute and never a `..` part (`a..b` is a name like any other). Its rows and
     records name it so (`model_name`)."""
-    from oomrec.core.records import check_model_name
+    from oomrec.core.records import check_model_name, shorten
 
     if name.startswith("/"):
-        raise OomrecError(f"model {name!r} is an absolute path; name it under the models dir")
+        raise OomrecError(
+            f"model {shorten(name)} is an absolute path; name it under the models dir"
+        )
     parts = name.rstrip("/").split("/")
     if any(part in ("", ".", "..") for part in parts):
-        raise OomrecError(f"model {name!r} has an empty, '.' or '..' part; name its directory")
+        raise OomrecError(
+            f"model {shorten(name)} has an empty, '.' or '..' part; name its directory"
+        )
     for part in parts:
         check_model_name(part)
+    check_model_name(name.rstrip("/"))
     return name
 
 

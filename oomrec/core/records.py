@@ -1261,8 +1261,8 @@ def check_model_name(model: str) -> str:
     bad = [what for what, hit in _MODEL_FORBIDDEN if hit(model)]
     if bad:
         raise OomrecError(
-            f"model name {model!r} contains {bad[0]}; give the model's directory under the "
-            "models dir (e.g. llama-3.1-8b-4bit or org/moe-30b)"
+            f"model name {shorten(model)} contains {bad[0]}; give the model's directory under "
+            "the models dir (e.g. llama-3.1-8b-4bit or org/moe-30b)"
         )
     return model
 
@@ -1310,6 +1310,7 @@ _TYPED_LENGTH = re.compile(r"([0-9]+)([kK]?)")
 
 _MODEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _MODEL_SHELL = re.compile(r"[;|&$`<>()\\]")
+_NAME_MAX, _PATH_MAX = 255, 4095
 _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("a leading '/'", lambda m: m.startswith("/")),
     ("an empty or '.' path part", lambda m: any(p in ("", ".") for p in m.split("/"))),
@@ -1323,4 +1324,11 @@ _MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
     # script, a record line a shell may read): none of the shell's own characters.
     ("a shell metacharacter", lambda m: bool(_MODEL_SHELL.search(m))),
     ("whitespace", lambda m: any(c.isspace() for c in m)),
+    # No directory can be named so (NAME_MAX, PATH_MAX): refused before anything is written,
+    # not after a record line of 10 kB went in.
+    (
+        f"a path part over {_NAME_MAX} bytes",
+        lambda m: any(len(p.encode(errors="surrogateescape")) > _NAME_MAX for p in m.split("/")),
+    ),
+    (f"more than {_PATH_MAX} bytes", lambda m: len(m.encode(errors="surrogateescape")) > _PATH_MAX),
 )
