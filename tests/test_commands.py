@@ -48,7 +48,7 @@ def test_add_then_list(repo: Repo, record: Path, capsys: pytest.CaptureFixture[s
     again = record_add(model="m", length=2048, hardware="gb10", source="elsewhere")
     record_add(model="a", length=512, any_hardware=True)
     assert (first.added, again.added) == (True, False)
-    assert first.line == f"m,2048,{first.entry.date},{repo.head()},,by hand,gb10"
+    assert first.line == f"m,2048,{first.entry.date},{repo.head()},,by hand,gb10,"
     assert record.read_text().splitlines() == [
         first.line,
         f"a,512,{first.entry.date},{repo.head()},,manual",

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import GIB, detect, detect_memory, memory_from_text, normalize
-from oomrec.core.records import parse_line
+from oomrec.core.records import OomRecord, format_line, parse_line
 from tests.conftest import SHARED_CORPUS
 from tests.profiles import examples
 
@@ -149,7 +149,11 @@ def test_the_hosts_own_tag_reads_back_as_itself(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("OOMREC_HARDWARE", name)
     tag = detect()
     assert normalize(tag) == tag
-    assert parse_line(f"m,1,2026-01-01,unknown,,s,{tag}").hardware == tag
+    assert parse_line(f"m,1,2026-01-01,unknown,,s.csv,{tag}").hardware == tag
+    assert (
+        parse_line(format_line(OomRecord("m", 1, "2026-01-01", "x", None, "s", tag))).hardware
+        == tag
+    )
 
 
 _adversarial = st.builds(

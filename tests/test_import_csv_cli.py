@@ -215,7 +215,7 @@ def test_files_and_folders_as_arguments_with_record_option(
     ]
     # Not committed: the commit is unknown, the date is the row's, and the user is told.
     assert lines[2] == (
-        "mistral-small,8192,2026-07-03,unknown,,elsewhere/metal_m5max_2026-09-09.csv,m5max"
+        "mistral-small,8192,2026-07-03,unknown,,elsewhere/metal_m5max_2026-09-09.csv,m5max,"
     )
     assert result.stderr == (
         "warning: elsewhere/metal_m5max_2026-09-09.csv: git has no commit adding it; its rows "

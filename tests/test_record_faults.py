@@ -79,7 +79,7 @@ def test_appends_through_a_symlink_and_rewrites_of_the_real_path_lose_nothing(
     lines = real.read_text().splitlines()
     assert len(lines) == 800
     assert sorted(lines) == sorted(
-        f"m{who},{i},2026-01-01,unknown,,s,gb10" for who in range(4) for i in range(200)
+        f"m{who},{i},2026-01-01,unknown,,s,gb10," for who in range(4) for i in range(200)
     )
     # One lock, beside the real file; none beside the link.
     assert RecordFile(link).lock_path == real.with_name("oom-record.lock")
@@ -105,7 +105,7 @@ BATCH = textwrap.dedent(
 
 def _expected_batch_lines() -> set[str]:
     return {
-        f"model-{i:05d},{1000 + i},2026-01-01,{'a' * 40},123456789,{'s' * 60},v100"
+        f"model-{i:05d},{1000 + i},2026-01-01,{'a' * 40},123456789,{'s' * 60},v100,"
         for i in range(8000)
     }
 
@@ -162,7 +162,7 @@ def test_sigkill_mid_append_never_leaves_a_torn_line_that_scopes_a_record(
 def test_a_cut_line_scopes_nothing_and_the_next_append_keeps_its_head(tmp_path: Path) -> None:
     path = tmp_path / "rec"
     # A tag cut short (`v100` -> `v10`) would read as another machine's record.
-    path.write_bytes(b"a,1,2026-01-01,unknown,,s,v100\nb,2,2026-01-01,unknown,,s,v10")
+    path.write_bytes(b"a,1,2026-01-01,unknown,,s,v100,\nb,2,2026-01-01,unknown,,s,v10")
     loaded = RecordFile(path, shown_as="rec").load()
     assert [(r.model, r.hardware) for r in loaded.records] == [("a", "v100"), ("b", None)]
     [warning] = [str(w) for w in loaded.warnings]
@@ -170,7 +170,7 @@ def test_a_cut_line_scopes_nothing_and_the_next_append_keeps_its_head(tmp_path: 
     rf = RecordFile(path, shown_as="rec")
     rf.append([OomRecord("c", 3, "2026-01-01", "unknown")])
     assert path.read_text() == (
-        "a,1,2026-01-01,unknown,,s,v100\nb,2,2026-01-01,unknown,,s\nc,3,2026-01-01,unknown,,\n"
+        "a,1,2026-01-01,unknown,,s,v100,\nb,2,2026-01-01,unknown,,s\nc,3,2026-01-01,unknown,,\n"
     )
     assert rf.torn_path.read_text() == "b,2,2026-01-01,unknown,,s,v10\n"
     assert "kept its first six (the record applies on every machine)" in " ".join(rf.notices)
