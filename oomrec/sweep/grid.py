@@ -271,7 +271,7 @@ class AggregateCsv:
             text = header + "\n"
         else:
             text = ""
-            if header.rstrip("\r") != (self.header or "").rstrip("\r") and not self._warned:
+            if _header_key(header) != _header_key(self.header or "") and not self._warned:
                 self._warned = True
                 warning = f"a cell's CSV header differs from the first line of {self.path}"
         self._fh.write(text + "".join(row + "\n" for row in rows))
@@ -604,7 +604,7 @@ class Sweep:
         torn last line, from a run killed mid-write, moved aside first, as --resume does)."""
         path = self.config.output
         torn = _ends_torn(path)
-        prior = resume.load(path)
+        prior = resume.load(path, cells=False)
         if prior.header is None:
             self.sidecar = resume.Sidecar(path, [])
             return
@@ -876,6 +876,11 @@ def weights_bytes(model_dir: Path) -> int:
             with contextlib.suppress(OSError):
                 total += path.stat().st_size
     return total
+
+
+def _header_key(header: str) -> str:
+    # A CRLF or a spreadsheet's BOM does not make a resumed CSV's header another.
+    return header.removeprefix("\ufeff").rstrip("\r")
 
 
 def _seconds_arg(value: float) -> int | float:
