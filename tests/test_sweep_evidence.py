@@ -1,17 +1,22 @@
 """A sweep's evidence after it stops: --resume reads a CSV as `record import-csv` does (a
-spreadsheet's BOM and CRLF, any column order, extra columns)."""
+spreadsheet's BOM and CRLF, any column order, extra columns), and an OOM the record cannot take
+still reaches the CSV, whose `SKIP:oom` rows --resume reads as evidence."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.scripted_runner import Runner
-from tests.test_sweep import ok_row, skip, sweep
+from tests.test_sweep import csv_lines, ok_row, skip, sweep
 
 Cli = Callable[..., CliResult]
 
@@ -89,3 +94,54 @@ def test_resume_reads_a_40_column_csv_of_another_order_as_the_import_does(
         ok_row("a", 512),
         skip("a", 8192, "SKIP:oom_backstop"),
     ]
+
+
+@contextlib.contextmanager
+def immutable_files(tmp_path: Path) -> Iterator[list[Path]]:
+    """Files made immutable (`chattr +i`: a write fails even as root, where chmod stops
+    nothing) are made mutable again at the end; skipped where the filesystem has no such flag."""
+    probe = tmp_path / "chattr-probe"
+    probe.write_text("")
+    tried = subprocess.run(["chattr", "+i", str(probe)], capture_output=True, text=True)
+    if tried.returncode != 0:
+        pytest.skip(f"chattr +i does not work here ({tried.stderr.strip()})")
+    made = [probe]
+    try:
+        yield made
+    finally:
+        for path in made:
+            subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+def test_an_oom_the_record_refuses_mid_sweep_goes_to_the_csv_and_resume_keeps_off_it(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None], tmp_path: Path
+) -> None:
+    models("a", "b")
+    assert cli("record", "add", "other", "4096").exit_code == 0
+    record = repo.path / "benchmarks" / ".oom-record"
+    grid = ("--models", "a b", "--lengths", "512 2048 8192")
+    with immutable_files(tmp_path) as made:
+        made.append(record)
+        # While a@2048 runs, the record becomes unwritable; then the cell runs out of memory.
+        runner.behave({"a:2048": OOM, "before a:2048": [["chattr", "+i", str(record)]]})
+        result = sweep(cli, runner, *grid)
+        assert result.exit_code == 2, result.stderr
+        said = [line for line in result.stderr.splitlines() if "oomrec: error:" in line]
+        assert len(said) == 1, result.stderr
+        assert said[0].startswith("oomrec: error: benchmarks/.oom-record: cannot write"), said
+        assert "the SKIP:oom of a @ 2048 is not in the record; its row is in " in said[0]
+        # Stopped there: nothing else launched, the cell's row written.
+        assert runner.launched() == ["a:512", "a:2048"]
+        assert csv_lines(repo)[1:] == [ok_row("a", 512), skip("a", 2048, "SKIP:oom")]
+        assert "a,2048" not in record.read_text()
+    plan = sweep(cli, runner, *grid, "--resume", "--dry-run")
+    assert "  a @ 2048: done (earlier SKIP:oom)" in plan.stderr, plan.stderr
+    assert "  a @ 8192: SKIP:oom_backstop" in plan.stderr
+    resumed = sweep(cli, runner, *grid, "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert runner.launched() == ["a:512", "a:2048", "b:512", "b:2048", "b:8192"]
+    assert skip("a", 8192, "SKIP:oom_backstop") in csv_lines(repo)
+    # What the error said to do records it.
+    imported = cli("record", "import-csv", "benchmarks/out.csv")
+    assert imported.exit_code == 0, imported.stderr
+    assert "\na,2048," in record.read_text()

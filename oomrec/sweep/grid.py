@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, NoReturn, Protocol
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import model_name
@@ -196,6 +196,16 @@ def refine_midpoint(ran: int, oom: int, step: int) -> int | None:
     return min(max(round(middle), low), high) * step
 
 
+class _RecordNotWritten(Exception):
+    """A cell's OOM the record could not take: the sweep stops (`message` says why, where its
+    row went); a sweep that cannot record OOMs must not go on launching cells."""
+
+    def __init__(self, result: CellResult, message: str) -> None:
+        super().__init__(message)
+        self.result = result
+        self.message = message
+
+
 class _RowNotWritten(Exception):
     def __init__(self, result: CellResult, cause: OSError) -> None:
         super().__init__(str(cause))
@@ -346,6 +356,10 @@ class Sweep:
                     self._refine(plan, cell_csv)
         except KeyboardInterrupt:
             self.result.interrupted = True
+        except _RecordNotWritten as failed:
+            self.result.results.append(failed.result)
+            self.reporter.cell_done(len(self.result.results), failed.result)
+            self.result.write_error = failed.message
         except _RowNotWritten as failed:
             result = failed.result
             self.result.results.append(result)
@@ -643,7 +657,10 @@ class Sweep:
                 if decision.fake
                 else None
             )
-            line, new = self._append_record(cell, result.peak_rss_bytes, kind)
+            try:
+                line, new = self._append_record(cell, result.peak_rss_bytes, kind)
+            except OomrecError as exc:
+                self._unrecorded(result, rows, header, exc)
             if new:
                 result.recorded = line
             else:
@@ -652,6 +669,28 @@ class Sweep:
         if result.probe and result.token == Token.SUCCESS:
             self._verify(result, decision)
         return result
+
+    def _unrecorded(
+        self, result: CellResult, rows: Sequence[str], header: str, exc: OomrecError
+    ) -> NoReturn:
+        """The record refused the cell's OOM (made read-only, immutable, replaced mid-sweep):
+        its row still goes to the CSV, whose `SKIP:oom` rows --resume reads as evidence (and
+        `record import-csv` records), then the sweep stops."""
+        cell, c = result.cell, self.config
+        what = f"the {result.token} of {cell.model} @ {cell.length}"
+        try:
+            self._write(rows, header, result.token, cell)
+        except OSError as row_exc:
+            where = (
+                f"nor in {c.output} ({row_exc.strerror or row_exc}): record it by hand "
+                f"(oomrec record add {cell.model} {cell.length}) once the record is writable"
+            )
+        else:
+            where = (
+                f"its row is in {c.output}, which --resume reads as evidence; make the record "
+                f"writable, then `oomrec record import-csv {c.output}` records it"
+            )
+        raise _RecordNotWritten(result, f"{exc}; {what} is not in the record; {where}")
 
     def _probe_guard(self) -> ProbeGuard:
         if self._guard_of_probes is None:
