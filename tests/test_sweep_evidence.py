@@ -1,6 +1,7 @@
-"""A sweep's evidence after it stops: --resume reads a CSV as `record import-csv` does (a
-spreadsheet's BOM and CRLF, any column order, extra columns), and an OOM the record cannot take
-still reaches the CSV, whose `SKIP:oom` rows --resume reads as evidence."""
+"""A sweep's evidence while it runs and after it stops: a record written by another process
+before a cell launches pre-skips that cell, an OOM the record cannot take still reaches the CSV
+(whose `SKIP:oom` rows --resume reads as evidence), and --resume reads a CSV as
+`record import-csv` does (a spreadsheet's BOM and CRLF, any column order, extra columns)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import csv
 import io
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -145,3 +147,102 @@ def test_an_oom_the_record_refuses_mid_sweep_goes_to_the_csv_and_resume_keeps_of
     imported = cli("record", "import-csv", "benchmarks/out.csv")
     assert imported.exit_code == 0, imported.stderr
     assert "\na,2048," in record.read_text()
+
+
+def oomrec_cli(*args: str) -> list[str]:
+    """`oomrec ARGS` as another process runs it (from the runner, in the sweep's cwd)."""
+    return [sys.executable, "-m", "oomrec", *args]
+
+
+def test_a_record_added_while_a_cell_runs_pre_skips_the_later_cells_it_covers(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a", "b")
+    # While a@512 runs, another process records an OOM of a at 2048 (a `record add`).
+    runner.behave({"before a:512": [oomrec_cli("record", "add", "a", "2048")]})
+    result = sweep(cli, runner, "--models", "a b", "--lengths", "512 2048 8192")
+    assert result.exit_code == 0, result.stderr
+    assert runner.launched() == ["a:512", "b:512", "b:2048", "b:8192"]
+    assert csv_lines(repo)[1:4] == [
+        ok_row("a", 512),
+        skip("a", 2048, "SKIP:oom_record"),
+        skip("a", 8192, "SKIP:oom_record"),
+    ]
+    lines = result.stderr.splitlines()
+    said = [line for line in lines if "changed since it was read" in line]
+    assert said == [
+        "record: benchmarks/.oom-record changed since it was read; read it again before a @ "
+        "2048: 1 new line, 1 record applies to testhw"
+    ]
+    assert any(
+        line.startswith("[2/6] a @ 2048: SKIP:oom_record (recorded OOM at 2048 <= 2048")
+        for line in lines
+    ), result.stderr
+
+
+def test_another_sweeps_oom_appended_mid_sweep_pre_skips_and_our_own_oom_reads_nothing_again(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a", "b")
+    record = repo.path / "benchmarks" / ".oom-record"
+    line = f"b,4096,2026-07-03,{repo.head()},,benchmarks/other.csv,testhw,"
+    # a@2048 runs out of memory (this sweep records it); while b@512 runs, another sweep on
+    # this machine appends its OOM of b at 4096 to the record, as its own append does.
+    runner.behave(
+        {
+            "a:2048": OOM,
+            "before b:512": [["sh", "-c", f"printf '%s\\n' '{line}' >> '{record}'"]],
+        }
+    )
+    result = sweep(cli, runner, "--models", "a b", "--lengths", "512 2048 4096 8192")
+    assert result.exit_code == 0, result.stderr
+    assert runner.launched() == ["a:512", "a:2048", "b:512", "b:2048"]
+    assert csv_lines(repo)[7:] == [
+        skip("b", 4096, "SKIP:oom_record"),
+        skip("b", 8192, "SKIP:oom_record"),
+    ]
+    said = [line for line in result.stderr.splitlines() if "changed since it was read" in line]
+    # Read again once: for the other sweep's line, not after this sweep's own append (whose
+    # line only the backstop knew: read now, it counts as new to the record's evidence).
+    assert len(said) == 1 and "before b @ 2048: 2 new lines, 2 records apply" in said[0], (
+        result.stderr
+    )
+
+
+def test_a_record_line_gone_mid_sweep_keeps_deciding_until_the_next_sweep(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    assert cli("record", "add", "a", "2048").exit_code == 0
+    record = repo.path / "benchmarks" / ".oom-record"
+    # While a@512 runs, the record is rewritten without the line (a tool's rewrite read halfway
+    # would look the same): the running sweep keeps the evidence it read.
+    runner.behave({"before a:512": [["sh", "-c", f": > '{record}'"]]})
+    result = sweep(cli, runner, *GRID)
+    assert result.exit_code == 0, result.stderr
+    assert runner.launched() == ["a:512"]
+    assert csv_lines(repo)[2:] == [
+        skip("a", 2048, "SKIP:oom_record"),
+        skip("a", 8192, "SKIP:oom_record"),
+    ]
+    assert "read it again before a @ 2048: 0 new lines, 1 record applies" in result.stderr
+
+
+def test_a_record_that_cannot_be_read_again_stops_the_sweep_before_the_next_launch(
+    cli: Cli, repo: Repo, runner: Runner, models: Callable[..., None]
+) -> None:
+    models("a")
+    record = repo.path / "benchmarks" / ".oom-record"
+    assert cli("record", "add", "other", "4096").exit_code == 0
+    # While a@512 runs, a folder takes the record's place: what it holds now cannot be known.
+    aside = repo.path / "record-aside"
+    runner.behave({"before a:512": [["mv", str(record), str(aside)], ["mkdir", str(record)]]})
+    result = sweep(cli, runner, *GRID)
+    assert result.exit_code == 2, result.stderr
+    assert runner.launched() == ["a:512"]
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("oomrec: error: benchmarks/.oom-record: is a directory"), last
+    assert last.endswith(
+        "the sweep stopped before a @ 2048: the record changed and cannot be read again"
+    ), last
+    assert csv_lines(repo)[1:] == [ok_row("a", 512)]

@@ -63,6 +63,7 @@ from oomrec.sweep.planner import (
     Cell,
     Decision,
     Planner,
+    RecordWatch,
 )
 
 
@@ -302,9 +303,12 @@ class Sweep:
         planner: Planner,
         reporter: Reporter,
         echo: Callable[[bytes], None] | None = None,
+        watch: RecordWatch | None = None,
     ) -> None:
-        """`echo`: the runner's output, chunk by chunk as it is read (`oomrec run`)."""
+        """`echo`: the runner's output, chunk by chunk as it is read (`oomrec run`). `watch`:
+        the record as the planner read it, read again before a launch when it changed."""
         self.config = config
+        self.watch = watch
         self.echo = echo
         self.planner = planner
         self.reporter = reporter
@@ -631,6 +635,7 @@ class Sweep:
         done = self.done.get((cell.model, cell.length))
         if done is not None:
             return CellResult(cell, Action.DONE, f"done in an earlier run: {done.reason}")
+        self._read_record_again(cell)
         decision = self.planner.decide(cell)
         if decision.action in (Action.BACKSTOP, Action.RECORD):
             token = Token(decision.action)
@@ -661,6 +666,8 @@ class Sweep:
                 line, new = self._append_record(cell, result.peak_rss_bytes, kind)
             except OomrecError as exc:
                 self._unrecorded(result, rows, header, exc)
+            if self.watch is not None:
+                self.watch.own_append()
             if new:
                 result.recorded = line
             else:
@@ -669,6 +676,28 @@ class Sweep:
         if result.probe and result.token == Token.SUCCESS:
             self._verify(result, decision)
         return result
+
+    def _read_record_again(self, cell: Cell) -> None:
+        """Before deciding a cell, the record as it is now, when another process wrote it since
+        it was read (a `record add`, another sweep's OOM): its records pre-skip from this cell
+        on. A record that cannot be read then stops the sweep: a recorded OOM may be unseen."""
+        if self.watch is None:
+            return
+        try:
+            added = self.watch.read_again(self.planner)
+        except OomrecError as exc:
+            raise OomrecError(
+                f"{exc}; the sweep stopped before {cell.model} @ {cell.length}: the record "
+                "changed and cannot be read again"
+            ) from None
+        if added is not None:
+            n = self.planner.applicable_records
+            self.reporter.log(
+                f"record: {self.config.record.shown_as} changed since it was read; read it "
+                f"again before {cell.model} @ {cell.length}: {added} new "
+                f"line{'s' if added != 1 else ''}, {n} record{'s' if n != 1 else ''} "
+                f"{'apply' if n != 1 else 'applies'} to {self.config.hardware}"
+            )
 
     def _unrecorded(
         self, result: CellResult, rows: Sequence[str], header: str, exc: OomrecError
