@@ -13,7 +13,8 @@ from oomrec.core.schema import HEADER_15
 # `twice:TOKEN` (its row twice; the second with TOKEN unless empty),
 # `alloc:MIB:TEXT` (touch MIB MiB, print TEXT, exit 1), `block:PATH:TEXT` (mkdir PATH, print
 # TEXT, exit 1), `sleep` (write its pid, then sleep), `argv` (write its argv as JSON).
-# (Kill verdicts: test_sweep_cells.py.)
+# A key "before model:length" lists commands (argv lists) the runner runs first, each to its end
+# (another process writing the record meanwhile, say). (Kill verdicts: test_sweep_cells.py.)
 RUNNER = r"""#!/usr/bin/env python3
 import json, os, sys, time
 from pathlib import Path
@@ -24,6 +25,9 @@ with open(here / "launched.txt", "a") as log:
     log.write(f"{model}:{length}\n")
 table = json.loads((here / "behaviour.json").read_text())
 action = table.get(f"{model}:{length}", table.get(model, "ok"))
+for command in table.get(f"before {model}:{length}", []):
+    import subprocess
+    subprocess.run(command, check=True)
 header = "HEADER"
 tail = f'2026-07-03,hw,0.3.3,release,32,"Hello, how are you today?",{length}'
 row = f"{model},{model_path},,,,,,,{tail}"
@@ -75,7 +79,7 @@ class Runner:
         self.script.chmod(0o755)
         self.behave({})
 
-    def behave(self, table: dict[str, str]) -> None:
+    def behave(self, table: dict[str, str | list[list[str]]]) -> None:
         (self.dir / "behaviour.json").write_text(json.dumps(table))
 
     @property

@@ -48,7 +48,15 @@ from oomrec.sweep.options import (
     output_problem,
 )
 from oomrec.sweep.outlock import OutputLock
-from oomrec.sweep.planner import Action, Cell, Decision, Planner, gather_evidence
+from oomrec.sweep.planner import (
+    Action,
+    Cell,
+    Decision,
+    JudgedLine,
+    Planner,
+    RecordWatch,
+    gather_evidence,
+)
 
 
 @dataclass(kw_only=True)
@@ -178,6 +186,8 @@ class Prepared:
     # did besides (its info/exclude line), said once the run is over.
     lock: OutputLock | None = None
     lock_notices: list[str] = field(default_factory=list)
+    # The record as the plan read it: the run reads it again before a launch when it changed.
+    watch: RecordWatch | None = None
 
     def release(self) -> None:
         if self.lock is not None:
@@ -242,7 +252,8 @@ class Prepared:
             # As the harness: nothing to run (a missing models dir too) is an empty CSV, exit 0.
             plan = replace(plan, models_dir_missing=False)
             empty_csv = self.config.resume is None
-        result = Sweep(self.config, self.planner, reporter, echo).run(plan, empty_csv=empty_csv)
+        sweep = Sweep(self.config, self.planner, reporter, echo, self.watch)
+        result = sweep.run(plan, empty_csv=empty_csv)
         for notice in self.lock_notices:
             reporter.log(notice)
         if result.write_error is not None and raise_write_error:
@@ -296,18 +307,26 @@ def prepare(
             on_wait=on_wait,
             notices=lock_notices,
         )
+    # Before the read: a write meanwhile makes the sweep read the record again (RecordWatch).
+    seen = record_file.stamp()
     loaded = record_file.load()
     parked, warnings = record_warnings(loaded, record_file)
     warnings[:0] = read_as
+    key = trailer_key(settings)
     evidence = gather_evidence(
         record_file,
         loaded,
-        trailer_key(settings),
+        key,
         hardware,
         judge=not config.ignore_record,
         parked=parked,
         warnings=warnings,
     )
+
+    def gather_again() -> list[JudgedLine]:
+        return gather_evidence(record_file, record_file.load(), key, hardware)
+
+    watch = None if config.ignore_record else RecordWatch(record_file, seen, gather_again)
     planner = Planner(
         evidence,
         hardware,
@@ -332,6 +351,7 @@ def prepare(
         relay=relay,
         lock=held,
         lock_notices=lock_notices,
+        watch=watch,
     )
 
 

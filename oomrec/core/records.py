@@ -706,6 +706,10 @@ MAX_LINE_WARNINGS = 20
 RESERVE_BYTES = 64 << 10
 
 
+# What RecordFile.stamp() tells a file by: its size, mtime (ns) and inode.
+Stamp = tuple[int, int, int]
+
+
 class RecordFile:
     """The record file at `path`: load, append under a lock, rewrite atomically under it.
 
@@ -727,6 +731,9 @@ class RecordFile:
         # caller made the folder itself (the demo).
         self.confinement: Confinement | None = None
         self._confined = False
+        # This process's last append: the file's stamp() just before it and just after it,
+        # both taken under the lock (a reader that read the first knows all but its own lines).
+        self.last_append: tuple[Stamp | None, Stamp | None] | None = None
 
     @property
     def real_path(self) -> Path:
@@ -766,6 +773,16 @@ class RecordFile:
 
         check_writes(self.shown_as, self.path, [self.lock_path, self.torn_path], self.confinement)
         self._confined = True
+
+    def stamp(self) -> Stamp | None:
+        """(size, mtime in ns, inode) of the file now, None when there is none (or no stat): one
+        stat tells whether it changed since a read (an append grows it, a rewrite replaces its
+        inode). Take it before the read, so a write between the two is read again, never missed."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return None
+        return (info.st_size, info.st_mtime_ns, info.st_ino)
 
     def load(self) -> Loaded:
         """Read the file; a missing file is an empty record. Unparsed lines come with a warning."""
@@ -840,6 +857,8 @@ class RecordFile:
             if not os.path.lexists(self.path):
                 # The room reserve() held on the lock file, freed for this first line.
                 _release(self.lock_path)
+            self.last_append = None
+            before = self.stamp()
             fd = self._open_for_write()
             try:
                 self._tidy(fd)
@@ -858,6 +877,7 @@ class RecordFile:
                 self._write_all_or_nothing(fd, data, size)
             finally:
                 os.close(fd)
+            self.last_append = (before, self.stamp())
         return pending
 
     def reserve(self, nbytes: int = RESERVE_BYTES) -> None:

@@ -217,6 +217,12 @@ def _header_span(data: bytes, pos: int) -> tuple[int, int]:
     return -1, -1
 
 
+def header_names(line: bytes) -> tuple[str, ...] | None:
+    """A header line's column names as the import reads them: a leading BOM (a spreadsheet's
+    save) dropped, each name stripped; None when the line is not UTF-8."""
+    return _parse_header(line.removeprefix(_BOM).rstrip(b"\r\n"))
+
+
 @lru_cache(maxsize=256)
 def _parse_header(line: bytes) -> tuple[str, ...] | None:
     # Cached: thousands of files share a handful of headers.

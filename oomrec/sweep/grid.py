@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, NoReturn, Protocol
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import model_name
@@ -63,6 +63,7 @@ from oomrec.sweep.planner import (
     Cell,
     Decision,
     Planner,
+    RecordWatch,
 )
 
 
@@ -196,6 +197,16 @@ def refine_midpoint(ran: int, oom: int, step: int) -> int | None:
     return min(max(round(middle), low), high) * step
 
 
+class _RecordNotWritten(Exception):
+    """A cell's OOM the record could not take: the sweep stops (`message` says why, where its
+    row went); a sweep that cannot record OOMs must not go on launching cells."""
+
+    def __init__(self, result: CellResult, message: str) -> None:
+        super().__init__(message)
+        self.result = result
+        self.message = message
+
+
 class _RowNotWritten(Exception):
     def __init__(self, result: CellResult, cause: OSError) -> None:
         super().__init__(str(cause))
@@ -271,7 +282,7 @@ class AggregateCsv:
             text = header + "\n"
         else:
             text = ""
-            if header.rstrip("\r") != (self.header or "").rstrip("\r") and not self._warned:
+            if _header_key(header) != _header_key(self.header or "") and not self._warned:
                 self._warned = True
                 warning = f"a cell's CSV header differs from the first line of {self.path}"
         self._fh.write(text + "".join(row + "\n" for row in rows))
@@ -292,9 +303,12 @@ class Sweep:
         planner: Planner,
         reporter: Reporter,
         echo: Callable[[bytes], None] | None = None,
+        watch: RecordWatch | None = None,
     ) -> None:
-        """`echo`: the runner's output, chunk by chunk as it is read (`oomrec run`)."""
+        """`echo`: the runner's output, chunk by chunk as it is read (`oomrec run`). `watch`:
+        the record as the planner read it, read again before a launch when it changed."""
         self.config = config
+        self.watch = watch
         self.echo = echo
         self.planner = planner
         self.reporter = reporter
@@ -346,6 +360,10 @@ class Sweep:
                     self._refine(plan, cell_csv)
         except KeyboardInterrupt:
             self.result.interrupted = True
+        except _RecordNotWritten as failed:
+            self.result.results.append(failed.result)
+            self.reporter.cell_done(len(self.result.results), failed.result)
+            self.result.write_error = failed.message
         except _RowNotWritten as failed:
             result = failed.result
             self.result.results.append(result)
@@ -604,7 +622,7 @@ class Sweep:
         torn last line, from a run killed mid-write, moved aside first, as --resume does)."""
         path = self.config.output
         torn = _ends_torn(path)
-        prior = resume.load(path)
+        prior = resume.load(path, cells=False)
         if prior.header is None:
             self.sidecar = resume.Sidecar(path, [])
             return
@@ -617,6 +635,7 @@ class Sweep:
         done = self.done.get((cell.model, cell.length))
         if done is not None:
             return CellResult(cell, Action.DONE, f"done in an earlier run: {done.reason}")
+        self._read_record_again(cell)
         decision = self.planner.decide(cell)
         if decision.action in (Action.BACKSTOP, Action.RECORD):
             token = Token(decision.action)
@@ -643,7 +662,12 @@ class Sweep:
                 if decision.fake
                 else None
             )
-            line, new = self._append_record(cell, result.peak_rss_bytes, kind)
+            try:
+                line, new = self._append_record(cell, result.peak_rss_bytes, kind)
+            except OomrecError as exc:
+                self._unrecorded(result, rows, header, exc)
+            if self.watch is not None:
+                self.watch.own_append()
             if new:
                 result.recorded = line
             else:
@@ -652,6 +676,50 @@ class Sweep:
         if result.probe and result.token == Token.SUCCESS:
             self._verify(result, decision)
         return result
+
+    def _read_record_again(self, cell: Cell) -> None:
+        """Before deciding a cell, the record as it is now, when another process wrote it since
+        it was read (a `record add`, another sweep's OOM): its records pre-skip from this cell
+        on. A record that cannot be read then stops the sweep: a recorded OOM may be unseen."""
+        if self.watch is None:
+            return
+        try:
+            added = self.watch.read_again(self.planner)
+        except OomrecError as exc:
+            raise OomrecError(
+                f"{exc}; the sweep stopped before {cell.model} @ {cell.length}: the record "
+                "changed and cannot be read again"
+            ) from None
+        if added is not None:
+            n = self.planner.applicable_records
+            self.reporter.log(
+                f"record: {self.config.record.shown_as} changed since it was read; read it "
+                f"again before {cell.model} @ {cell.length}: {added} new "
+                f"line{'s' if added != 1 else ''}, {n} record{'s' if n != 1 else ''} "
+                f"{'apply' if n != 1 else 'applies'} to {self.config.hardware}"
+            )
+
+    def _unrecorded(
+        self, result: CellResult, rows: Sequence[str], header: str, exc: OomrecError
+    ) -> NoReturn:
+        """The record refused the cell's OOM (made read-only, immutable, replaced mid-sweep):
+        its row still goes to the CSV, whose `SKIP:oom` rows --resume reads as evidence (and
+        `record import-csv` records), then the sweep stops."""
+        cell, c = result.cell, self.config
+        what = f"the {result.token} of {cell.model} @ {cell.length}"
+        try:
+            self._write(rows, header, result.token, cell)
+        except OSError as row_exc:
+            where = (
+                f"nor in {c.output} ({row_exc.strerror or row_exc}): record it by hand "
+                f"(oomrec record add {cell.model} {cell.length}) once the record is writable"
+            )
+        else:
+            where = (
+                f"its row is in {c.output}, which --resume reads as evidence; make the record "
+                f"writable, then `oomrec record import-csv {c.output}` records it"
+            )
+        raise _RecordNotWritten(result, f"{exc}; {what} is not in the record; {where}")
 
     def _probe_guard(self) -> ProbeGuard:
         if self._guard_of_probes is None:
@@ -883,6 +951,11 @@ def weights_bytes(model_dir: Path) -> int:
             with contextlib.suppress(OSError):
                 total += path.stat().st_size
     return total
+
+
+def _header_key(header: str) -> str:
+    # A CRLF or a spreadsheet's BOM does not make a resumed CSV's header another.
+    return header.removeprefix("\ufeff").rstrip("\r")
 
 
 def _seconds_arg(value: float) -> int | float:

@@ -5,7 +5,7 @@ runner, so that `oomrec check` (in front of every hand run) loads no runner, gua
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
@@ -17,6 +17,7 @@ from oomrec.core.records import (
     Loaded,
     OomRecord,
     RecordFile,
+    Stamp,
     applicability,
     last_part,
     short_commit,
@@ -178,6 +179,8 @@ class Planner:
         self.hardware = hardware
         self.host_mem = host_mem
         self.fake_oom = fake_oom
+        self.ignore_guard_records = ignore_guard_records
+        self.probe_undecided = probe_undecided
         self.oom_min: dict[str, int] = {}
         # How the smallest of oom_min was known, for the backstop's reason.
         self.oom_token: dict[str, str] = {}
@@ -187,6 +190,22 @@ class Planner:
         self.records: dict[str, list[JudgedLine]] = {}
         self.unverified: dict[str, list[JudgedLine]] = {}
         self.lifted: dict[str, list[JudgedLine]] = {}
+        self._file(evidence)
+
+    def add_evidence(self, evidence: Sequence[JudgedLine]) -> int:
+        """The evidence read again mid-sweep (the record changed): its lines not yet known
+        join the tables, each in its state; how many. None leaves: a line gone from the record
+        (pruned, retracted, or a rewrite by another tool read halfway) keeps deciding until the
+        next sweep reads the record afresh, so a running sweep never loses evidence."""
+        tables = (self.records, self.unverified, self.lifted)
+        known = {item.record for table in tables for hits in table.values() for item in hits}
+        new = [item for item in evidence if item.record not in known]
+        self._file(new)
+        return len(new)
+
+    def _file(self, evidence: Sequence[JudgedLine]) -> None:
+        """Each line of `evidence` that reaches this host into its state's table."""
+        hardware, host_mem, probe_undecided = self.hardware, self.host_mem, self.probe_undecided
         tables = {
             State.APPLIES: self.records,
             State.UNVERIFIED: self.unverified,
@@ -205,7 +224,7 @@ class Planner:
             if not reach.on_host:
                 continue
             # Guard stops are the operator's budget: lifted alone when the budget changed.
-            if ignore_guard_records and rec.kind == KIND_GUARD:
+            if self.ignore_guard_records and rec.kind == KIND_GUARD:
                 continue
             if item.parked is None:
                 state = states.get(id(item.judgement))
@@ -350,6 +369,41 @@ class Planner:
         if length <= self.oom_min.get(model, length):
             self.oom_min[model] = length
             self.oom_token[model] = token
+
+
+class RecordWatch:
+    """The record as the planner last read it, read again before a launch when it changed since
+    (another process's `record add`, another sweep's OOM): one stat when it has not."""
+
+    def __init__(
+        self,
+        record_file: RecordFile,
+        seen: Stamp | None,
+        gather: Callable[[], Sequence[JudgedLine]],
+    ) -> None:
+        """`seen`: the record's stamp taken before the read the planner was built from;
+        `gather`: the evidence read again as it was for the plan (record, archive, notes)."""
+        self.record_file = record_file
+        self.seen = seen
+        self.gather = gather
+
+    def own_append(self) -> None:
+        """This process appended to the record: when nothing else wrote it since the last read,
+        the planner already knows what it holds (its backstop has this sweep's OOMs)."""
+        last = self.record_file.last_append
+        if last is not None and last[0] == self.seen:
+            self.seen = last[1]
+
+    def read_again(self, planner: Planner) -> int | None:
+        """When the record changed since the last read, read the evidence again into `planner`:
+        how many lines it did not know; None when unchanged (nothing read)."""
+        now = self.record_file.stamp()
+        if now == self.seen:
+            return None
+        added = planner.add_evidence(self.gather())
+        # Taken before the read: a write during it is read at the next launch.
+        self.seen = now
+        return added
 
 
 def _first_hit(table: dict[str, list[JudgedLine]], model: str, length: int) -> JudgedLine | None:

@@ -16,10 +16,11 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from oomrec.core import rowfacts
 from oomrec.core.errors import OomrecError
 from oomrec.core.provenance import (
     SCHEMA_VERSION,
@@ -33,7 +34,9 @@ from oomrec.core.provenance import (
     sidecar_path,
 )
 from oomrec.core.records import short_commit
-from oomrec.core.schema import RECORDED_TOKENS, Token, line_token, split_row
+from oomrec.core.schema import RECORDED_TOKENS, Token, line_token
+from oomrec.csvread import rows as rowread
+from oomrec.csvread.files import header_names
 
 __all__ = ["SCHEMA_VERSION", "SIDECAR_SUFFIX", "Entry", "Measured", "measured_on", "sidecar_path"]
 
@@ -82,8 +85,9 @@ class PriorCell:
     reason: str
 
 
-def load(csv_path: Path) -> Prior:
+def load(csv_path: Path, *, cells: bool = True) -> Prior:
     """The earlier run's CSV and sidecar; an absent CSV is an empty prior (nothing done).
+    `cells`: read each row's cell and provenance (not needed to append rows: `oomrec run`).
 
     Read as untrusted: the CSV a regular file of at most MAX_CSV_BYTES (a FIFO or /dev/zero
     as --output is refused, not waited on); a last line without its line ending (the run was
@@ -103,16 +107,18 @@ def load(csv_path: Path) -> Prior:
         return Prior(None, [])
     header, rows = lines[0], lines[1:]
     prior = Prior(header, rows)
+    if not cells:
+        return prior
     by_text: dict[str, list[Entry]] = {}
     for candidate in read_entry_list(sidecar_path(csv_path)):
-        by_text.setdefault(candidate.row, []).append(candidate)
-    # A CRLF header (a runner's, copied unchanged) names its last column with its `\r`.
-    columns = [name.strip() for name in split_row(header)]
-    for row in rows:
-        cell = _cell_of(row, columns)
-        entry = next((e for e in by_text.get(row, ()) if _describes(e, row, cell)), None)
+        by_text.setdefault(candidate.row.removesuffix("\r"), []).append(candidate)
+    for row, cell in zip(rows, _cells_of(header, rows), strict=True):
+        # A spreadsheet's save ends each line in CRLF: still the row the entry describes.
+        same = by_text.get(row.removesuffix("\r"), ())
+        entry = next((e for e in same if _describes(e, row, cell)), None)
         if entry is not None:
-            prior.entries[(entry.model, entry.length)] = entry
+            # As the CSV holds it now: the row a rerun drops and a kept entry names.
+            prior.entries[(entry.model, entry.length)] = replace(entry, row=row)
             continue
         if cell is not None:
             prior.unknown[cell[:2]] = row
@@ -155,18 +161,26 @@ def path_key(model_path: str) -> str:
     return model_path.strip().removeprefix("./").rstrip("/")
 
 
-def _cell_of(row: str, columns: list[str]) -> tuple[str, int, str] | None:
-    """A row's model, length and `model_path` key ("" without that column)."""
-    fields = split_row(row)
-    if "model" not in columns or "prompt_target_len" not in columns:
-        return None
-    try:
-        model = fields[columns.index("model")]
-        length = int(fields[columns.index("prompt_target_len")])
-        path = path_key(fields[columns.index("model_path")]) if "model_path" in columns else ""
-    except (IndexError, ValueError):
-        return None
-    return model, length, path
+def _cells_of(header: str, rows: list[str]) -> list[tuple[str, int, str] | None]:
+    """Each row's model, length and `model_path` key ("" without that column), read as
+    `record import-csv` reads a CSV (csvread: a spreadsheet's BOM, any column order, extra
+    columns; the length `prompt_target_len`, else `prompt_tokens`); None when a row names none."""
+    columns = header_names(header.encode("utf-8", errors="surrogateescape"))
+    if not rows or columns is None or "model" not in columns:
+        return [None] * len(rows)
+    data = "\n".join(rows).encode("utf-8", errors="surrogateescape")
+    # Numbered by index into `rows`: every row is a non-blank line, so each gets one frame row.
+    part = rowread.Lines(0, columns, data, linenos=range(len(rows)))
+    frame = rowread.read([part], (), wanted=("model", "model_path", "target", "tokens"))
+    found: list[tuple[str, int, str] | None] = [None] * len(rows)
+    for index, model, path, target, tokens in frame.select(
+        rowread.LINE, "model", "model_path", "target", "tokens"
+    ).iter_rows():
+        name = rowfacts.model_of(model)
+        length = rowfacts.length_of(target, tokens).value
+        if name and length is not None:
+            found[index] = (name, length, path_key(path))
+    return found
 
 
 def prior_cell(
