@@ -281,3 +281,22 @@ def test_import_takes_no_retraction_from_another_hosts_ref(
     report = imported(cli)
     assert (report["added"], report["retracted"], report["already_present"]) == (0, 0, 1)
     assert cli("check", "gemma-4-31b", "2048").exit_code == 1
+
+
+def test_a_clone_of_this_host_under_a_tighter_memory_limit_is_merged(
+    fleet: Fleet, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two clones under one id, one in a 64 GiB memory cgroup: its record claims less memory
+    than the host has, which this host may have written; the other clone's push merges it."""
+    fleet.on("A1", host="gb10-shared")
+    monkeypatch.setenv("OOMREC_MEM_BYTES", str(64 * GIB))
+    assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
+    assert cli("record", "push").exit_code == 0
+    fleet.on("A2", host="gb10-shared")
+    assert cli("record", "add", "gemma-4-31b", "16384").exit_code == 0
+    pushed = cli("record", "push")
+    assert pushed.exit_code == 0 and pushed.stderr == "", pushed.stderr
+    ref = "refs/notes/oomrec/gb10-shared"
+    base = git(fleet.origin, "rev-parse", "main").strip()
+    shown = git(fleet.origin, "notes", f"--ref={ref}", "show", base)
+    assert f",{64 * GIB}" in shown and ",16384," in shown

@@ -278,7 +278,7 @@ def read_owned(
       publisher writes (no hardware tag, no memory, faked, an unknown or dirty commit, or no
       record at all) came from elsewhere;
     - and only in the ref of a host of its kind (owners.not_its_own): a line of another tag,
-      or under this host's id of another memory, is no measurement of the ref's host.
+      or under this host's id of more memory than it has, is no measurement of the ref's host.
 
     The others are kept aside where they are (never applied, never deleted), counted per ref in
     one warning. A line is taken back when its latest retraction event, among those that may
@@ -364,7 +364,7 @@ class PushPlan:
     host: str
     remote: str
     # This host's hardware tag and memory: the remote's lines under its id must be of its tag
-    # (its id starts with it) and memory to be merged (owners.not_its_own).
+    # (its id starts with it) and no larger memory to be merged (owners.not_its_own).
     hardware: str | None = None
     mem: int | None = None
     # Full commit SHA -> the record lines to publish for it.
@@ -532,7 +532,7 @@ def _merge_remote(
     the next push fast-forwards: a merge whose notes are this ref's (notes only ever gain
     lines: a remote tip that dropped some gets them back) and those of the remote's lines this
     host may have written, as another clone under its id does (retraction events, and records
-    of this host's tag and memory: owners.not_its_own).
+    of this host's tag and no more memory than it has: owners.not_its_own).
 
     Any other line (another machine's, one no publisher writes, one that is no record) is not
     merged, so never republished as this host's: it stays in the remote tip (a parent of the

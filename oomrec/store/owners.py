@@ -6,7 +6,9 @@ Any machine can push any notes ref, so a ref's name is a claim, checked against 
 - A host's id is `<tag>-<name>` (notes.host_id), so the ref of host `gb10-spark1` may carry
   only records tagged `gb10`. Its memory is not in its id: another host's memory cannot be
   known, so only the tag is checked there; under this host's own id (the remote's copy of its
-  ref, kept copies of it) a record must also carry this host's memory, within MEM_JITTER.
+  ref, kept copies of it) a record may not claim more memory than this host has (within
+  MEM_JITTER): such a line would apply on hosts larger than this one (2^63-1 bytes: on every
+  one). Less is allowed: another clone under this id may run in a tighter memory cgroup.
 - A retraction or restore read in host H's ref applies to H's own line of that evidence only
   (the one its ref carries), or, where H is one of `[tool.oomrec] admin_hosts`, to every host's
   line. This clone's own archive events (`record retract` here) apply to every line here.
@@ -57,7 +59,7 @@ def not_its_own(owner: str, record: OomRecord, me: Machine | None, *, own_ref: b
         and not own_ref
         and me.mem is not None
         and record.mem_bytes is not None
-        and abs(record.mem_bytes - me.mem) > MEM_JITTER * max(record.mem_bytes, me.mem)
+        and record.mem_bytes > me.mem * (1 + MEM_JITTER)
     ):
         return f"recorded with {show_bytes(record.mem_bytes)}, this host has {show_bytes(me.mem)}"
     return ""
