@@ -161,10 +161,12 @@ def test_b_retracts_a_shared_record_of_a_and_publishes_it(
     assert fleet.plan("B") == ["run", "run"]
     pushed = cli("record", "push")
     assert pushed.exit_code == 0, pushed.stderr
-    # Another clone of A's kind sees B's retraction once it pulls.
+    # Another clone of A's kind takes B's retraction of A's record only from an admin host.
     assert fleet.plan("A2") == ["run", "SKIP:oom_record"]
-    fleet.on("A2")
+    a2 = fleet.on("A2")
     cli("record", "pull")
+    assert fleet.plan("A2") == ["run", "SKIP:oom_record"]
+    (a2 / "pyproject.toml").write_text('[tool.oomrec]\nadmin_hosts = ["gb10-b"]\n')
     assert fleet.plan("A2") == ["run", "run"]
 
 
@@ -172,25 +174,25 @@ def test_a_retraction_stamped_in_the_future_hides_nothing(
     fleet: Fleet,  # noqa: F811
     cli: Cli,
 ) -> None:
-    """Any host may write notes: a retraction stamped 9999 would beat every restore (stamped
-    now) and hide A's record on every other host for good. One no clock could have written
-    (over a day ahead) is left out with a warning; the record applies."""
+    """Any machine may push notes, into A's own ref too: a retraction stamped 9999 there
+    would beat every restore (stamped now) and hide A's record on every other host for good.
+    One no clock could have written (over a day ahead) is left out with a warning; the record
+    applies."""
     from tests.gitrepo import git
 
     fleet.on("A")
     assert cli("record", "add", "gemma-4-31b", "8192").exit_code == 0
     assert cli("record", "push").exit_code == 0
     rogue = fleet.clone("rogue")
-    git(rogue, "fetch", "-q", "origin", "+refs/notes/oomrec/*:refs/notes/theirs/*")
-    (shown,) = [
-        line for line in git(rogue, "notes", "--ref=refs/notes/theirs/gb10-a", "list").splitlines()
-    ]
+    ref = "refs/notes/oomrec/gb10-a"
+    git(rogue, "fetch", "-q", "origin", f"+{ref}:{ref}")
+    (shown,) = [line for line in git(rogue, "notes", f"--ref={ref}", "list").splitlines()]
     commit = shown.split()[1]
-    text = git(rogue, "notes", "--ref=refs/notes/theirs/gb10-a", "show", commit)
+    text = git(rogue, "notes", f"--ref={ref}", "show", commit)
     line = next(x for x in text.splitlines() if x.startswith("gemma-4-31b,"))
-    git(rogue, "notes", "--ref=oomrec/evil", "add", "-m",
-        f"oomrec-retracted 9999-12-31T23:59:59Z x {line}", commit)  # fmt: skip
-    git(rogue, "push", "-q", "origin", "refs/notes/oomrec/evil:refs/notes/oomrec/evil")
+    git(rogue, "notes", f"--ref={ref}", "add", "-f", "-m",
+        f"{text.strip()}\noomrec-retracted 9999-12-31T23:59:59Z x {line}", commit)  # fmt: skip
+    git(rogue, "push", "-q", "origin", f"{ref}:{ref}")
     fleet.on("B")
     cli("remote", "setup")
     assert cli("record", "pull").exit_code == 0

@@ -114,21 +114,14 @@ def _shared(warnings: list[str]) -> tuple[list[OomRecord], list[Event]]:
         # Nothing shared: no GitPython, no notes reader (as `oomrec check`).
         return [], []
     from oomrec.store import gitrepo, notes
-    from oomrec.store.retractions import NOTE_RESTORED, NOTE_RETRACTED, parse_note_line
 
     repo = gitrepo.open_repo()
     if repo is None:
         return [], []
-    records: list[OomRecord] = []
-    events: list[Event] = []
-    for line in notes.read_all(repo, skip_host=notes.host_id(detect()), warnings=warnings):
-        if line.text.startswith((NOTE_RETRACTED, NOTE_RESTORED)):
-            event = parse_note_line(line.text)
-            if event is not None:
-                events.append(event)
-        elif line.record is not None and not notes.why_local(line.record):
-            records.append(line.record)
-    return records, events
+    # As the sweep reads them: each host's own records, taken back only by their own host or
+    # an admin host (store/owners.py).
+    owned = notes.read_owned(repo, detect(), warnings)
+    return [line.record for line in owned.applying if line.record is not None], owned.events
 
 
 def _models_dir(settings: Settings) -> Path | None:

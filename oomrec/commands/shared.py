@@ -54,7 +54,7 @@ class PushResult(Result):
 class PullResult(Result):
     remote: str
     refs: list[str]
-    # Record lines per host, over every notes ref read (this host's own included).
+    # Record lines per host that its refs carry as its own (this host's own ref included).
     by_host: dict[str, int]
 
     def json_body(self) -> dict[str, Any]:
@@ -82,14 +82,14 @@ def record_push(
     remote: str = "origin", *, dry_run: bool = False, record: Path | None = None
 ) -> PushResult:
     """Publish this host's records that another machine can judge to REMOTE, in its own ref."""
-    from oomrec.core.hardware import detect
+    from oomrec.core.hardware import detect, detect_memory
     from oomrec.store import notes
 
     repo = _repo()
     record_file, _ = open_record(record)
     hardware = detect()
     host = notes.host_id(hardware)
-    plan = notes.plan_push(repo, record_file, host, remote, hardware)
+    plan = notes.plan_push(repo, record_file, host, remote, hardware, detect_memory())
     result = PushResult(
         remote=remote,
         host=host,
@@ -101,18 +101,20 @@ def record_push(
     if not dry_run:
         with notes.writing(repo):
             result.new = notes.write_notes(repo, plan)
-            result.pushed, _ = notes.push(repo, plan)
+            result.pushed, _ = notes.push(repo, plan, result.warnings)
     return result
 
 
 def record_pull(remote: str = "origin") -> PullResult:
     """Fetch every host's records from REMOTE into refs/notes/remotes/REMOTE/oomrec/."""
+    from oomrec.core.hardware import detect
     from oomrec.store import notes
 
     repo = _repo()
     warnings: list[str] = []
     refs = notes.pull(repo, remote, warnings)
-    counts = notes.grouped(notes.read_all(repo, warnings=warnings))
+    # What applies of each host's: the lines its refs carry as its own (store/owners.py).
+    counts = notes.read_owned(repo, detect(), warnings, skip_own=False).by_host
     return PullResult(
         warnings=warnings, remote=remote, refs=refs, by_host=dict(sorted(counts.items()))
     )

@@ -100,6 +100,13 @@ TOOL_KEYS: tuple[Setting, ...] = (
         "off",
         "Memory guard on each NVIDIA GPU (NVML): as --min-gpu-available.",
     ),
+    Setting(
+        "admin_hosts",
+        "list of host ids",
+        "[] (none)",
+        "Shared records: hosts whose retractions and restores apply to every host's records "
+        '(e.g. ["gb10-lead"]); any other host takes back only its own.',
+    ),
 )
 
 ENV_VARS: tuple[Setting, ...] = (
@@ -123,7 +130,11 @@ ENV_VARS: tuple[Setting, ...] = (
         "The memory this host's accelerator can address: bytes or e.g. 96GiB; unknown for none.",
     ),
     Setting(
-        "OOMREC_HOST", "string", "TAG-hostname", "This host's id in shared records (git notes)."
+        "OOMREC_HOST",
+        "string",
+        "TAG-hostname",
+        "This host's id in shared records (git notes), after its hardware tag: `lead` on a "
+        "gb10 is gb10-lead.",
     ),
     Setting(
         "OOMREC_IGNORE_RECORD",

@@ -5,6 +5,39 @@ from __future__ import annotations
 
 # Each host's own ref; every remote's fetched copies live under refs/notes/remotes/<remote>/oomrec/.
 LOCAL_PREFIX = "refs/notes/oomrec/"
+REMOTES_PREFIX = "refs/notes/remotes/"
+# Old tips of tracking refs whose rewrite dropped lines: refs/notes/kept/<remote>/<sha>/oomrec/.
+KEPT_PREFIX = "refs/notes/kept/"
+_HOST_PART = "/oomrec/"
+
+
+def host_of(ref: str) -> str | None:
+    """The host whose notes `ref` is, read from its exact name: `refs/notes/oomrec/<host>`,
+    `refs/notes/remotes/<remote>/oomrec/<host>` or `refs/notes/kept/<remote>/<sha>/oomrec/<host>`,
+    the host one name (no `/`); None for any other ref.
+
+    The remote's part ends at the first `/oomrec/`: everything after it came from the remote
+    (the fetch refspec maps `refs/notes/oomrec/*` there, `*` spanning slashes), so a ref pushed
+    as `refs/notes/oomrec/x/oomrec/gb10-honest` is no ref of host gb10-honest."""
+    if ref.startswith(LOCAL_PREFIX):
+        host = ref[len(LOCAL_PREFIX) :]
+    elif ref.startswith((REMOTES_PREFIX, KEPT_PREFIX)):
+        prefix = REMOTES_PREFIX if ref.startswith(REMOTES_PREFIX) else KEPT_PREFIX
+        # A remote's name is one name or more: searched from its first character on.
+        at = ref.find(_HOST_PART, len(prefix))
+        if at < 0:
+            return None
+        host = ref[at + len(_HOST_PART) :]
+    else:
+        return None
+    return host if host and "/" not in host else None
+
+
+def in_namespace(ref: str) -> bool:
+    """Whether `ref` is under a namespace oomrec's notes refs live in (a host's ref or not)."""
+    if ref.startswith(LOCAL_PREFIX):
+        return True
+    return ref.startswith((REMOTES_PREFIX, KEPT_PREFIX)) and _HOST_PART in ref
 
 
 # Replacement refs (`git replace`, grafts made with it) change the history of a commit without
@@ -29,7 +62,8 @@ def refs_present() -> tuple[bool, bool]:
                 "for-each-ref",
                 "--format=%(refname)",
                 LOCAL_PREFIX,
-                "refs/notes/remotes/",
+                REMOTES_PREFIX,
+                KEPT_PREFIX,
                 REPLACE_PREFIX,
             ],
             capture_output=True,
@@ -43,8 +77,5 @@ def refs_present() -> tuple[bool, bool]:
         outside = "not a git repository" in out.stderr
         return not outside, not outside
     refs = out.stdout.splitlines()
-    notes = any(
-        ref.startswith(LOCAL_PREFIX) or (ref.startswith("refs/notes/") and "/oomrec/" in ref)
-        for ref in refs
-    )
+    notes = any(in_namespace(ref) for ref in refs)
     return notes, any(ref.startswith(REPLACE_PREFIX) for ref in refs)

@@ -2,14 +2,14 @@
 
 Each host writes only its own notes ref, `refs/notes/oomrec/<host-id>`: one note per record
 commit (the full SHA), holding that commit's record lines, sorted. Pushes of a host's own ref
-fast-forward; a rejected push (two clones with one host-id) is merged with git's
-`cat_sort_uniq` strategy and retried. `oomrec remote setup` adds a fetch refspec that brings
-every host's ref into `refs/notes/remotes/<remote>/oomrec/`, so a plain `git fetch` updates
-them and never touches a local ref.
+fast-forward; a rejected push (two clones with one host-id) is merged (with only the lines
+this host may have written: store/owners.py) and retried. `oomrec remote setup` adds a fetch
+refspec that brings every host's ref into `refs/notes/remotes/<remote>/oomrec/`, so a plain
+`git fetch` updates them and never touches a local ref.
 
 Reading is a fixed number of git processes however many hosts and records: one
 `for-each-ref`, then every notes tree and blob through GitPython's one persistent
-`cat-file --batch`.
+`cat-file --batch`. What is read is judged by who may have written it (store/owners.py).
 
 Only evidence another machine can judge is published: a record with a hardware tag and a known
 memory size, measured at a commit that is on a branch of the remote. The rest stays local and
@@ -23,10 +23,12 @@ import re
 import socket
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.hardware import detect_memory
 from oomrec.core.records import (
     KIND_FAKE,
     NotARecord,
@@ -38,15 +40,15 @@ from oomrec.core.records import (
     short_commit,
 )
 from oomrec.core.shown import visible
-from oomrec.store.noterefs import LOCAL_PREFIX
+from oomrec.store import owners
+from oomrec.store.locations import load_settings
+from oomrec.store.noterefs import KEPT_PREFIX, LOCAL_PREFIX, REMOTES_PREFIX, host_of, in_namespace
 from oomrec.store.retractions import (
     NOTE_RESTORED,
     NOTE_RETRACTED,
     Event,
-    applies,
     from_the_future,
     parse_note_line,
-    retracted,
 )
 
 if TYPE_CHECKING:
@@ -54,32 +56,36 @@ if TYPE_CHECKING:
 
 HOST_ENV = "OOMREC_HOST"
 PUSH_TRIES = 3
-_SAFE = re.compile(r"[^a-z0-9._-]+")
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def host_id(hardware: str) -> str:
-    """This host's id: `$OOMREC_HOST`, else the hardware tag and the short host name."""
+    """This host's id: its hardware tag, `-`, and `$OOMREC_HOST` or else the short host name
+    (`$OOMREC_HOST` that starts with the tag and `-` is the whole id). Always the tag first:
+    readers take a ref's lines as its host's only when they carry that tag (store/owners.py)."""
     override = os.environ.get(HOST_ENV, "").strip()
-    raw = override or f"{hardware}-{socket.gethostname().split('.')[0]}"
-    safe = _SAFE.sub("-", raw.lower()).strip("-.")
-    if not safe:
+    name = owners.safe_id(override or socket.gethostname().split(".")[0])
+    if override and not name:
         raise OomrecError(
             f"{HOST_ENV}={override!r} is not a usable host id; use letters and digits"
         )
-    return safe[:64]
+    tag = owners.safe_id(hardware)
+    if name == tag or name.startswith(f"{tag}-"):
+        return name
+    return owners.safe_id(f"{tag}-{name}")
 
 
 def local_ref(host: str) -> str:
     return f"{LOCAL_PREFIX}{host}"
 
 
-# Old tips of tracking refs whose rewrite dropped record lines (pull): read, never pruned.
-KEPT_PREFIX = "refs/notes/kept/"
-
-
 def tracking_prefix(remote: str) -> str:
-    return f"refs/notes/remotes/{remote}/oomrec/"
+    return f"{REMOTES_PREFIX}{remote}/oomrec/"
+
+
+def kept_ref(remote: str, tip: str, host: str) -> str:
+    """Where an old tip of host `host`'s notes that lost lines is kept: read, never pruned."""
+    return f"{KEPT_PREFIX}{remote}/{tip[:12]}/oomrec/{host}"
 
 
 def refspec(remote: str) -> str:
@@ -88,44 +94,53 @@ def refspec(remote: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class NoteLine:
-    """A record line read from a host's notes."""
+    """A record line read from a host's notes: `host` as shown (escaped), `owner` as the ref
+    names it (what the ownership rules compare)."""
 
     host: str
     ref: str
     commit: str
     text: str
     record: OomRecord | None
+    owner: str = ""
 
 
 # -- reading ------------------------------------------------------------------------------
 
 
 def note_refs(repo: git.Repo, warnings: list[str] | None = None) -> list[tuple[str, str]]:
-    """(ref, host) of every oomrec notes ref: this clone's and every remote's fetched ones.
+    """(ref, host id) of every host's notes ref: this clone's and every remote's fetched ones,
+    each known by its exact name (noterefs.host_of).
 
-    A notes ref is a commit. One that points at anything else (a blob, a tree, a tag: someone
-    pushed garbage there) is left out with one warning naming it in `warnings`; git itself
-    leaves out a ref whose object is missing. The other hosts' refs are read as ever."""
+    A ref in those namespaces that names no host (`.../oomrec/x/oomrec/gb10-honest`: pushed
+    nested, it is not gb10-honest's) is not read, with one warning naming it. A notes ref is a
+    commit: one that points at anything else (a blob, a tree, a tag: someone pushed garbage
+    there) is left out the same way; git itself leaves out a ref whose object is missing. The
+    other hosts' refs are read as ever."""
     out = repo.git.for_each_ref(
-        "--format=%(objecttype) %(refname)", LOCAL_PREFIX, "refs/notes/remotes/", KEPT_PREFIX
+        "--format=%(objecttype) %(refname)", LOCAL_PREFIX, REMOTES_PREFIX, KEPT_PREFIX
     )
     found = []
     for line in out.split("\n"):
         kind, _, ref = line.partition(" ")
-        if ref.startswith(LOCAL_PREFIX):
-            host = ref[len(LOCAL_PREFIX) :]
-        elif ref.startswith(("refs/notes/remotes/", KEPT_PREFIX)) and "/oomrec/" in ref:
-            host = ref.rsplit("/oomrec/", 1)[1]
-        else:
+        if not in_namespace(ref):
             continue
-        # Shown in listings and log lines as it is named: a ref name another host pushed may
-        # hold a terminal's escapes (git allows them); escaped once, here.
-        host = visible(host)
+        host = host_of(ref)
+        # A ref name another host pushed may hold a terminal's escapes (git allows them).
+        shown = visible(ref)
+        if host is None:
+            if warnings is not None:
+                warnings.append(
+                    f"warning: {shown} is not a host's notes ref (a host's is "
+                    f"{LOCAL_PREFIX}<host>, one name): its records are not read (delete it: "
+                    f"git update-ref -d {shown})"
+                )
+            continue
         if kind != "commit":
             if warnings is not None:
                 warnings.append(
-                    f"warning: {visible(ref)} points at a {kind or 'missing object'}, not a notes "
-                    f"commit: its records are not read (delete it: git update-ref -d {ref})"
+                    f"warning: {shown} points at a {kind or 'missing object'}, not a notes "
+                    f"commit: its records are not read (delete it: git update-ref -d {shown})"
                 )
             continue
         found.append((ref, host))
@@ -181,27 +196,30 @@ def _tree_entries(data: bytes, id_size: int) -> list[tuple[bytes, str, str]]:
 def read_all(
     repo: git.Repo, skip_host: str | None = None, warnings: list[str] | None = None
 ) -> list[NoteLine]:
-    """Every record line in every oomrec notes ref (each distinct line once), in ref order.
-    `skip_host`: this host's own local ref, whose lines are copies of the local record. What
-    cannot be read is said in `warnings`."""
-    seen: set[str] = set()
+    """Every line in every host's notes ref (each distinct line once per host: a line is its
+    host's claim, and another host's copy of it is another's), in ref order. `skip_host`: this
+    host's own local ref, whose lines are copies of the local record. What cannot be read is
+    said in `warnings`."""
+    seen: set[tuple[str, str]] = set()
     lines: list[NoteLine] = []
     refs = [
         (ref, host) for ref, host in note_refs(repo, warnings) if ref != local_ref(skip_host or "")
     ]
     everything = read_refs(repo, [ref for ref, _ in refs])
     for ref, host in refs:
+        # Shown in listings and log lines as it is named, escaped once, here.
+        shown = visible(host)
         for commit, text in everything[ref].items():
             for raw in text.split("\n"):
                 raw = raw.strip("\r")
-                if not raw.strip() or raw in seen:
+                if not raw.strip() or (host, raw) in seen:
                     continue
-                seen.add(raw)
+                seen.add((host, raw))
                 try:
                     record: OomRecord | None = parse_line(raw)
                 except NotARecord:
                     record = None
-                lines.append(NoteLine(host, ref, commit, raw, record))
+                lines.append(NoteLine(shown, ref, commit, raw, record, host))
     return lines
 
 
@@ -211,53 +229,131 @@ def shared(
     warnings: list[str] | None = None,
     local_events: Iterable[Event] = (),
 ) -> list[NoteLine]:
-    """The record lines other hosts published (and this one fetched), less the evidence
-    `known` already holds (the local record and archive: the same evidence key, however the
-    line is written), less the evidence retracted (its latest retraction event, among the
-    notes' and `local_events`, this host's archive's, is a retraction), and each evidence once;
-    [] outside git. Reads no git when no notes ref exists beyond a loose `for-each-ref`.
-
-    A line applies here only if `record push` would have published it (`why_local`): a line
-    no publisher writes (no hardware tag, no memory, faked, an unknown or dirty commit, or no
-    record at all) came from elsewhere and is left out, counted per host in `warnings`."""
+    """The record lines other hosts published (and this one fetched) that apply as evidence
+    (read_owned: each host's own, not taken back), less the evidence `known` already holds
+    (the local record and archive: the same evidence key, however the line is written), each
+    evidence once; [] outside git. Reads no git when no notes ref exists beyond a loose
+    `for-each-ref`."""
     from oomrec.store import gitrepo as gitutil
 
     repo = gitutil.open_repo()
     if repo is None:
         return []
     seen = {evidence_key(record) for record in known}
-    own = host_id(hardware)
     lines = []
-    refused: dict[str, dict[str, int]] = {}
-    everything = read_all(repo, skip_host=own, warnings=warnings)
-    events = [e for line in everything if (e := parse_note_line(line.text)) is not None]
-    gone = retracted([*events, *local_events])
-    future = from_the_future(events)
-    if future and warnings is not None:
-        warnings.append(
-            f"warning: {len(future)} retraction(s) in shared notes are stamped in the future "
-            f"(the first: {visible(future[0].stamp)}); left out, so the records they name apply"
-        )
-    for line in everything:
-        if line.text.startswith((NOTE_RETRACTED, NOTE_RESTORED)):
-            continue
-        if line.record is not None and not applies(line.record, gone):
-            continue
-        why = why_local(line.record) if line.record is not None else "not a record line"
-        if why:
-            by_why = refused.setdefault(line.ref, {})
-            by_why[why] = by_why.get(why, 0) + 1
-            continue
+    for line in read_owned(repo, hardware, warnings, local_events).applying:
         assert line.record is not None
         key = evidence_key(line.record)
         if key not in seen:
             seen.add(key)
             lines.append(line)
-    if warnings is not None:
-        for ref, by_why in refused.items():
-            said = "; ".join(f"{n} {why}" for why, n in by_why.items())
-            warnings.append(f"warning: {ref}: lines no publisher writes, not applied ({said})")
     return lines
+
+
+@dataclass
+class Owned:
+    """The shared notes as the ownership rules (store/owners.py) leave them."""
+
+    # Record lines their host may have written and published, not taken back: every host's.
+    applying: list[NoteLine] = field(default_factory=list)
+    # What took back the evidence of which no line applies any more: the retractions and
+    # restores of it that may take back a line read (this clone's own left out).
+    events: list[Event] = field(default_factory=list)
+    # Record lines each host's refs carry as its own (shown names), taken back or not.
+    by_host: dict[str, int] = field(default_factory=dict)
+
+
+def read_owned(
+    repo: git.Repo,
+    hardware: str,
+    warnings: list[str] | None = None,
+    local_events: Iterable[Event] = (),
+    *,
+    skip_own: bool = True,
+) -> Owned:
+    """Every host's notes (this host's own local ref too unless `skip_own`), each line judged
+    by who may have written it:
+
+    - a line applies only if `record push` would have published it (`why_local`): a line no
+      publisher writes (no hardware tag, no memory, faked, an unknown or dirty commit, or no
+      record at all) came from elsewhere;
+    - and only in the ref of a host of its kind (owners.not_its_own): a line of another tag,
+      or under this host's id of more memory than it has, is no measurement of the ref's host.
+
+    The others are kept aside where they are (never applied, never deleted), counted per ref in
+    one warning. A line is taken back when its latest retraction event, among those that may
+    take it back (owners.Standing: its own host's, an admin host's, `local_events`: this
+    clone's archive's), is a retraction; events that may take back no line read are said per
+    ref, and retractions stamped in the future are left out, said once."""
+    # The settings of the repository read, wherever the caller stands.
+    settings = load_settings(Path(repo.working_dir))
+    admins = owners.admin_hosts(settings.tool, settings.source)
+    me = owners.Machine(host_id(hardware), detect_memory())
+    own_ref = local_ref(me.host)
+    read = read_all(repo, skip_host=me.host if skip_own else None, warnings=warnings)
+    aside: dict[str, dict[str, int]] = {}
+    owned: list[NoteLine] = []
+    events: list[tuple[str | None, Event]] = [(None, event) for event in local_events]
+    event_refs: dict[int, str] = {}
+    for line in read:
+        if line.text.startswith((NOTE_RETRACTED, NOTE_RESTORED)):
+            event = parse_note_line(line.text)
+            if event is not None:
+                # This clone's own published events are its archive's: they apply as those do.
+                events.append((None if line.ref == own_ref else line.owner, event))
+                event_refs[id(event)] = line.ref
+            continue
+        if line.record is None:
+            why = "not a record line"
+        else:
+            why = why_local(line.record) or owners.not_its_own(
+                line.owner, line.record, me, own_ref=line.ref == own_ref
+            )
+        if why:
+            by_why = aside.setdefault(line.ref, {})
+            by_why[why] = by_why.get(why, 0) + 1
+            continue
+        owned.append(line)
+    result = Owned()
+    for line in owned:
+        result.by_host[line.host] = result.by_host.get(line.host, 0) + 1
+    standing = owners.Standing(events, admins)
+    future: list[Event] = []
+    if not standing.by_key:
+        result.applying = owned
+    else:
+        carried = {(x.owner, evidence_key(x.record)) for x in owned if x.record is not None}
+        trusted = [event for by, event in standing.trusted(carried) if by is not None]
+        future = from_the_future(trusted)
+        result.applying = [
+            x for x in owned if x.record is not None and not standing.hides(x.owner, x.record)
+        ]
+        held = {evidence_key(x.record) for x in result.applying if x.record is not None}
+        result.events = [e for e in trusted if evidence_key(e.record) not in held]
+        ids = {id(event) for event in trusted}
+        for by, event in events:
+            if by is not None and id(event) not in ids:
+                by_why = aside.setdefault(event_refs[id(event)], {})
+                by_why[_NOT_THEIRS] = by_why.get(_NOT_THEIRS, 0) + 1
+    if warnings is not None:
+        if future:
+            warnings.append(
+                f"warning: {len(future)} retraction(s) in shared notes are stamped in the "
+                f"future (the first: {visible(future[0].stamp)}); left out, so the records "
+                "they name apply"
+            )
+        for ref, by_why in aside.items():
+            said = "; ".join(f"{n} {why}" for why, n in by_why.items())
+            warnings.append(
+                f"warning: {visible(ref)}: lines no publisher writes, not applied ({said})"
+            )
+    return result
+
+
+_NOT_THEIRS = (
+    "retraction(s) or restore(s) of records another host published (only that host, or one "
+    f"[tool.oomrec] {owners.ADMIN_KEY} names, takes a record back)"
+)
 
 
 # -- publishing ---------------------------------------------------------------------------
@@ -267,8 +363,10 @@ def shared(
 class PushPlan:
     host: str
     remote: str
-    # This host's hardware tag: the remote's lines under its id must be of it to be merged.
+    # This host's hardware tag and memory: the remote's lines under its id must be of its tag
+    # (its id starts with it) and no larger memory to be merged (owners.not_its_own).
     hardware: str | None = None
+    mem: int | None = None
     # Full commit SHA -> the record lines to publish for it.
     publish: dict[str, list[str]] = field(default_factory=dict)
     kept_back: list[tuple[str, str]] = field(default_factory=list)
@@ -279,14 +377,19 @@ class PushPlan:
 
 
 def plan_push(
-    repo: git.Repo, record_file: RecordFile, host: str, remote: str, hardware: str | None = None
+    repo: git.Repo,
+    record_file: RecordFile,
+    host: str,
+    remote: str,
+    hardware: str | None = None,
+    mem: int | None = None,
 ) -> PushPlan:
     """Which local records can go to `remote`, and why the others stay local."""
     from oomrec.store import archive
     from oomrec.store import gitrepo as gitutil
 
     check_remote(repo, remote)
-    plan = PushPlan(host, remote, hardware)
+    plan = PushPlan(host, remote, hardware, mem)
     loaded = record_file.load()
     candidates: list[tuple[str, OomRecord]] = []
     for line in loaded.lines:
@@ -353,34 +456,48 @@ def write_notes(repo: git.Repo, plan: PushPlan) -> int:
     ref = local_ref(plan.host)
     old_tip = _tip(repo, ref)
     current = read_ref(repo, ref) if old_tip else {}
-    bodies: dict[str, str] = {}
+    bodies: dict[str, set[str]] = {}
     new = 0
     for sha, lines in plan.publish.items():
-        before = {x for x in current.get(sha, "").split("\n") if x.strip()}
+        before = _lines(current.get(sha, ""))
         union = before | set(lines)
         if union != before:
             new += len(union - before)
-            bodies[sha] = "".join(f"{x}\n" for x in sorted(union))
+            bodies[sha] = union
     if not bodies:
         return 0
-    name, email = _committer(repo)
-    message = f"oomrec: {new} record line(s) from {plan.host}\n".encode()
-    stream = [
-        f"commit {ref}\n".encode(),
-        f"committer {name} <{email}> {int(time.time())} +0000\n".encode(),
-        f"data {len(message)}\n".encode() + message,
-    ]
-    if old_tip:
-        stream.append(f"from {old_tip}\n".encode())
-    for sha, body in sorted(bodies.items()):
-        data = body.encode("utf-8", errors="surrogateescape")
-        stream.append(f"N inline {sha}\ndata {len(data)}\n".encode() + data + b"\n")
-    stream.append(b"done\n")
-    _run_stdin(repo, ["fast-import", "--quiet", "--done"], b"".join(stream))
+    message = f"oomrec: {new} record line(s) from {plan.host}"
+    _commit_notes(repo, ref, [old_tip] if old_tip else [], bodies, message)
     return new
 
 
-def push(repo: git.Repo, plan: PushPlan) -> tuple[bool, int]:
+def _lines(text: str) -> set[str]:
+    return {line for line in text.split("\n") if line.strip()}
+
+
+def _commit_notes(
+    repo: git.Repo, ref: str, parents: Sequence[str], bodies: dict[str, set[str]], message: str
+) -> None:
+    """One commit on `ref`, on top of `parents` (the first's notes are its notes' base), whose
+    note of each commit in `bodies` holds those lines, sorted: one `git fast-import`."""
+    name, email = _committer(repo)
+    text = f"{message}\n".encode()
+    stream = [
+        f"commit {ref}\n".encode(),
+        f"committer {name} <{email}> {int(time.time())} +0000\n".encode(),
+        f"data {len(text)}\n".encode() + text,
+    ]
+    if parents:
+        stream.append(f"from {parents[0]}\n".encode())
+    stream += [f"merge {parent}\n".encode() for parent in parents[1:]]
+    for sha, lines in sorted(bodies.items()):
+        data = "".join(f"{x}\n" for x in sorted(lines)).encode("utf-8", errors="surrogateescape")
+        stream.append(f"N inline {sha}\ndata {len(data)}\n".encode() + data + b"\n")
+    stream.append(b"done\n")
+    _run_stdin(repo, ["fast-import", "--quiet", "--done"], b"".join(stream))
+
+
+def push(repo: git.Repo, plan: PushPlan, warnings: list[str] | None = None) -> tuple[bool, int]:
     """Publish this host's ref to the remote; on a rejection, fetch, merge, retry. Returns
     (whether anything was pushed, how many tries it took)."""
     ref = local_ref(plan.host)
@@ -401,30 +518,70 @@ def push(repo: git.Repo, plan: PushPlan) -> tuple[bool, int]:
                     f"({_stderr(exc)}); try again later"
                 ) from None
             _fetch(repo, plan.remote, f"+{ref}:{tracking}")
-            _refuse_foreign(repo, plan, tracking)
-            name, email = _committer(repo)
-            held = read_ref(repo, ref)
-            repo.git.notes(
-                f"--ref={ref}",
-                "merge",
-                "-q",
-                "-s",
-                "cat_sort_uniq",
-                tracking,
-                env={"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email},
-            )
-            # A remote tip that descends from ours but dropped notes is a fast-forward to the
-            # merge: what this ref held goes back on top (notes only ever gain lines).
-            lost = _record_lines(held) - _record_lines(read_ref(repo, ref))
-            if lost:
-                back: dict[str, list[str]] = {}
-                for sha, line in lost:
-                    back.setdefault(sha, []).append(line)
-                write_notes(repo, replace(plan, publish=back))
+            _merge_remote(repo, plan, tracking, warnings)
             continue
         _fetch(repo, plan.remote, f"+{ref}:{tracking}")
         return True, attempt
     return False, PUSH_TRIES
+
+
+def _merge_remote(
+    repo: git.Repo, plan: PushPlan, tracking: str, warnings: list[str] | None
+) -> None:
+    """Make this host's ref descend from the remote's copy of it (fetched to `tracking`), so
+    the next push fast-forwards: a merge whose notes are this ref's (notes only ever gain
+    lines: a remote tip that dropped some gets them back) and those of the remote's lines this
+    host may have written, as another clone under its id does (retraction events, and records
+    of this host's tag and no more memory than it has: owners.not_its_own).
+
+    Any other line (another machine's, one no publisher writes, one that is no record) is not
+    merged, so never republished as this host's: it stays in the remote tip (a parent of the
+    merge), which is kept under refs/notes/kept/ too, with one warning in `warnings`. It
+    cannot stop this host publishing."""
+    ref = local_ref(plan.host)
+    ours_tip, theirs_tip = _tip(repo, ref), _tip(repo, tracking)
+    if not theirs_tip:
+        return
+    read = read_refs(repo, [ref, tracking])
+    me = owners.Machine(plan.host, plan.mem)
+    bodies: dict[str, set[str]] = {}
+    refused: dict[str, int] = {}
+    for sha, text in read[tracking].items():
+        have = _lines(read[ref].get(sha, ""))
+        take = set()
+        for raw in _lines(text) - have:
+            why = _not_mine(raw.strip("\r"), me)
+            if why:
+                refused[why] = refused.get(why, 0) + 1
+            else:
+                take.add(raw)
+        if take:
+            bodies[sha] = have | take
+    message = f"oomrec: merge {plan.remote}'s {ref} into {plan.host}'s"
+    _commit_notes(repo, ref, [ours_tip, theirs_tip], bodies, message)
+    if not refused:
+        return
+    kept = kept_ref(plan.remote, theirs_tip, plan.host)
+    repo.git.update_ref(kept, theirs_tip)
+    if warnings is not None:
+        said = "; ".join(f"{n} {why}" for why, n in sorted(refused.items()))
+        warnings.append(
+            f"warning: {plan.remote}'s {ref} holds lines this host did not write ({said}): not "
+            f"merged into this host's ref, kept in {visible(kept)}"
+        )
+
+
+def _not_mine(raw: str, me: owners.Machine) -> str:
+    """Why `raw`, a line of the remote's copy of this host's ref, is none this host (another
+    clone under its id) may have written ("" when it may)."""
+    if parse_note_line(raw) is not None:
+        # A retraction event is its publisher's, whoever measured its record.
+        return ""
+    try:
+        record = parse_line(raw)
+    except NotARecord:
+        return "not a record line"
+    return why_local(record) or owners.not_its_own(me.host, record, me, own_ref=False)
 
 
 def pull(repo: git.Repo, remote: str, warnings: list[str] | None = None) -> list[str]:
@@ -451,7 +608,8 @@ def _tips(repo: git.Repo, prefix: str) -> dict[str, str]:
     tips = {}
     for line in out.split("\n"):
         sha, kind, ref = [*line.split(" ", 2), "", ""][:3]
-        if kind == "commit":
+        # A host's ref only: a nested one (noterefs.host_of) is no host's and is not read.
+        if kind == "commit" and host_of(ref) is not None:
             tips[ref] = sha
     return tips
 
@@ -471,8 +629,8 @@ def _keep_lost_lines(
         lost = held - (_record_lines(new[after[ref]]) if ref in after else set())
         if not lost:
             continue
-        host = ref.rsplit("/oomrec/", 1)[1]
-        kept = f"{KEPT_PREFIX}{remote}/{before[ref][:12]}/oomrec/{host}"
+        host = host_of(ref) or ""
+        kept = kept_ref(remote, before[ref], host)
         repo.git.update_ref(kept, before[ref])
         if warnings is not None:
             warnings.append(
@@ -523,34 +681,6 @@ def _tip(repo: git.Repo, ref: str) -> str:
         return repo.git.rev_parse("--verify", "--quiet", ref)
     except _git_error():
         return ""
-
-
-def _refuse_foreign(repo: git.Repo, plan: PushPlan, tracking: str) -> None:
-    """Before the remote's version of this host's ref is merged into it: OomrecError when it
-    holds lines of another machine (another hardware tag, or no record at all). Two clones on
-    one machine share an id and merge; another machine publishing under this id must not have
-    its lines republished as this host's."""
-    if plan.hardware is None:
-        return
-    foreign: dict[str, int] = {}
-    for text in read_ref(repo, tracking).values():
-        for raw in text.split("\n"):
-            if not raw.strip() or parse_note_line(raw.strip("\r")) is not None:
-                # A retraction event is the publisher's, whoever measured its record.
-                continue
-            try:
-                tag = parse_line(raw.strip("\r")).hardware or "no hardware tag"
-            except NotARecord:
-                tag = "not a record"
-            if tag != plan.hardware:
-                foreign[tag] = foreign.get(tag, 0) + 1
-    if foreign:
-        said = ", ".join(f"{n} of {tag}" for tag, n in sorted(foreign.items()))
-        raise OomrecError(
-            f"{plan.remote}'s {local_ref(plan.host)} holds record lines of another machine "
-            f"({said}; this host is {plan.hardware}): another host publishes under the id "
-            f"{plan.host!r}; give each machine its own id (${HOST_ENV}) and push again"
-        )
 
 
 def _remote_tip(repo: git.Repo, remote: str, ref: str) -> str:
@@ -628,12 +758,3 @@ def _stderr(exc: Exception) -> str:
     text = text.strip("'").strip()
     # git's whole message, one line: a hint after the first line says what to do.
     return " | ".join(line.strip() for line in text.splitlines() if line.strip()) or "no message"
-
-
-def grouped(lines: Iterable[NoteLine]) -> dict[str, int]:
-    """How many record lines each host contributed."""
-    counts: dict[str, int] = {}
-    for line in lines:
-        if line.record is not None:
-            counts[line.host] = counts.get(line.host, 0) + 1
-    return counts
