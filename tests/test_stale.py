@@ -296,3 +296,55 @@ def test_a_partial_clone_whose_remote_is_gone_lifts_nothing(tmp_path: Path, hist
     h.repo.path.rename(tmp_path / "gone")
     got = judge(clone, [("gemma-4-31b", h.pre)])
     assert got[0].startswith("applies (unknown: cannot compare the fixes' patches")
+
+
+def test_a_shallow_clone_that_cuts_off_a_records_branch_is_judged_not_crashed(
+    tmp_path: Path, repo: Repo
+) -> None:
+    """The record was measured on main; the fix came in from a side branch by a merge; a clone
+    of depth 3 cuts both off below them. Git cannot tell whether the fix is in the record's
+    history, so the record applies (with the reason), and no view ends in a traceback (it was
+    `TypeError: 'frozenset' object is not callable`: an attribute over a method)."""
+    import subprocess
+    import sys
+
+    repo.commit("c0", {"f": "0\n"})
+    repo.commit("c1", {"f": "1\n"})
+    measured = repo.commit("measured", {"f": "2\n"})
+    repo.git("checkout", "-q", "-b", "side", "HEAD~2")
+    repo.commit(FIX_MESSAGE, {"g": "fix\n"})
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-edit", "side")
+    repo.commit("after", {"f": "3\n"})
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "3", f"file://{repo.path}", str(clone))
+    assert measured in (clone / ".git" / "shallow").read_text()
+    (clone / "models" / "gemma-4-31b").mkdir(parents=True)
+    (clone / "benchmarks").mkdir()
+    (clone / "benchmarks" / ".oom-record").write_text(
+        f"gemma-4-31b,2048,2026-12-01,{measured},,benchmarks/x.csv\n"
+    )
+    for args in (
+        ("check", "gemma-4-31b", "4096"),
+        ("record", "stale"),
+        ("record", "list"),
+        ("report", "benchmarks"),
+        ("sweep", "--models", "gemma-4-31b", "--lengths", "1024 4096", "--runner", "true",
+         "--dry-run"),
+    ):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "oomrec", *args],
+            cwd=clone, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+        assert done.returncode in (0, 1), (args, done.returncode, done.stderr)
+    check = subprocess.run(
+        [sys.executable, "-m", "oomrec", "check", "gemma-4-31b", "4096"],
+        cwd=clone, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert check.returncode == 1, check.stdout + check.stderr
+    stale = subprocess.run(
+        [sys.executable, "-m", "oomrec", "record", "stale"],
+        cwd=clone, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert "shallow clone" in stale.stdout + stale.stderr, stale.stdout + stale.stderr

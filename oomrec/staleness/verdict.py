@@ -221,14 +221,14 @@ class History:
         extra = extra_fixes or {}
         hexes = {c.hex for c in self._commits.values() if c.hex is not None}
         self._resolved = gitutil.resolve_many(repo, hexes)
-        self._shallow = gitutil.shallow_commits(repo)
+        self._cut_commits = gitutil.shallow_commits(repo)
         tips = {r.sha for r in self._resolved.values() if r.sha is not None}
         tips |= set(self._at.values()) | set(extra) | set(extra_tips)
         # The graph walk and the log both read the whole history: run them side by side.
         with ThreadPoolExecutor(max_workers=1) as pool:
             graph = pool.submit(gitutil.parents, repo, tips)
             # Shallow, or a history replaced under the same SHAs: the cache cannot vouch.
-            uncached = bool(self._shallow) or gitutil.history_replaced(repo)
+            uncached = bool(self._cut_commits) or gitutil.history_replaced(repo)
             found = eventcache.events(repo, tips, key, shallow=uncached)
             self._graph = graph.result()
         # The cache may know events of earlier tips: keep those in this history.
@@ -380,9 +380,9 @@ class History:
         for cls in self._classes.values():
             # Newest first, as the log lists them: _fix names a fix by its newest copy.
             cls.members.reverse()
-        for i, sha in enumerate(sorted(self._shallow)):
+        for i, sha in enumerate(sorted(self._cut_commits)):
             bits[sha] = bits.get(sha, 0) | 1 << (n + i)
-        self._all_cuts = ((1 << len(self._shallow)) - 1) << n
+        self._all_cuts = ((1 << len(self._cut_commits)) - 1) << n
         self._masks = _masks(graph, bits)
         for cls in self._classes.values():
             for sha, _ in cls.members:
@@ -944,7 +944,7 @@ class History:
         return Judgement(Status.APPLIES, (kept[0],), kept[1])
 
     def _unresolved(self, hex_: str, problem: str | None) -> str:
-        if problem == "missing" and self._shallow:
+        if problem == "missing" and self._cut_commits:
             return f"shallow clone: commit {hex_} is not in the fetched history ({_UNSHALLOW})"
         if problem == "missing":
             return f"commit {hex_} not in this repository (rebased away or from another clone?)"
