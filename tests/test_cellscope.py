@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.sweep.cell import cellscope
+from oomrec.sweep.cell import cellscope, runner
 from oomrec.sweep.cell.runner import run_cell
 from tests.cgroups import make_memory_cgroup
 from tests.conftest import CliResult
@@ -153,3 +153,18 @@ def test_cgroups_a_killed_oomrec_left_are_removed_by_the_next(tmp_path: Path) ->
         for path in (left, other):
             if path.exists():
                 path.rmdir()
+
+
+def test_a_cgroup_join_that_fails_between_fork_and_exec_is_a_runner_that_did_not_start() -> None:
+    """Without /bin/sh the cell joins its cgroup in Popen's preexec_fn; when that write fails
+    Popen raises SubprocessError, which has no strerror: reading it ended the sweep in an
+    AttributeError. A real cgroup, removed before the spawn, makes the join fail."""
+    scope = cellscope.make()
+    if scope is None:
+        pytest.skip(f"no cell cgroup here: {cellscope.unavailable()}")
+    scope.remove()
+    with pytest.raises(subprocess.SubprocessError) as caught:
+        runner._spawn([PY, "-c", "pass"], None, None, scope, shell="/nonexistent/sh")
+    assert not isinstance(caught.value, OSError)
+    said = runner.start_error(caught.value)
+    assert said and "\n" not in said

@@ -243,7 +243,7 @@ def run_cell(
             scope.remove()
         evidence = oomkill.compare(before, before)
         return CellRun(
-            tuple(argv), 127, False, "", None, 0.0, evidence, exec_error=exc.strerror or str(exc)
+            tuple(argv), 127, False, "", None, 0.0, evidence, exec_error=start_error(exc)
         )
     assert proc.stdout is not None and proc.stderr is not None
     # The child was forked from oomrec as it was at that moment: its wait4 peak can be ours up
@@ -583,11 +583,19 @@ _JOIN_THEN_EXEC = 'echo 0 > "$1" || exit 125; shift; exec "$@"'
 _SH = "/bin/sh"
 
 
+def start_error(exc: OSError | subprocess.SubprocessError) -> str:
+    """Why a runner did not start, in words: exec's own error (`No such file or directory`),
+    or what Popen says when the cgroup join between fork and exec failed (a SubprocessError,
+    which has no strerror)."""
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+
+
 def _spawn(
     argv: list[str],
     env: dict[str, str] | None,
     cwd: Path | None,
     scope: cellscope.CellCgroup | None,
+    shell: str = _SH,
 ) -> subprocess.Popen[bytes]:
     """The runner, started in its own session and, with a `scope`, in the cell's cgroup before
     it runs, so every process it starts is in it too.
@@ -606,11 +614,11 @@ def _spawn(
     }
     if scope is None:
         return subprocess.Popen(argv, **common)
-    if not os.access(_SH, os.X_OK):
+    if not os.access(shell, os.X_OK):
         return subprocess.Popen(argv, preexec_fn=scope.join, **common)
     _check_executable(argv[0], env, cwd)
     procs = str(scope.path / "cgroup.procs")
-    return subprocess.Popen([_SH, "-c", _JOIN_THEN_EXEC, "sh", procs, *argv], **common)
+    return subprocess.Popen([shell, "-c", _JOIN_THEN_EXEC, "sh", procs, *argv], **common)
 
 
 def _check_executable(program: str, env: Mapping[str, str] | None, cwd: Path | None) -> None:
