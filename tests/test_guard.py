@@ -4,7 +4,6 @@ the cell's tree dying with a SIGKILLed oomrec. Allocations stay under ~1 GiB per
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import signal
@@ -24,10 +23,12 @@ from oomrec.core.schema import HEADER_15
 from oomrec.sweep.cell.guard import GuardLimits
 from oomrec.sweep.cell.proctree import ProcessTree
 from oomrec.sweep.cell.runner import _ExitWatcher, _GuardWatch, run_cell
+from tests.cgroups import make_memory_cgroup
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.helpers import gone
 from tests.profiles import examples
+from tests.test_memscope import oomrec_inside
 
 Cli = Callable[..., CliResult]
 MIB = 1024 * 1024
@@ -63,6 +64,10 @@ else:
         time.sleep(0.05)
     if mode == "hold":
         time.sleep(1)
+    if mode == "hold-on":
+        # Until the guard stops it (30 s is ages to a guard that polls): a guard that never
+        # acts fails the test, the runner then ending ok.
+        time.sleep(30)
 if cell_csv != os.devnull:
     Path(cell_csv).write_text("HEADER\n" + row + "\n")
 """.replace("HEADER", HEADER_15)
@@ -157,32 +162,28 @@ def test_a_runner_that_ignores_sigterm_is_killed_after_the_grace(
     assert record_text(repo).rstrip().endswith(",guard")
 
 
-def test_min_available_stops_a_cell_that_eats_into_the_hosts_free_memory(
+def test_min_available_stops_a_cell_that_eats_into_the_free_memory(
     repo: Repo, tmp_path: Path
 ) -> None:
-    # The runner touches 896 MiB and holds it; the limit is crossed after ~256 MiB of it unless
-    # other programs free more than 640 MiB meanwhile. The sweep runs in a process of its own,
-    # while this one waits: run in this process, it once freed what earlier tests left (a full
-    # run of the suite missed the limit three times in a row). Other programs on a shared
-    # machine still may: so up to five tries, each with the host's available memory of its
-    # start.
+    """The sweep runs in a memory cgroup of its own (1.5 GiB), so the memory it watches is that
+    cgroup's, which only this test fills: the host's available memory, which other programs
+    move, decides nothing (beside two CPU-bound processes the host-based version failed one run
+    in three). The runner touches 896 MiB and holds it until killed; the limit of 1 GiB
+    available is crossed after about 450 MiB of it."""
     (repo.path / "models" / "a").mkdir(parents=True)
     script = tmp_path / "runner.py"
     script.write_text(RUNNER)
-    template = f"{sys.executable} {script} hold 14 {{length}} {{cell_csv}}"
-    gc.collect()
-    for _ in range(5):
-        limit = psutil.virtual_memory().available - 256 * MIB
-        done = subprocess.run(
-            [sys.executable, "-m", "oomrec", "sweep", "--runner", template, "--output",
-             "out.csv", "--models", "a", "--lengths", "512 2048", "--json",
-             "--min-available", str(limit)],
-            capture_output=True, text=True, cwd=repo.path, timeout=120,
+    template = f"{sys.executable} {script} hold-on 14 {{length}} {{cell_csv}}"
+    cgroup = make_memory_cgroup(1536 * MIB)
+    try:
+        done = oomrec_inside(
+            cgroup.procs, "sweep", "--runner", template, "--output", "out.csv", "--models", "a",
+            "--lengths", "512 2048", "--json", "--min-available", "1G", cwd=repo.path,
         )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        first, second = json.loads(done.stdout)["cells"]
-        if first["verdict"] != "ok":
-            break
+    finally:
+        cgroup.remove()
+    assert done.returncode == 0, done.stderr
+    first, second = json.loads(done.stdout)["cells"]
     assert first["verdict"] == "SKIP:oom_guard", first
     assert "fell under --min-available" in str(first["reason"])
     assert second["verdict"] == "SKIP:oom_backstop"
