@@ -21,6 +21,7 @@ from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.records import KIND_FAKE, OomRecord
 from oomrec.core.rowfacts import Outcome
 from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
+from oomrec.report.runs import Run, fold, untried
 from oomrec.report.scan import (
     CellKey,
     CellRows,
@@ -219,7 +220,9 @@ class Frontier:
     ran_max: tuple[int, Seen] | None
     oom_min: Judged | None
     lifted_min: Judged | None
-    never_tried: tuple[int, ...]
+    # The lengths of the class's axis this model was never tried at, as (first, last) ranges of
+    # consecutive axis lengths (report/runs.py): as many as its tried lengths, not the axis.
+    never_tried: tuple[tuple[int, int], ...]
     contradicted: bool
 
     def to_dict(self) -> dict[str, Any]:
@@ -232,7 +235,7 @@ class Frontier:
             "ran_max": ran,
             "oom_min": self.oom_min.to_dict() if self.oom_min else None,
             "lifted_oom_min": self.lifted_min.to_dict() if self.lifted_min else None,
-            "never_tried": list(self.never_tried),
+            "never_tried": [list(span) for span in self.never_tried],
             "contradicted": self.contradicted,
         }
 
@@ -260,6 +263,9 @@ class Report:
     seen: dict[CellKey, Seen] = field(default_factory=dict)
     # SKIP:oom rows without a model or length to place them by (Scan.oom_rows_left_out).
     oom_rows_left_out: int = 0
+    # The grid folded (report/runs.py): per (model, class), its lengths in runs of one outcome.
+    # What --json's `cells` are, and what a sparse grid is drawn as.
+    runs: dict[tuple[str, Machine], list[Run]] = field(default_factory=dict)
 
     def machine(self, tag: str) -> Machine | None:
         """The class a `--machine` value names: its id (`gb10 122GB`) or its tag when unique."""
@@ -294,11 +300,14 @@ class Report:
                 {
                     "model": model,
                     "machine": machine.id,
-                    "length": length,
-                    "outcome": outcome.value,
-                    "contradicted": flagged,
+                    "from": run.start,
+                    "to": run.end,
+                    "lengths": run.size,
+                    "outcome": run.outcome.value,
+                    "contradicted": run.flagged,
                 }
-                for (model, machine, length), (outcome, flagged) in self.grid.items()
+                for (model, machine), runs in self.runs.items()
+                for run in runs
             ],
             "ooms": [j.to_dict() for j in self.ooms],
             "contradictions": [c.to_dict() for c in self.contradictions],
@@ -400,9 +409,10 @@ def _build(
                 shown_from[key] = ev.seen
     rank = {m: i for i, m in enumerate(machines)}
     grid = dict(sorted(grid.items(), key=lambda kv: (kv[0][0], rank[kv[0][1]], kv[0][2])))
-    tried: dict[tuple[str, Machine], set[int]] = {}
+    tried: dict[tuple[str, Machine], list[int]] = {}
     for model, machine, length in grid:
-        tried.setdefault((model, machine), set()).add(length)
+        tried.setdefault((model, machine), []).append(length)
+    axes = {m: sorted(v) for m, v in lengths.items()}
     frontier = {}
     for (model, m), done in tried.items():
         ooms = by_class.get((model, m), [])
@@ -413,16 +423,17 @@ def _build(
             ran_max=ran.get((model, m)),
             oom_min=oom_min,
             lifted_min=lifted_min,
-            never_tried=tuple(sorted(lengths[m] - done)),
+            never_tried=untried(axes[m], done),
             contradicted=any(id(j.evidence) in contradicted for j in ooms),
         )
     return Report(
         head=head,
         machines=machines,
         models=sorted({model for (model, _, _) in grid}),
-        lengths={m: sorted(v) for m, v in lengths.items()},
+        lengths=axes,
         frontier=frontier,
         grid=grid,
+        runs=fold(grid),
         ooms=sorted(
             judged, key=lambda j: (j.evidence.model, j.evidence.length, j.evidence.seen.where)
         ),
