@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,11 +126,16 @@ def record_evidence(records: Iterable[tuple[OomRecord, str, str]]) -> list[Evide
     """Records as evidence: (record, where it is as `path:line`, "record" or "archive"); an
     OOM faked with --fake-oom (kind `fake`) is none."""
     out = []
+    # A record holds few classes and many lines: each class is decided once.
+    classes: dict[tuple[str | None, int | None], Machine] = {}
     for r, where, kind in records:
         if r.kind == KIND_FAKE:
             continue
         seen = Seen(where, r.date or None, r.commit)
-        out.append(Evidence(r.model, r.prompt_target_len, record_machine(r), seen, seen, kind, r))
+        machine = classes.get((r.hardware, r.mem_bytes))
+        if machine is None:
+            machine = classes[(r.hardware, r.mem_bytes)] = record_machine(r)
+        out.append(Evidence(r.model, r.prompt_target_len, machine, seen, seen, kind, r))
     return out
 
 
@@ -354,9 +359,9 @@ def _build(
     contradicted = {id(c.evidence) for c in contra}
 
     machines = sorted({m for (_, m, _) in scan.cells}, key=_machine_order)
-    for e in evidence:
-        if not any(e.machine.covers(m) for m in machines):
-            machines.append(e.machine)
+    for of in dict.fromkeys(e.machine for e in evidence):
+        if not any(of.covers(m) for m in machines):
+            machines.append(of)
     machines.sort(key=_machine_order)
     lengths: dict[Machine, set[int]] = {m: set() for m in machines}
     grid: dict[CellKey, tuple[Outcome, bool]] = {}
@@ -389,12 +394,13 @@ def _build(
         points.sort(key=itemgetter(0))
     judged = [_judged(e, j) for e, j in zip(evidence, judgements, strict=True)]
     by_class: dict[tuple[str, Machine], list[Judged]] = {}
+    # The classes each evidence's class speaks for, decided once per class (a record of a
+    # million lines has a few).
+    covered = {of: [m for m in machines if of.covers(m)] for of in {e.machine for e in evidence}}
     for j in judged:
         ev = j.evidence
         flagged = id(ev) in contradicted
-        for m in machines:
-            if not ev.machine.covers(m):
-                continue
+        for m in covered[ev.machine]:
             by_class.setdefault((ev.model, m), []).append(j)
             lengths[m].add(ev.length)
             key = (ev.model, m, ev.length)
@@ -408,11 +414,15 @@ def _build(
                 grid[key] = (Outcome.LIFTED, flagged or was_flagged)
                 shown_from[key] = ev.seen
     rank = {m: i for i, m in enumerate(machines)}
-    grid = dict(sorted(grid.items(), key=lambda kv: (kv[0][0], rank[kv[0][1]], kv[0][2])))
+    # In (model, class, length) order: the groups sorted, then each one's lengths (integers),
+    # not a key call per cell.
     tried: dict[tuple[str, Machine], list[int]] = {}
     for model, machine, length in grid:
         tried.setdefault((model, machine), []).append(length)
+    tried = {k: sorted(tried[k]) for k in sorted(tried, key=lambda k: (k[0], rank[k[1]]))}
+    grid = {(mo, m, n): grid[(mo, m, n)] for (mo, m), done in tried.items() for n in done}
     axes = {m: sorted(v) for m, v in lengths.items()}
+    at = {m: {n: i for i, n in enumerate(axis)} for m, axis in axes.items()}
     frontier = {}
     for (model, m), done in tried.items():
         ooms = by_class.get((model, m), [])
@@ -423,7 +433,7 @@ def _build(
             ran_max=ran.get((model, m)),
             oom_min=oom_min,
             lifted_min=lifted_min,
-            never_tried=untried(axes[m], done),
+            never_tried=untried(axes[m], done, at[m]),
             contradicted=any(id(j.evidence) in contradicted for j in ooms),
         )
     return Report(
@@ -435,7 +445,7 @@ def _build(
         grid=grid,
         runs=fold(grid),
         ooms=sorted(
-            judged, key=lambda j: (j.evidence.model, j.evidence.length, j.evidence.seen.where)
+            judged, key=attrgetter("evidence.model", "evidence.length", "evidence.seen.where")
         ),
         contradictions=contra,
         timeline=dict(
