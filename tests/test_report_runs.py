@@ -18,11 +18,13 @@ from hypothesis import strategies as st
 from oomrec.core.records import OomRecord
 from oomrec.report.frontier import (
     CellRows,
+    Evidence,
     Machine,
     Outcome,
     Scan,
     Seen,
     build,
+    contradictions,
     record_evidence,
 )
 from oomrec.report.runs import untried
@@ -193,3 +195,79 @@ def test_untried_ranges_are_the_gaps_between_the_tried_lengths() -> None:
     assert untried(axis, [512, 1024, 2048, 4096, 8192]) == ()
     # A length off the axis (a measured prompt_tokens) tells nothing about the axis.
     assert untried(axis, [700, 8192]) == ((512, 4096),)
+
+
+# -- the library: contradictions found without pairing each OOM with each run -----------------
+
+
+def _pairwise(evidence: list[Evidence], scan: Scan) -> list[tuple[int, str, int, str]]:
+    """The rule as written: each OOM against each later run of its model (the oracle)."""
+    out = []
+    for k, ev in enumerate(evidence):
+        later = [
+            (seen.date or "", length, seen, machine)
+            for (model, machine, length), cell in scan.cells.items()
+            if model == ev.model
+            and (seen := cell.latest.get(Outcome.RAN)) is not None
+            and seen.date is not None
+            and ev.seen.date
+            and length >= ev.length
+            and seen.date > ev.seen.date
+            and ev.machine.tag is not None
+            and ev.machine.covers(machine)
+        ]
+        if later:
+            _, length, seen, machine = max(later, key=lambda t: (t[0], t[1]))
+            out.append((k, machine.id, length, seen.where))
+    return out
+
+
+MACHINES = [Machine("gb10"), Machine("gb10", 122), Machine("gb10", 64), Machine("m1", 128)]
+DAYS = ["2026-07-01", "2026-07-02", "2026-07-03"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    runs=st.dictionaries(
+        st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(MACHINES), st.integers(1, 12)),
+        st.sampled_from([*DAYS, None]),
+        max_size=30,
+    ),
+    ooms=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b"]),
+            st.integers(1, 12),
+            st.sampled_from([*DAYS, ""]),
+            st.sampled_from(["gb10", "m1", None]),
+        ),
+        max_size=10,
+    ),
+)
+def test_contradictions_are_the_pairwise_rule(
+    runs: dict[tuple[str, Machine, int], str | None], ooms: list[tuple[str, int, str, str | None]]
+) -> None:
+    scan = Scan()
+    for (model, machine, n), day in runs.items():
+        seen = Seen(f"x.csv:{len(scan.cells) + 1}", day, "abc1234")
+        scan.cells[(model, machine, n)] = CellRows({Outcome.RAN: seen}, {Outcome.RAN: seen})
+    lines = [
+        (OomRecord(m, n, day, "abc1234", None, "r.csv", tag), f".oom-record:{i}", "record")
+        for i, (m, n, day, tag) in enumerate(ooms, start=1)
+    ]
+    evidence = record_evidence(lines)
+    found = contradictions(evidence, scan)
+    index = {id(ev): k for k, ev in enumerate(evidence)}
+    got = [(index[id(c.evidence)], c.machine.id, c.length, c.seen.where) for c in found]
+    assert got == _pairwise(evidence, scan)
+
+
+def test_a_tie_between_classes_names_the_first_run_in_the_scan() -> None:
+    # Two classes ran the same length on the same day: the first row read is named, as the
+    # pairwise rule names it, whichever class came first in the scan.
+    scan = Scan()
+    for where, machine, n in [("1", MACHINES[1], 1), ("2", MACHINES[2], 7), ("3", MACHINES[1], 7)]:
+        seen = Seen(f"x.csv:{where}", "2026-07-02", "abc1234")
+        scan.cells[("a", machine, n)] = CellRows({Outcome.RAN: seen}, {Outcome.RAN: seen})
+    rec = OomRecord("a", 5, "2026-07-01", "abc1234", None, "r.csv", "gb10")
+    (found,) = contradictions(record_evidence([(rec, ".oom-record:1", "record")]), scan)
+    assert found.seen.where == "x.csv:2" and found.machine == MACHINES[2]

@@ -10,9 +10,11 @@ true, so a contradiction only ever marks an OOM: oomrec never drops one on that 
 from __future__ import annotations
 
 import contextlib
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from itertools import accumulate
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,28 +164,41 @@ class Contradiction:
 def contradictions(evidence: Iterable[Evidence], scan: Scan) -> list[Contradiction]:
     """Each OOM that a strictly later (by date) successful row of the same model, at its length or
     more, on its machine (the same tag, and a memory not known to differ) contradicts, with that
-    row (the latest such). An untagged OOM is never contradicted: a run on one machine says
-    nothing about another. Evidence to act on: nothing is dropped."""
-    runs: dict[str, list[tuple[Machine, int, Seen]]] = {}
-    for (model, machine, length), cell in scan.cells.items():
+    row (the latest such, then the longest, then the first in the scan). An untagged OOM is never
+    contradicted: a run on one machine says nothing about another. Evidence to act on: nothing is
+    dropped.
+
+    Per model and class, the runs sorted latest (then longest) first with the longest length so
+    far beside each: the first run long enough is found by bisection, and it is the answer when
+    it is later than the OOM (no run after it is). Not each OOM against each run: a model with
+    thousands of OOMs and runs would be their product."""
+    runs: dict[str, dict[Machine, list[tuple[str, int, int, Seen]]]] = {}
+    for i, ((model, machine, length), cell) in enumerate(scan.cells.items()):
         seen = cell.latest.get(Outcome.RAN)
         if seen is not None and seen.date is not None:
-            runs.setdefault(model, []).append((machine, length, seen))
+            runs.setdefault(model, {}).setdefault(machine, []).append((seen.date, length, -i, seen))
+    index: dict[str, list[tuple[Machine, list[tuple[str, int, int, Seen]], list[int]]]] = {}
+    for model, by_class in runs.items():
+        for machine, rows in by_class.items():
+            rows.sort(key=itemgetter(0, 1, 2), reverse=True)
+            longest = list(accumulate((row[1] for row in rows), max))
+            index.setdefault(model, []).append((machine, rows, longest))
     out = []
     for ev in evidence:
-        if not ev.seen.date:
+        if not ev.seen.date or ev.machine.tag is None:
             continue
-        later = [
-            (seen.date or "", length, seen, machine)
-            for machine, length, seen in runs.get(ev.model, ())
-            if length >= ev.length
-            and (seen.date or "") > ev.seen.date
-            and ev.machine.tag is not None
-            and ev.machine.covers(machine)
-        ]
-        if later:
-            _, length, seen, machine = max(later, key=lambda t: (t[0], t[1]))
-            out.append(Contradiction(ev, machine, length, seen))
+        best: tuple[str, int, int, Seen, Machine] | None = None
+        for machine, rows, longest in index.get(ev.model, ()):
+            if not ev.machine.covers(machine):
+                continue
+            at = bisect_left(longest, ev.length)
+            if at == len(rows) or rows[at][0] <= ev.seen.date:
+                continue
+            date, length, order, seen = rows[at]
+            if best is None or (date, length, order) > best[:3]:
+                best = (date, length, order, seen, machine)
+        if best is not None:
+            out.append(Contradiction(ev, best[4], best[1], best[3]))
     return out
 
 
