@@ -9,6 +9,7 @@ import itertools
 import json
 import random
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from oomrec.report.frontier import (
 from oomrec.report.runs import untried
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
-from tests.test_report import csv_text, failed, ran
+from tests.test_report import _run, csv_text, failed, ran
 
 Cli = Callable[..., CliResult]
 GB10 = Machine("gb10")
@@ -271,3 +272,12 @@ def test_a_tie_between_classes_names_the_first_run_in_the_scan() -> None:
     rec = OomRecord("a", 5, "2026-07-01", "abc1234", None, "r.csv", "gb10")
     (found,) = contradictions(record_evidence([(rec, ".oom-record:1", "record")]), scan)
     assert found.seen.where == "x.csv:2" and found.machine == MACHINES[2]
+
+
+def test_on_a_terminal_a_sparse_grid_is_one_table_of_runs_that_fits(repo: Repo) -> None:
+    _sparse(repo, 40, 10, seed=4)
+    out = _run([sys.executable, "-m", "oomrec", "report", "--machine", "gb10"], repo.path, tty=True)
+    lines = out.splitlines()
+    assert max(len(x) for x in lines) <= 80
+    assert "lengths tried, equal outcomes folded" in out and "…" not in out
+    assert sum(1 for x in lines if x.startswith("│ model-")) >= 40
