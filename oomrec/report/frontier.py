@@ -355,8 +355,11 @@ def build(
     `stale.Judgement` per record (None: every OOM applies)."""
     # An OOM row a record was made from is that record's evidence, not a second OOM: a sweep
     # writes both, and import-csv makes one from the other.
-    held = {(e.model, e.length, e.record.source_csv) for e in records}
-    rows = [e for e in csv_evidence(scan) if (e.model, e.length, e.record.source_csv) not in held]
+    # The CSVs' few OOMs are keyed, not the record's many lines.
+    rows = csv_evidence(scan)
+    keys = {(e.model, e.length, e.record.source_csv) for e in rows}
+    held = {k for e in records if (k := (e.model, e.length, e.record.source_csv)) in keys}
+    rows = [e for e in rows if (e.model, e.length, e.record.source_csv) not in held]
     evidence = rows + list(records)
     judgements = [None] * len(evidence) if judge is None else judge([e.record for e in evidence])
     return _build(scan, evidence, judgements, fixes, head)
@@ -391,7 +394,7 @@ def _build(
     for (model, machine, length), cell in scan.cells.items():
         shown = cell.latest_not_oom()
         if shown is not None:
-            grid[(model, machine, length)] = (shown, False)
+            grid[(model, machine, length)] = _SHOWN[(shown, False)]
             shown_from[(model, machine, length)] = cell.latest[shown]
         seen = cell.latest.get(Outcome.RAN)
         best = ran.get((model, machine))
@@ -423,21 +426,24 @@ def _build(
             # worse error. One a fix took out of play shows unless a row says more.
             shown, was_flagged = grid.get(key, (None, False))
             if j.applies:
-                grid[key] = (Outcome.OOM, flagged or was_flagged)
+                grid[key] = _SHOWN[(Outcome.OOM, flagged or was_flagged)]
                 shown_from[key] = ev.seen
             elif shown is None or shown == Outcome.LIFTED:
-                grid[key] = (Outcome.LIFTED, flagged or was_flagged)
+                grid[key] = _SHOWN[(Outcome.LIFTED, flagged or was_flagged)]
                 shown_from[key] = ev.seen
     rank = {m: i for i, m in enumerate(machines)}
     # In (model, class, length) order: the groups sorted, then each one's lengths (integers),
     # not a key call per cell.
-    tried: dict[tuple[str, Machine], list[int]] = {}
-    for model, machine, length in grid:
-        tried.setdefault((model, machine), []).append(length)
-    tried = {k: sorted(tried[k]) for k in sorted(tried, key=lambda k: (k[0], rank[k[1]]))}
-    grid = {(mo, m, n): grid[(mo, m, n)] for (mo, m), done in tried.items() for n in done}
+    # The cells' own key tuples, grouped: a million cells are not made again.
+    groups: dict[tuple[str, Machine], list[CellKey]] = {}
+    for key in grid:
+        groups.setdefault(key[:2], []).append(key)
+    ordered = sorted(groups, key=lambda k: (k[0], rank[k[1]]))
+    for k in ordered:
+        groups[k].sort(key=itemgetter(2))
+    grid = {key: grid[key] for k in ordered for key in groups[k]}
+    tried = {k: [key[2] for key in groups.pop(k)] for k in ordered}
     axes = {m: sorted(v) for m, v in lengths.items()}
-    at = {m: {n: i for i, n in enumerate(axis)} for m, axis in axes.items()}
     frontier = {}
     for (model, m), done in tried.items():
         ooms = by_class.get((model, m), [])
@@ -448,7 +454,7 @@ def _build(
             ran_max=ran.get((model, m)),
             oom_min=oom_min,
             lifted_min=lifted_min,
-            never_tried=untried(axes[m], done, at[m]),
+            never_tried=untried(axes[m], done),
             contradicted=any(id(j.evidence) in contradicted for j in ooms),
         )
     return Report(
@@ -475,6 +481,11 @@ def _build(
     )
 
 
+_STATUS: dict[Any, str] = {}
+# A cell's (outcome, contradicted), one tuple each: a million cells share a few.
+_SHOWN = {(o, flagged): (o, flagged) for o in Outcome for flagged in (False, True)}
+
+
 def _machine_order(m: Machine) -> tuple[str, bool, bool, int]:
     # A total order: untagged last, unknown memory first.
     return (m.tag or "~", m.tag is None, m.mem_gb is not None, m.mem_gb or 0)
@@ -487,7 +498,8 @@ def _judged(e: Evidence, j: Judgement | None) -> Judged:
     if j is None:
         return Judged(e, True, None, "applies")
     fix = j.fixes[0].sha if not j.applies and j.fixes else None
-    status = str(j.status)
+    # One string per status, not one per record.
+    status = _STATUS.setdefault(j.status, str(j.status))
     if not j.applies and e.kind in ("archive", "verified"):
         status = "verified" if e.kind == "verified" else "out of play"
     return Judged(e, j.applies, fix, status)

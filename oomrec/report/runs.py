@@ -11,6 +11,7 @@ another outcome always starts a new run (tests/test_report_runs.py expands them 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -57,15 +58,11 @@ def fold(
     return out
 
 
-def untried(
-    axis: Sequence[int], tried: Iterable[int], at: Mapping[int, int] | None = None
-) -> tuple[tuple[int, int], ...]:
+def untried(axis: Sequence[int], tried: Iterable[int]) -> tuple[tuple[int, int], ...]:
     """The lengths of `axis` (sorted, distinct) not in `tried`, as (first, last) ranges of
-    consecutive axis lengths: at most one range more than the tried lengths on the axis.
-    `at`: each axis length's index, when the caller has it (one per class, not per model)."""
-    if at is None:
-        at = {n: i for i, n in enumerate(axis)}
-    where = sorted({i for i in map(at.get, tried) if i is not None})
+    consecutive axis lengths: at most one range more than the tried lengths on the axis. Found
+    by bisection: an index of a million-length axis would outweigh the report."""
+    where = sorted({i for i in (_index(axis, n) for n in tried) if i is not None})
     out = []
     start = 0
     for i in [*where, len(axis)]:
@@ -73,6 +70,11 @@ def untried(
             out.append((axis[start], axis[i - 1]))
         start = i + 1
     return tuple(out)
+
+
+def _index(axis: Sequence[int], n: int) -> int | None:
+    i = bisect_left(axis, n)
+    return i if i < len(axis) and axis[i] == n else None
 
 
 def as_matrix(models: int, lengths: int, filled: int) -> bool:
