@@ -25,7 +25,7 @@ process; its parent reads the child's peak resident set. Figures, 2026-12-06, th
 dev VM shared with other work (wall time there varies up to 2x from run to run), one run:
 
     corpus                 view      wall      cpu      peak      output
-    sparse, 30,000 rows    report     1.98 s    1.99 s   170 MB    1.2 MB (--machine: runs)
+    sparse, 30,000 rows    report     1.98 s    1.99 s   170 MB    1.2 MB
     sparse, 30,000 rows    --json     1.94 s    1.87 s   173 MB    8.8 MB
     sparse, 30,000 rows    --html     3.13 s    3.09 s   200 MB    19.9 MB
     record, 1,000,000      report    57.70 s   52.33 s  1343 MB    0.1 MB
