@@ -87,15 +87,17 @@ def test_real_corpus_gemma_oom_on_gb10_is_contradicted_by_the_later_run(
         (32768, "gb10 122GB", "2026-07-03", "csv")
     ]
     assert gemma[0]["where"] == "benchmarks/cuda_gb10_longprompt_2026-07-03.csv:21"
-    cells = {
-        c["length"]: c["outcome"]
-        for c in data["cells"]
-        if c["model"] == GEMMA and c["machine"] == "gb10 122GB"
-    }
-    assert cells[512] == cells[2048] == cells[16384] == "ran"
-    assert cells[8192] == "failed"
+    # The cells come folded: runs of the lengths tried with one outcome, which never overlap.
+    runs = [c for c in data["cells"] if c["model"] == GEMMA and c["machine"] == "gb10 122GB"]
+
+    def cell(n: int) -> str:
+        (outcome,) = [c["outcome"] for c in runs if c["from"] <= n <= c["to"]]
+        return outcome
+
+    assert cell(512) == cell(2048) == cell(16384) == "ran"
+    assert cell(8192) == "failed"
     # The OOM shows over the later run: hiding it is the worse error.
-    assert cells[32768] == "oom"
+    assert cell(32768) == "oom"
     (contra,) = data["contradictions"]
     assert contra["oom"]["model"] == GEMMA and contra["oom"]["date"] == "2026-07-03"
     assert contra["ran"] == {
@@ -225,10 +227,10 @@ def test_a_fix_takes_an_oom_out_of_play_and_is_marked_on_the_timeline(
     llama = next(f for f in data["frontier"] if f["model"] == "llama-3.1-8b-4bit")
     assert llama["ran_max"]["length"] == 8192 and llama["oom_min"]["length"] == 32768
     # A record's length joins its machine's lengths: the others were asked about it too.
-    assert llama["never_tried"] == [16384]
+    assert llama["never_tried"] == [[16384, 16384]]
     qwen = next(f for f in data["frontier"] if f["model"] == "qwen3-30b-a3b-4bit")
     # Known only from the archive, where a fix of other models cannot have put it: it applies.
-    assert qwen["ran_max"] is None and qwen["never_tried"] == [8192, 32768, 65536]
+    assert qwen["ran_max"] is None and qwen["never_tried"] == [[8192, 8192], [32768, 65536]]
     assert qwen["oom_min"]["kind"] == "archive" and qwen["oom_min"]["status"] == "applies"
     timeline = {t["model"]: t["points"] for t in data["timeline"]}
     assert [(p["date"], p["length"]) for p in timeline[GEMMA]] == [
@@ -352,7 +354,7 @@ def test_hostile_csvs_are_read_or_skipped_never_crash(repo: Repo, cli: Cli) -> N
     }
     assert not [c for c in data["cells"] if c["model"] == "superscript-4bit"]
     quoted = next(c for c in data["cells"] if c["model"] == "quoted-4bit")
-    assert quoted["outcome"] == "ran" and quoted["length"] == 4096
+    assert quoted["outcome"] == "ran" and quoted["from"] == quoted["to"] == 4096
     # A model name no directory can have (a shell's characters, issue 41) is left out, as the
     # import leaves it out; the hostile text reaches the page through a file name instead.
     assert not [o for o in data["ooms"] if o["model"] == EVIL]

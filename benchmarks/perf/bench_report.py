@@ -13,7 +13,35 @@ oomrec: DIR holds its `oomrec` package (e.g. `git worktree add /tmp/before main`
 PYTHONPATH; the JSON values that differ are counted, per path.
 
     python benchmarks/perf/bench_report.py [--files 10000] [--rows 100 11] [--headers 300]
-        [--runs 3] [--keep DIR] [--before DIR]
+        [--sparse 30000] [--record 1000000] [--bounded-only] [--runs 3] [--keep DIR]
+        [--before DIR]
+
+Issue 41, the report is bounded (`--sparse ROWS`, `--record LINES`; `--bounded-only` runs only
+these two): a sparse grid, 30,000 rows over 1,000 models, each row at a random length from 1 to
+200,000 (the union of lengths is as wide as the rows: as a matrix, models x rows), and a record
+of 1,000,000 lines over 2,000 models at random lengths from 1 to 500,000 (a million cells of
+their own). Each view (plain `report`, `--json`, `--html`) is one cold report in a fresh
+process; its parent reads the child's peak resident set. Figures, 2026-12-06, the same 2-core
+dev VM shared with other work (wall time there varies up to 2x from run to run), one run:
+
+    corpus                 view      wall      cpu      peak      output
+    sparse, 30,000 rows    report     1.98 s    1.99 s   170 MB    1.2 MB
+    sparse, 30,000 rows    --json     1.94 s    1.87 s   173 MB    8.8 MB
+    sparse, 30,000 rows    --html     3.13 s    3.09 s   200 MB    19.9 MB
+    record, 1,000,000      report    57.70 s   52.33 s  1343 MB    0.1 MB
+    record, 1,000,000      --json    51.98 s   50.81 s  1871 MB    294 MB
+    record, 1,000,000      --html    60.44 s   60.26 s  2167 MB    340 MB
+
+Before the fold (same shapes, measured by hand the same day): the sparse grid's `--json` took
+8.9 s, 776 MB and wrote 188 MB (its `never_tried` alone 208 MB in memory: every model x every
+other model's lengths); a record of 25,000 lines gave 92 MB of JSON; the million-line record
+was stopped at 300 s and 5.2 GB. The sparse grid now stays within 30 s and 1 GB. The record
+does not: loading it (core/records.py: a RecordLine with its text, an OomRecord and fresh field
+strings per line) takes 8 to 21 s and 800 MB of the peak before the report starts, and the
+report keeps per line its evidence (Seen, Evidence, Judged, the verdict's Judgement) and its
+cell (the grid, where it is shown from): another ~550 MB and ~20 s, linear in the lines. Its
+JSON and page list every OOM (`ooms`, each a line of evidence): 294 MB for a million.
+`--json` and `--html` build that list as Python objects first (~500 MB more).
 
 Three reports are timed: `cold`, with nothing kept (the kept parts removed first, one `sh`
 more), which reads and folds every row and keeps them; `report`, the same command over files
@@ -73,6 +101,7 @@ import json
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -282,6 +311,70 @@ def differences(old: object, new: object, path: str = "") -> Counter[str]:
     return out
 
 
+# The report of one case in a fresh process, under a parent that reports its peak memory: the
+# wall and CPU (user + sys, git's included) seconds, the peak resident set (MB) and the bytes
+# written to stdout.
+PEAK = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+wall = time.perf_counter() - start
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = used.ru_utime + used.ru_stime
+print(done.returncode, f"{wall:.2f}", f"{cpu:.2f}", used.ru_maxrss // 1024, len(done.stdout))
+"""
+HEADER = (
+    "model,model_path,prompt_tokens,generated_tokens,prefill_ms,prefill_tok_s,decode_ms,"
+    "decode_tok_s,date,hardware,mlxcel_version,build_type,max_tokens,prompt,prompt_target_len"
+)
+
+
+def sparse_grid(folder: Path, rows: int, models: int, seed: int = 5) -> None:
+    """One CSV of `rows` rows over `models` models, each row at a random prompt length (1 to
+    200,000) no other row is likely to share, one in five an OOM and one in five a timeout: a
+    grid whose union of lengths is as wide as its rows (issue 41: models x lengths)."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    lines = [HEADER]
+    for i in range(rows):
+        model = f"model-{i % models:05d}"
+        n = rng.randint(1, 200_000)
+        token = rng.choice(["", "", "", "SKIP:oom", "FAIL:timeout"])
+        day = f"2026-07-{rng.randint(1, 28):02d}"
+        timing = ",,,,," if token else f"{n},32,1.0,10.0,320.0,100.0"
+        line = f"{model},./models/{model}/,{timing},{day},NVIDIA_GB10_CUDA13.0_122GB,0.31.0,"
+        lines.append(line + f'release,32,"Hi",{n}' + (f",{token}" if token else ""))
+    (folder / "cuda_gb10_2026-07-01_sparse.csv").write_text("\n".join(lines) + "\n")
+
+
+def big_record(folder: Path, lines: int, models: int, seed: int = 6) -> None:
+    """A record of `lines` lines over `models` models at random lengths (1 to 500,000), 40
+    commits, tagged gb10: a million OOMs, nearly every one a cell of its own."""
+    rng = random.Random(seed)
+    commits = [f"{i * 7919:07x}" for i in range(40)]
+    folder.mkdir(parents=True)
+    with (folder / ".oom-record").open("w") as out:
+        for _ in range(lines):
+            model = f"rec-model-{rng.randrange(models):05d}"
+            day = f"2026-07-{rng.randint(1, 28):02d}"
+            n = rng.randint(1, 500_000)
+            out.write(f"{model},{n},{day},{rng.choice(commits)},,benchmarks/x.csv,gb10,\n")
+
+
+def bounded(repo: Path, label: str) -> None:
+    """The plain report, --json and --html of one corpus, once each, cold (nothing kept)."""
+    page = repo / "page.html"
+    for name, extra in (("report", []), ("--json", ["--json"]), ("--html", ["--html", str(page)])):
+        argv = [sys.executable, "-c", PEAK, *COLD_ARGV[:4], *REPORT_ARGV[:-1], *extra]
+        done = subprocess.run(argv, cwd=repo, capture_output=True, text=True, check=True)
+        rc, wall, cpu, peak, out = done.stdout.split()
+        size = page.stat().st_size if name == "--html" else int(out)
+        print(
+            f"{label}: {name} exit {rc}, wall {wall} s, cpu {cpu} s, peak {peak} MB, "
+            f"output {size:,} bytes"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
@@ -300,6 +393,24 @@ def main() -> None:
         help="files of a corpus where each has its own header, the columns in another order "
         "(default 300; 0: none)",
     )
+    parser.add_argument(
+        "--sparse",
+        type=int,
+        default=30_000,
+        help="rows of a sparse grid: a model per 30 rows, each row at a random length "
+        "(default 30,000; 0: none)",
+    )
+    parser.add_argument(
+        "--record",
+        type=int,
+        default=1_000_000,
+        help="lines of a record over 2,000 models at random lengths (default 1,000,000; 0: none)",
+    )
+    parser.add_argument(
+        "--bounded-only",
+        action="store_true",
+        help="only the sparse grid and the big record (issue 41), not the timed comparisons",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="leave the corpora in this folder")
     parser.add_argument("--before", type=Path, help="a folder with another version's oomrec")
@@ -310,6 +421,22 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="oomrec-bench-report-", dir=args.keep))
     try:
+        if args.sparse:
+            repo = tmp / "sparse"
+            repo.mkdir()
+            init(repo)
+            sparse_grid(repo / "benchmarks", args.sparse, max(1, args.sparse // 30))
+            commit_all(repo, "sparse grid")
+            bounded(repo, f"sparse grid, {args.sparse:,} rows")
+        if args.record:
+            repo = tmp / "record"
+            repo.mkdir()
+            init(repo)
+            git(repo, "commit", "-q", "--allow-empty", "-m", "start")
+            big_record(repo / "benchmarks", args.record, 2_000)
+            bounded(repo, f"record of {args.record:,} lines")
+        if args.bounded_only:
+            return
         for rows in args.rows:
             repo = tmp / f"synthetic-{rows}"
             repo.mkdir()

@@ -97,6 +97,8 @@ def _show(done: "ReportResult", html: Path | None, as_json: bool) -> None:
             console.print(table)
         for line in report_text.legend_lines():
             console.print(line, markup=False, highlight=False)
+        if not report_text.is_matrix(result, chosen):
+            console.print(report_text.RUNS_NOTE, markup=False, highlight=False)
     else:
         for table in report_tables.matrix_tables(result, console.width):
             console.print(table)

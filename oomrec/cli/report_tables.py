@@ -7,7 +7,15 @@ from rich.table import Table
 from rich.text import Text
 
 from oomrec.report.frontier import CONTRADICTED_GLYPH, GLYPHS, Machine, Outcome, Report
-from oomrec.report.text import frontier_text, grid_cells, short_length
+from oomrec.report.text import (
+    RUNS_HEADER,
+    frontier_text,
+    grid_cells,
+    is_matrix,
+    run_rows,
+    run_text,
+    short_length,
+)
 
 # Readable on dark and light backgrounds alike: no white, black or dim.
 STYLES: dict[Outcome, str] = {
@@ -55,7 +63,9 @@ def matrix_tables(report: Report, width: int) -> list[Table]:
 
 def grid_tables(report: Report, machine: Machine, width: int) -> list[Table]:
     """The grid as tables that fit `width` columns: as many lengths per table as fit beside the
-    model column (wrapped, never cut)."""
+    model column (wrapped, never cut); a sparse class as each model's runs, folded."""
+    if not is_matrix(report, machine):
+        return [_runs_table(report, machine, width)]
     rows = grid_cells(report, machine)
     labels = [short_length(n) for n in report.lengths[machine]]
     models = [model for model, _ in rows]
@@ -70,6 +80,24 @@ def grid_tables(report: Report, machine: Machine, width: int) -> list[Table]:
             table.add_row(Text(model), *cells)
         tables.append(table)
     return tables
+
+
+def _runs_table(report: Report, machine: Machine, width: int) -> Table:
+    folded = run_rows(report, machine)
+    models = [model for model, _ in folded]
+    table = Table(title=f"machine {machine.id}: model x prompt length", title_justify="left")
+    table.add_column("model", overflow="fold", width=_model_width(models))
+    # The runs wrap between runs (never inside one), in what the model column leaves.
+    room = max(width - 1 - _model_width(models) - 2 * _PER_COLUMN, MACHINE_WIDTH)
+    table.add_column(RUNS_HEADER, overflow="fold", width=room)
+    for model, runs in folded:
+        cells = Text()
+        for i, run in enumerate(runs):
+            if i:
+                cells.append("  ")
+            cells.append(run_text(run).replace(" ", "\u00a0"), style=STYLES[run.outcome])
+        table.add_row(Text(model), cells)
+    return table
 
 
 # A machine column narrower than this folds `ok <=32k` into one word a line.

@@ -10,10 +10,12 @@ true, so a contradiction only ever marks an OOM: oomrec never drops one on that 
 from __future__ import annotations
 
 import contextlib
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from operator import itemgetter
+from itertools import accumulate
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.records import KIND_FAKE, OomRecord
 from oomrec.core.rowfacts import Outcome
 from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
+from oomrec.report.runs import Run, fold, untried
 from oomrec.report.scan import (
     CellKey,
     CellRows,
@@ -125,11 +128,16 @@ def record_evidence(records: Iterable[tuple[OomRecord, str, str]]) -> list[Evide
     """Records as evidence: (record, where it is as `path:line`, "record" or "archive"); an
     OOM faked with --fake-oom (kind `fake`) is none."""
     out = []
+    # A record holds few classes and many lines: each class is decided once.
+    classes: dict[tuple[str | None, int | None], Machine] = {}
     for r, where, kind in records:
         if r.kind == KIND_FAKE:
             continue
         seen = Seen(where, r.date or None, r.commit)
-        out.append(Evidence(r.model, r.prompt_target_len, record_machine(r), seen, seen, kind, r))
+        machine = classes.get((r.hardware, r.mem_bytes))
+        if machine is None:
+            machine = classes[(r.hardware, r.mem_bytes)] = record_machine(r)
+        out.append(Evidence(r.model, r.prompt_target_len, machine, seen, seen, kind, r))
     return out
 
 
@@ -156,28 +164,41 @@ class Contradiction:
 def contradictions(evidence: Iterable[Evidence], scan: Scan) -> list[Contradiction]:
     """Each OOM that a strictly later (by date) successful row of the same model, at its length or
     more, on its machine (the same tag, and a memory not known to differ) contradicts, with that
-    row (the latest such). An untagged OOM is never contradicted: a run on one machine says
-    nothing about another. Evidence to act on: nothing is dropped."""
-    runs: dict[str, list[tuple[Machine, int, Seen]]] = {}
-    for (model, machine, length), cell in scan.cells.items():
+    row (the latest such, then the longest, then the first in the scan). An untagged OOM is never
+    contradicted: a run on one machine says nothing about another. Evidence to act on: nothing is
+    dropped.
+
+    Per model and class, the runs sorted latest (then longest) first with the longest length so
+    far beside each: the first run long enough is found by bisection, and it is the answer when
+    it is later than the OOM (no run after it is). Not each OOM against each run: a model with
+    thousands of OOMs and runs would be their product."""
+    runs: dict[str, dict[Machine, list[tuple[str, int, int, Seen]]]] = {}
+    for i, ((model, machine, length), cell) in enumerate(scan.cells.items()):
         seen = cell.latest.get(Outcome.RAN)
         if seen is not None and seen.date is not None:
-            runs.setdefault(model, []).append((machine, length, seen))
+            runs.setdefault(model, {}).setdefault(machine, []).append((seen.date, length, -i, seen))
+    index: dict[str, list[tuple[Machine, list[tuple[str, int, int, Seen]], list[int]]]] = {}
+    for model, by_class in runs.items():
+        for machine, rows in by_class.items():
+            rows.sort(key=itemgetter(0, 1, 2), reverse=True)
+            longest = list(accumulate((row[1] for row in rows), max))
+            index.setdefault(model, []).append((machine, rows, longest))
     out = []
     for ev in evidence:
-        if not ev.seen.date:
+        if not ev.seen.date or ev.machine.tag is None:
             continue
-        later = [
-            (seen.date or "", length, seen, machine)
-            for machine, length, seen in runs.get(ev.model, ())
-            if length >= ev.length
-            and (seen.date or "") > ev.seen.date
-            and ev.machine.tag is not None
-            and ev.machine.covers(machine)
-        ]
-        if later:
-            _, length, seen, machine = max(later, key=lambda t: (t[0], t[1]))
-            out.append(Contradiction(ev, machine, length, seen))
+        best: tuple[str, int, int, Seen, Machine] | None = None
+        for machine, rows, longest in index.get(ev.model, ()):
+            if not ev.machine.covers(machine):
+                continue
+            at = bisect_left(longest, ev.length)
+            if at == len(rows) or rows[at][0] <= ev.seen.date:
+                continue
+            date, length, order, seen = rows[at]
+            if best is None or (date, length, order) > best[:3]:
+                best = (date, length, order, seen, machine)
+        if best is not None:
+            out.append(Contradiction(ev, best[4], best[1], best[3]))
     return out
 
 
@@ -219,7 +240,9 @@ class Frontier:
     ran_max: tuple[int, Seen] | None
     oom_min: Judged | None
     lifted_min: Judged | None
-    never_tried: tuple[int, ...]
+    # The lengths of the class's axis this model was never tried at, as (first, last) ranges of
+    # consecutive axis lengths (report/runs.py): as many as its tried lengths, not the axis.
+    never_tried: tuple[tuple[int, int], ...]
     contradicted: bool
 
     def to_dict(self) -> dict[str, Any]:
@@ -232,7 +255,7 @@ class Frontier:
             "ran_max": ran,
             "oom_min": self.oom_min.to_dict() if self.oom_min else None,
             "lifted_oom_min": self.lifted_min.to_dict() if self.lifted_min else None,
-            "never_tried": list(self.never_tried),
+            "never_tried": [list(span) for span in self.never_tried],
             "contradicted": self.contradicted,
         }
 
@@ -260,6 +283,9 @@ class Report:
     seen: dict[CellKey, Seen] = field(default_factory=dict)
     # SKIP:oom rows without a model or length to place them by (Scan.oom_rows_left_out).
     oom_rows_left_out: int = 0
+    # The grid folded (report/runs.py): per (model, class), its lengths in runs of one outcome.
+    # What --json's `cells` are, and what a sparse grid is drawn as.
+    runs: dict[tuple[str, Machine], list[Run]] = field(default_factory=dict)
 
     def machine(self, tag: str) -> Machine | None:
         """The class a `--machine` value names: its id (`gb10 122GB`) or its tag when unique."""
@@ -294,11 +320,14 @@ class Report:
                 {
                     "model": model,
                     "machine": machine.id,
-                    "length": length,
-                    "outcome": outcome.value,
-                    "contradicted": flagged,
+                    "from": run.start,
+                    "to": run.end,
+                    "lengths": run.size,
+                    "outcome": run.outcome.value,
+                    "contradicted": run.flagged,
                 }
-                for (model, machine, length), (outcome, flagged) in self.grid.items()
+                for (model, machine), runs in self.runs.items()
+                for run in runs
             ],
             "ooms": [j.to_dict() for j in self.ooms],
             "contradictions": [c.to_dict() for c in self.contradictions],
@@ -326,8 +355,11 @@ def build(
     `stale.Judgement` per record (None: every OOM applies)."""
     # An OOM row a record was made from is that record's evidence, not a second OOM: a sweep
     # writes both, and import-csv makes one from the other.
-    held = {(e.model, e.length, e.record.source_csv) for e in records}
-    rows = [e for e in csv_evidence(scan) if (e.model, e.length, e.record.source_csv) not in held]
+    # The CSVs' few OOMs are keyed, not the record's many lines.
+    rows = csv_evidence(scan)
+    keys = {(e.model, e.length, e.record.source_csv) for e in rows}
+    held = {k for e in records if (k := (e.model, e.length, e.record.source_csv)) in keys}
+    rows = [e for e in rows if (e.model, e.length, e.record.source_csv) not in held]
     evidence = rows + list(records)
     judgements = [None] * len(evidence) if judge is None else judge([e.record for e in evidence])
     return _build(scan, evidence, judgements, fixes, head)
@@ -345,9 +377,9 @@ def _build(
     contradicted = {id(c.evidence) for c in contra}
 
     machines = sorted({m for (_, m, _) in scan.cells}, key=_machine_order)
-    for e in evidence:
-        if not any(e.machine.covers(m) for m in machines):
-            machines.append(e.machine)
+    for of in dict.fromkeys(e.machine for e in evidence):
+        if not any(of.covers(m) for m in machines):
+            machines.append(of)
     machines.sort(key=_machine_order)
     lengths: dict[Machine, set[int]] = {m: set() for m in machines}
     grid: dict[CellKey, tuple[Outcome, bool]] = {}
@@ -362,7 +394,7 @@ def _build(
     for (model, machine, length), cell in scan.cells.items():
         shown = cell.latest_not_oom()
         if shown is not None:
-            grid[(model, machine, length)] = (shown, False)
+            grid[(model, machine, length)] = _SHOWN[(shown, False)]
             shown_from[(model, machine, length)] = cell.latest[shown]
         seen = cell.latest.get(Outcome.RAN)
         best = ran.get((model, machine))
@@ -380,12 +412,13 @@ def _build(
         points.sort(key=itemgetter(0))
     judged = [_judged(e, j) for e, j in zip(evidence, judgements, strict=True)]
     by_class: dict[tuple[str, Machine], list[Judged]] = {}
+    # The classes each evidence's class speaks for, decided once per class (a record of a
+    # million lines has a few).
+    covered = {of: [m for m in machines if of.covers(m)] for of in {e.machine for e in evidence}}
     for j in judged:
         ev = j.evidence
         flagged = id(ev) in contradicted
-        for m in machines:
-            if not ev.machine.covers(m):
-                continue
+        for m in covered[ev.machine]:
             by_class.setdefault((ev.model, m), []).append(j)
             lengths[m].add(ev.length)
             key = (ev.model, m, ev.length)
@@ -393,16 +426,24 @@ def _build(
             # worse error. One a fix took out of play shows unless a row says more.
             shown, was_flagged = grid.get(key, (None, False))
             if j.applies:
-                grid[key] = (Outcome.OOM, flagged or was_flagged)
+                grid[key] = _SHOWN[(Outcome.OOM, flagged or was_flagged)]
                 shown_from[key] = ev.seen
             elif shown is None or shown == Outcome.LIFTED:
-                grid[key] = (Outcome.LIFTED, flagged or was_flagged)
+                grid[key] = _SHOWN[(Outcome.LIFTED, flagged or was_flagged)]
                 shown_from[key] = ev.seen
     rank = {m: i for i, m in enumerate(machines)}
-    grid = dict(sorted(grid.items(), key=lambda kv: (kv[0][0], rank[kv[0][1]], kv[0][2])))
-    tried: dict[tuple[str, Machine], set[int]] = {}
-    for model, machine, length in grid:
-        tried.setdefault((model, machine), set()).add(length)
+    # In (model, class, length) order: the groups sorted, then each one's lengths (integers),
+    # not a key call per cell.
+    # The cells' own key tuples, grouped: a million cells are not made again.
+    groups: dict[tuple[str, Machine], list[CellKey]] = {}
+    for key in grid:
+        groups.setdefault(key[:2], []).append(key)
+    ordered = sorted(groups, key=lambda k: (k[0], rank[k[1]]))
+    for k in ordered:
+        groups[k].sort(key=itemgetter(2))
+    grid = {key: grid[key] for k in ordered for key in groups[k]}
+    tried = {k: [key[2] for key in groups.pop(k)] for k in ordered}
+    axes = {m: sorted(v) for m, v in lengths.items()}
     frontier = {}
     for (model, m), done in tried.items():
         ooms = by_class.get((model, m), [])
@@ -413,18 +454,19 @@ def _build(
             ran_max=ran.get((model, m)),
             oom_min=oom_min,
             lifted_min=lifted_min,
-            never_tried=tuple(sorted(lengths[m] - done)),
+            never_tried=untried(axes[m], done),
             contradicted=any(id(j.evidence) in contradicted for j in ooms),
         )
     return Report(
         head=head,
         machines=machines,
         models=sorted({model for (model, _, _) in grid}),
-        lengths={m: sorted(v) for m, v in lengths.items()},
+        lengths=axes,
         frontier=frontier,
         grid=grid,
+        runs=fold(grid),
         ooms=sorted(
-            judged, key=lambda j: (j.evidence.model, j.evidence.length, j.evidence.seen.where)
+            judged, key=attrgetter("evidence.model", "evidence.length", "evidence.seen.where")
         ),
         contradictions=contra,
         timeline=dict(
@@ -439,6 +481,11 @@ def _build(
     )
 
 
+_STATUS: dict[Any, str] = {}
+# A cell's (outcome, contradicted), one tuple each: a million cells share a few.
+_SHOWN = {(o, flagged): (o, flagged) for o in Outcome for flagged in (False, True)}
+
+
 def _machine_order(m: Machine) -> tuple[str, bool, bool, int]:
     # A total order: untagged last, unknown memory first.
     return (m.tag or "~", m.tag is None, m.mem_gb is not None, m.mem_gb or 0)
@@ -451,7 +498,8 @@ def _judged(e: Evidence, j: Judgement | None) -> Judged:
     if j is None:
         return Judged(e, True, None, "applies")
     fix = j.fixes[0].sha if not j.applies and j.fixes else None
-    status = str(j.status)
+    # One string per status, not one per record.
+    status = _STATUS.setdefault(j.status, str(j.status))
     if not j.applies and e.kind in ("archive", "verified"):
         status = "verified" if e.kind == "verified" else "out of play"
     return Judged(e, j.applies, fix, status)

@@ -26,11 +26,21 @@ from oomrec.report.frontier import (
     GLYPHS,
     LEGEND,
     FixMarker,
+    Judged,
     Machine,
     Outcome,
     Report,
 )
-from oomrec.report.text import frontier_text, grid_cells, short_length
+from oomrec.report.text import (
+    RUNS_HEADER,
+    RUNS_NOTE,
+    frontier_text,
+    grid_cells,
+    is_matrix,
+    run_rows,
+    run_text,
+    short_length,
+)
 
 DATA_ID = "oomrec-report"
 
@@ -85,6 +95,13 @@ svg .tick { fill: var(--muted); } svg .title { fill: var(--muted); font-size: 11
 svg .axis { stroke: var(--muted); } svg .gridline { stroke: var(--grid); }
 svg .fix { stroke: var(--fix); stroke-dasharray: 4 3; } svg .fixlabel { fill: var(--fix); }
 svg .series { fill: none; stroke-width: 2; }
+span.run { display: inline-block; margin: 0.1rem 0.15rem; padding: 0 0.3rem;
+  border: 1px solid var(--line); font: bold 12px ui-monospace, monospace; white-space: nowrap; }
+span.ran { background: var(--ran-bg); } span.oom { background: var(--oom-bg); }
+span.lifted { background: var(--lifted-bg); }
+span.backstop, span.guard { background: var(--backstop-bg); }
+span.record { background: var(--record-bg); } span.timeout { background: var(--timeout-bg); }
+span.failed, span.skipped { background: var(--failed-bg); }
 """
 # One colour per machine class, in the report's class order (then round again).
 _MACHINE_COLOURS = 8
@@ -188,8 +205,9 @@ def _page(report: Report) -> Iterator[str]:
         "<p>A line per machine class (the largest length that ran on each date), "
         f"&#x2715; an OOM, dashed lines the {escape('OOM-Fix')} commits for the model.</p>"
     )
+    series, crosses = _by_model(report)
     for model in report.models:
-        yield from _timeline(report, model)
+        yield from _timeline(report, model, series.get(model, {}), crosses.get(model, []))
     # No `<` at all inside the data block: nothing in it can end it or open a tag.
     data = json.dumps(report.to_json(), sort_keys=True).replace("<", "\\u003c")
     yield f'<script type="application/json" id="{DATA_ID}">{data}</script>'
@@ -246,6 +264,9 @@ def _legend() -> Iterator[str]:
 
 
 def _grid(report: Report, machine: Machine) -> Iterator[str]:
+    if not is_matrix(report, machine):
+        yield from _runs(report, machine)
+        return
     rows = grid_cells(report, machine)
     if not rows:
         return
@@ -275,6 +296,35 @@ def _grid(report: Report, machine: Machine) -> Iterator[str]:
     yield "</tbody></table></div>"
 
 
+def _runs(report: Report, machine: Machine) -> Iterator[str]:
+    """A sparse class's grid: per model its runs of one outcome, a coloured glyph each (a column
+    per length would be models x lengths, nearly all never tried)."""
+    folded = run_rows(report, machine)
+    if not folded:
+        return
+    yield f"<h3>{escape(machine.id)}</h3>"
+    yield (
+        f'<table class="runs"><thead><tr><th>model</th><th>{escape(RUNS_HEADER)}</th></tr>'
+        "</thead><tbody>"
+    )
+    for model, runs in folded:
+        cells = []
+        for run in runs:
+            tip = (
+                f"{model} on {machine.id}: {LEGEND[run.outcome]} at each of the {run.size} "
+                f"length(s) tried from {run.start} to {run.end} tokens"
+            )
+            if run.flagged:
+                tip += "\ncontradicted by a later run at this length or more"
+            cells.append(
+                f'<span class="run {_CLASS[run.outcome]}" title="{escape(tip)}">'
+                f"{escape(run_text(run))}</span>"
+            )
+        yield f"<tr><th>{escape(model)}</th><td>{' '.join(cells)}</td></tr>"
+    yield "</tbody></table>"
+    yield f"<p>{escape(RUNS_NOTE)}</p>"
+
+
 # The timeline's size and margins (px): room left for the length labels and the axis title,
 # below for the dates, above for the fix labels (a row each, up to _FIX_ROWS).
 _W, _H = 760, 250
@@ -284,9 +334,36 @@ _LEFT, _RIGHT, _BOTTOM, _FIX_ROW, _FIX_ROWS = 70, 44, 44, 14, 3
 _CHAR_W = 7.0
 
 
-def _timeline(report: Report, model: str) -> Iterator[str]:
-    series = {m: pts for (mo, m), pts in report.timeline.items() if mo == model}
-    ooms = [j for j in report.ooms if j.evidence.model == model and j.evidence.seen.date]
+def _by_model(
+    report: Report,
+) -> tuple[dict[str, dict[Machine, list[tuple[str, str, int, str]]]], dict[str, list[Judged]]]:
+    """Per model, its timeline's series and the OOMs drawn as crosses, gathered in one pass: one
+    cross per (class, date, in play or not), the smallest length, as the series keeps the largest
+    that ran per date (a record of a million lines is a million OOMs, not a million crosses)."""
+    series: dict[str, dict[Machine, list[tuple[str, str, int, str]]]] = {}
+    for (model, machine), points in report.timeline.items():
+        series.setdefault(model, {})[machine] = points
+    least: dict[tuple[str, Machine, str, bool], Judged] = {}
+    for j in report.ooms:
+        ev = j.evidence
+        if not ev.seen.date:
+            continue
+        key = (ev.model, ev.machine, ev.seen.date, j.applies)
+        held = least.get(key)
+        if held is None or ev.length < held.evidence.length:
+            least[key] = j
+    crosses: dict[str, list[Judged]] = {}
+    for (model, *_), j in least.items():
+        crosses.setdefault(model, []).append(j)
+    return series, crosses
+
+
+def _timeline(
+    report: Report,
+    model: str,
+    series: dict[Machine, list[tuple[str, str, int, str]]],
+    ooms: list[Judged],
+) -> Iterator[str]:
     fixes = sorted((f for f in report.fixes_for(model) if f.date), key=lambda f: f.date)
     if not series and not ooms:
         return

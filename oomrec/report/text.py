@@ -17,6 +17,7 @@ from oomrec.report.frontier import (
     Outcome,
     Report,
 )
+from oomrec.report.runs import Run, as_matrix
 
 
 def short_length(n: int) -> str:
@@ -45,9 +46,35 @@ def matrix_lines(report: Report) -> Iterator[str]:
     yield from _columns([("model", "machine", "frontier"), *rows])
 
 
+def is_matrix(report: Report, machine: Machine) -> bool:
+    """Whether `machine`'s grid is drawn as a matrix, a column per length of its axis (dense or
+    small), else as each model's runs (runs.as_matrix): every view decides it here."""
+    models = [model for model in report.models if (model, machine) in report.frontier]
+    filled = sum(run.size for model in models for run in report.runs.get((model, machine), ()))
+    return as_matrix(len(models), len(report.lengths[machine]), filled)
+
+
+def run_text(run: Run) -> str:
+    """`512..8k o`: the lengths a model was tried at from 512 to 8k all had outcome `o`."""
+    glyph = GLYPHS[run.outcome] + (CONTRADICTED_GLYPH if run.flagged else "")
+    span = short_length(run.start)
+    if run.end != run.start:
+        span += f"..{short_length(run.end)}"
+    return f"{span} {glyph}"
+
+
+def run_rows(report: Report, machine: Machine) -> list[tuple[str, list[Run]]]:
+    """Per model tried on `machine`, its runs (the grid of a sparse class)."""
+    return [
+        (model, report.runs[(model, machine)])
+        for model in report.models
+        if (model, machine) in report.runs
+    ]
+
+
 def grid_cells(report: Report, machine: Machine) -> list[tuple[str, list[str]]]:
     """Per model tried at some length of `machine`'s axis, one glyph per length (`!` after a
-    contradicted OOM)."""
+    contradicted OOM): the matrix, for a class is_matrix draws as one."""
     out = []
     for model in report.models:
         if (model, machine) not in report.frontier:
@@ -62,11 +89,26 @@ def grid_cells(report: Report, machine: Machine) -> list[tuple[str, list[str]]]:
 
 
 def grid_lines(report: Report, machine: Machine) -> Iterator[str]:
-    header = ("model", *(short_length(n) for n in report.lengths[machine]))
-    rows = [(model, *glyphs) for model, glyphs in grid_cells(report, machine)]
     yield f"machine {machine.id}"
-    yield from _columns([header, *rows])
+    if is_matrix(report, machine):
+        header = ("model", *(short_length(n) for n in report.lengths[machine]))
+        rows = [(model, *glyphs) for model, glyphs in grid_cells(report, machine)]
+        yield from _columns([header, *rows])
+        yield from legend_lines()
+        return
+    folded = [
+        (model, "  ".join(run_text(r) for r in runs)) for model, runs in run_rows(report, machine)
+    ]
+    yield from _columns([("model", RUNS_HEADER), *folded])
     yield from legend_lines()
+    yield RUNS_NOTE
+
+
+RUNS_HEADER = "lengths tried, equal outcomes folded"
+RUNS_NOTE = (
+    "a..b g: every length from a to b the model was tried at had outcome g "
+    "(too many lengths for a column each; --json's never_tried names the others)"
+)
 
 
 def legend_lines() -> Iterator[str]:
