@@ -107,7 +107,7 @@ def test_record_stale_has_a_schema_version(cli: Cli, repo: Repo) -> None:
         "warnings",
         "contradicted",
     ]
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
 
 
 PRUNE_KEYS = ["schema_version", "record", "dry_run", "since", "would_archive", "archived",

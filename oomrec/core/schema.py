@@ -21,8 +21,8 @@ HEADER = HEADER_15
 # commit_columns overrides them).
 DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
 # The version of every `--json` shape (the verbs' and the report's); raised when a key changes
-# meaning or goes away.
-JSON_SCHEMA_VERSION = 1
+# meaning or goes away. 2: the report's `cells` are runs of one outcome, `never_tried` ranges.
+JSON_SCHEMA_VERSION = 2
 
 
 class Token(StrEnum):
