@@ -47,11 +47,14 @@ def report(
     `html`, where a page will be written, must not be an input of the report."""
     from oomrec.core.gcpause import no_cycle_collection
     from oomrec.importer.backfill import default_paths
-    from oomrec.report.frontier import gather
+    from oomrec.report.frontier import gather, record_lines
 
     record_file, settings = open_record(record)
     loaded = record_file.load()
     parked, warnings = record_warnings(loaded, record_file)
+    kept = record_lines(record_file, loaded, parked)
+    # Only the evidence is read from here on: the lines' texts and tuples go.
+    del loaded, parked
     searched = list(paths) or default_paths(settings)
     if html is not None:
         from oomrec.report.html import target_problem
@@ -62,7 +65,7 @@ def report(
     # The collector stays off to the end: the scan leaves many young objects, and the first
     # collection after it would walk them all again.
     with no_cycle_collection():
-        built = gather(searched, record_file, loaded, settings, parked)
+        built = gather(searched, kept, settings)
     if built.oom_rows_left_out:
         n = built.oom_rows_left_out
         warnings.append(

@@ -433,17 +433,18 @@ def read_line(text: str, *, whole: bool = True) -> tuple[OomRecord, str | None]:
     mem_bytes = bounded_int(mem) if mem else None
     if unknown:
         notes.insert(0, f"{'; '.join(unknown)}: read as unknown, the record applies")
+    # Interned: a record's models, dates, commits, sources and tags repeat across its lines, and
+    # one copy of each keeps a million-line record's load at a fraction of the memory.
     record = OomRecord(
-        model=model,
+        model=sys.intern(model),
         prompt_target_len=prompt_target_len,
-        date=day,
-        commit=commit,
+        date=sys.intern(day),
+        commit=sys.intern(commit),
         peak_bytes=peak_bytes,
-        source_csv=source.strip(),
-        # Compared with this host's tag: `GB10` written by hand is `gb10`.
-        hardware=normalize(hardware) if hardware else None,
+        source_csv=sys.intern(source.strip()),
+        hardware=_tag(hardware) if hardware else None,
         mem_bytes=mem_bytes,
-        kind=kind or None,
+        kind=sys.intern(kind) if kind else None,
     )
     return record, "; ".join(notes) or None
 
@@ -520,15 +521,29 @@ def _written_by_oomrec(source: str | None, extra: list[str]) -> bool:
         # line whose `--output` held a comma (`benchmarks/sweep,h200`) unless the source is a
         # CSV's name; read on the safe side, the record applies on every machine.
         return False
-    if tag:
-        lowered = tag.lower()
-        if normalize(tag) != lowered or lowered.endswith(".csv") or lowered in _NOT_TAGS:
-            return False
+    if tag and not _reads_as_tag(tag):
+        return False
     mem = extra[1].strip() if len(extra) > 1 else ""
     if mem and bounded_int(mem) is None:
         return False
     kind = extra[2].strip() if len(extra) > 2 else ""
     return not kind or kind in _KINDS
+
+
+@lru_cache(maxsize=1024)
+def _reads_as_tag(tag: str) -> bool:
+    """A tag that reads back as itself and is no file name's part. Cached: a record holds a
+    few tags over many lines."""
+    lowered = tag.lower()
+    return normalize(tag) == lowered and not lowered.endswith(".csv") and lowered not in _NOT_TAGS
+
+
+@lru_cache(maxsize=1024)
+def _tag(hardware: str) -> str | None:
+    """A line's hardware field as this host's tag is compared (`GB10` written by hand is
+    `gb10`), one interned copy per tag."""
+    tag = normalize(hardware)
+    return None if tag is None else sys.intern(tag)
 
 
 def _csv_name(source: str) -> bool:

@@ -519,21 +519,15 @@ def _oom_order(j: Judged) -> tuple[int, str]:
     return (j.evidence.length, j.evidence.since.date or "9999")
 
 
-def gather(
-    paths: Sequence[Path],
-    record_file: RecordFile,
-    loaded: Loaded,
-    settings: Settings,
-    parked: Sequence[ArchivedLine] | None = None,
-) -> Report:
-    """The report over the CSVs under `paths` and the record (live and archived: `parked`,
-    read here when None), every OOM judged at HEAD by the one rule, with the fix commits in
-    HEAD's history as markers."""
+def gather(paths: Sequence[Path], kept: list[Evidence], settings: Settings) -> Report:
+    """The report over the CSVs under `paths` and the record's evidence (`record_lines`: the
+    caller drops the loaded file first, a million-line record's lines are half its memory),
+    every OOM judged at HEAD by the one rule, with the fix commits in HEAD's history as
+    markers."""
     from oomrec.importer.backfill import commit_columns
     from oomrec.staleness.fixlog import trailer_key
     from oomrec.staleness.verdict import History, judge_all, repo_with_head
 
-    kept = record_lines(record_file, loaded, parked)
     repo = repo_with_head()
     in_git = settings.repo_root is not None
     keep_in = None
