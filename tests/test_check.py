@@ -72,7 +72,7 @@ def test_no_record_may_launch_and_an_applying_record_may_not(gemma: Repo, cli: C
     assert code == 1
     assert body["verdict"] == "SKIP:oom_record" and body["may_launch"] is False
     assert body["record_line"] == f"benchmarks/.oom-record:1: {line}"
-    assert body["schema_version"] == 1
+    assert body["schema_version"] == 2
 
 
 def test_a_record_applies_only_to_its_hardware_and_to_no_more_memory(gemma: Repo, cli: Cli) -> None:

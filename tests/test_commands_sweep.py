@@ -55,7 +55,7 @@ def test_a_sweep_returns_its_cells_records_and_json_and_prints_nothing(
     ]
     assert [line.split(",")[:2] for line in outcome.new_records()] == [["a", "2048"], ["b", "2048"]]
     data = outcome.to_json()
-    assert data["schema_version"] == 1 and data["dry_run"] is False
+    assert data["schema_version"] == 2 and data["dry_run"] is False
     assert data["totals"] == {"ok": 2, "SKIP:oom": 2, "SKIP:oom_backstop": 2}
     assert capfd.readouterr() == ("", "")
     # The next plan reads the records just written: a dry run, again printing nothing.

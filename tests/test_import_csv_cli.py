@@ -101,7 +101,7 @@ def test_json_report(cli: Cli, repo: Repo, bench: str) -> None:
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report == {
-        "schema_version": 1,
+        "schema_version": 2,
         "hardware": "testhw",
         "files_read": 1,
         "files_skipped": {"no model column": ["benchmarks/metal_m1ultra_spec_2026-09-04.csv"]},
@@ -477,7 +477,7 @@ def test_a_dry_run_and_a_real_import_have_one_json_shape(cli: Cli, repo: Repo, b
     real = json.loads(cli("record", "import-csv", "--hardware", "gb10", "--json").stdout)
     assert list(dry) == list(real)
     assert (dry["schema_version"], dry["dry_run"], dry["would_add"], dry["added"]) == (
-        1,
+        2,
         True,
         2,
         0,

@@ -81,7 +81,7 @@ def test_real_corpus_gemma_oom_on_gb10_is_contradicted_by_the_later_run(
     real_corpus: Repo, cli: Cli
 ) -> None:
     data = report_json(cli)
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     gemma = [o for o in data["ooms"] if o["model"] == GEMMA]
     assert [(o["length"], o["machine"], o["date"], o["kind"]) for o in gemma] == [
         (32768, "gb10 122GB", "2026-07-03", "csv")
@@ -641,7 +641,7 @@ def test_json_is_one_ascii_line_even_for_what_orjson_refuses(repo: Repo) -> None
         assert done.returncode == 0, done.stderr
         assert done.stdout.isascii() and done.stdout.count(b"\n") == 1, done.stdout[:200]
         data: dict = json.loads(done.stdout)
-        assert data["schema_version"] == 1
+        assert data["schema_version"] == 2
         return data
 
     assert report("benchmarks/cuda_gb10_2026-08-02.csv")["models"] == ["m-4bit"]

@@ -385,7 +385,7 @@ def test_setup_push_and_pull_each_print_one_json_shape(fleet: Fleet, cli: Cli) -
     fleet.on("B")
     setup = json.loads(cli("remote", "setup", "--json").stdout)
     assert setup == {
-        "schema_version": 1,
+        "schema_version": 2,
         "remote": "origin",
         "refspec": "+refs/notes/oomrec/*:refs/notes/remotes/origin/oomrec/*",
         "added": True,
