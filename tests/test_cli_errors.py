@@ -188,7 +188,7 @@ def test_a_closed_stderr_keeps_the_exit_status(repo: Repo) -> None:
     wrong = subprocess.run([*argv, "--machine", "nope"], capture_output=True, cwd=repo.path)
     assert (wrong.returncode, wrong.stdout) == (2, b"")
     right = subprocess.run([*argv, "--json"], capture_output=True, cwd=repo.path)
-    assert right.returncode == 0 and right.stdout.startswith(b'{"schema_version":1,')
+    assert right.returncode == 0 and right.stdout.startswith(b'{"schema_version":2,')
 
 
 @pytest.mark.parametrize("char", ["\x1b", "\x7f", "\x9b", "\x85", "\u2028", "\u2029"])

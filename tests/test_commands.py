@@ -55,7 +55,7 @@ def test_add_then_list(repo: Repo, record: Path, capsys: pytest.CaptureFixture[s
     ]
     data = again.to_json()
     assert list(data) == ["schema_version", "record", "added", "already_recorded", "line", "entry"]
-    assert (data["schema_version"], data["added"], data["already_recorded"]) == (1, False, True)
+    assert (data["schema_version"], data["added"], data["already_recorded"]) == (2, False, True)
     assert data["entry"]["source_csv"] == "elsewhere"
 
     listed = record_list(git=False)

@@ -66,7 +66,7 @@ def test_sweep_dry_run_and_real_run_have_one_shape(cli: Cli, repo: Repo) -> None
     dry = as_json(cli(*args, "--dry-run"))
     real = as_json(cli(*args))
     assert list(dry) == list(real) == SWEEP_KEYS
-    assert (dry["schema_version"], dry["dry_run"], real["dry_run"]) == (1, True, False)
+    assert (dry["schema_version"], dry["dry_run"], real["dry_run"]) == (2, True, False)
     for cell in real["cells"]:
         assert list(cell) == CELL_KEYS
     for cell in dry["cells"]:
