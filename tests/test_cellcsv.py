@@ -36,11 +36,12 @@ def test_the_layout_a_runner_writes(tmp_path: Path) -> None:
     assert read_cell_csv(path, "m", 512) == CellCsv(None, ())
     write(path, f"\ufeff{HEADER_15}\r\n{ok('m', 512)}\r\n\r\n{skipped('m', 512, 'FAIL:x')}")
     # Each line as written, its `\r` kept (copied to the aggregate unchanged); the harness
-    # classifies the second line.
+    # classifies the second line. A cell has one row: the first, none being a SKIP:oom.
     assert read_cell_csv(path, "m", 512) == CellCsv(
         HEADER_15 + "\r",
-        (ok("m", 512) + "\r", skipped("m", 512, "FAIL:x")),
+        (ok("m", 512) + "\r",),
         harness_row=ok("m", 512) + "\r",
+        repeated=(skipped("m", 512, "FAIL:x"),),
     )
     write(path, HEADER_14 + "\n")
     assert read_cell_csv(path, "m", 512) == CellCsv(HEADER_14, ())
@@ -58,7 +59,8 @@ def test_only_the_cells_own_model_and_length_are_kept(tmp_path: Path) -> None:
     ]
     path = write(tmp_path / "cell.csv", HEADER_15 + "\n" + "\n".join(rows) + "\n")
     cell = read_cell_csv(path, "m", 512)
-    assert cell.rows == (rows[0], rows[4])
+    # One row of the cell: its SKIP:oom over its success row (the safe side).
+    assert (cell.rows, cell.repeated) == ((rows[4],), (rows[0],))
     assert cell.dropped == (rows[1], rows[2], rows[3], rows[5])
 
 
