@@ -648,7 +648,8 @@ def parse_text(text: str) -> list[RecordLine]:
         elif not ending and line.count(",") < MIN_FIELDS - 1:
             lines.append(RecordLine(lineno, line, None, _TORN, ending))
         else:
-            plain = read_plain(line) if ending else None
+            # A BOM before the first line is noted below, by read_line's path.
+            plain = read_plain(line) if ending and not (bom and lineno == 1) else None
             if plain is not None:
                 lines.append(RecordLine(lineno, line, plain, None, ending))
                 continue
