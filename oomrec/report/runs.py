@@ -62,7 +62,16 @@ def untried(axis: Sequence[int], tried: Iterable[int]) -> tuple[tuple[int, int],
     """The lengths of `axis` (sorted, distinct) not in `tried`, as (first, last) ranges of
     consecutive axis lengths: at most one range more than the tried lengths on the axis. Found
     by bisection: an index of a million-length axis would outweigh the report."""
-    where = sorted({i for i in (_index(axis, n) for n in tried) if i is not None})
+    where = []
+    lo = 0
+    # In order, each search starts where the last one ended: it stays in a short stretch of a
+    # long axis (a random grid's lengths), not across the whole list each time.
+    for n in sorted(tried):
+        i = bisect_left(axis, n, lo)
+        if i < len(axis) and axis[i] == n:
+            if not where or where[-1] != i:
+                where.append(i)
+            lo = i
     out = []
     start = 0
     for i in [*where, len(axis)]:
@@ -70,11 +79,6 @@ def untried(axis: Sequence[int], tried: Iterable[int]) -> tuple[tuple[int, int],
             out.append((axis[start], axis[i - 1]))
         start = i + 1
     return tuple(out)
-
-
-def _index(axis: Sequence[int], n: int) -> int | None:
-    i = bisect_left(axis, n)
-    return i if i < len(axis) and axis[i] == n else None
 
 
 def as_matrix(models: int, lengths: int, filled: int) -> bool:
