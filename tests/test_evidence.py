@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.core.hardware import GIB
 from oomrec.core.records import (
     OomRecord,
     RecordFile,
@@ -21,6 +20,7 @@ from oomrec.core.records import (
     not_applying_because,
     read_line,
 )
+from oomrec.core.units import GIB
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.scripted_runner import Runner

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomrec.core.records import show_apart
 from oomrec.core.schema import HEADER_15
+from oomrec.core.shown import show_apart
 from oomrec.sweep.cell.guard import GuardLimits
 from oomrec.sweep.cell.proctree import ProcessTree
 from oomrec.sweep.cell.runner import _ExitWatcher, _GuardWatch, run_cell

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.hardware import GIB, detect, detect_memory, memory_from_text, normalize
+from oomrec.core.hardware import detect, detect_memory, memory_from_text, normalize
 from oomrec.core.records import OomRecord, format_line, parse_line
+from oomrec.core.units import GIB
 from tests.conftest import SHARED_CORPUS
 from tests.profiles import examples
 

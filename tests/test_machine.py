@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from oomrec.core.hardware import GIB
 from oomrec.core.machine import file_host, row_machine
+from oomrec.core.units import GIB
 from oomrec.report.frontier import Machine
 from tests.conftest import CliResult
 from tests.gitrepo import Repo

@@ -1,4 +1,4 @@
-"""The memory limit that binds (oomrec.sweep.cell.memscope): oomrec run inside a real memory
+"""The memory limit that binds (oomrec.core.memscope): oomrec run inside a real memory
 cgroup, as a Slurm `--mem` or `docker --memory` job runs it. The guard's `--min-available` and
 the record's `mem_bytes` follow the cgroup's limit, not the host's free RAM."""
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oomrec.sweep.cell.memscope import CgroupAvailable, CgroupLimit, _read_limit, enclosing_limit
+from oomrec.core.memscope import CgroupAvailable, CgroupLimit, _read_limit, enclosing_limit
 from tests.cgroups import make_memory_cgroup
 from tests.gitrepo import IDENTITY, Repo
 
@@ -107,7 +107,7 @@ def test_the_tightest_limit_up_the_hierarchy_binds(tmp_path: Path) -> None:
             # A child with a looser limit (or none) is bound by its parent's.
             code = (
                 "import sys; sys.path.insert(0, sys.argv[1]);"
-                "from oomrec.sweep.cell.memscope import enclosing_limit;"
+                "from oomrec.core.memscope import enclosing_limit;"
                 "s = enclosing_limit(); print(s.limit, s.path)"
             )
             root = Path(__file__).resolve().parents[1]

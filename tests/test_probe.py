@@ -342,8 +342,8 @@ def test_a_probes_own_cgroup_is_capped_below_the_binding_limit(
         "--runner", f"{PY} {script} {{cell_csv}} {{model}} {{length}}",
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    from oomrec.core.records import show_bytes
-    from oomrec.sweep.cell.memscope import binding_total, host_ram
+    from oomrec.core.memscope import binding_total, host_ram
+    from oomrec.core.shown import show_bytes
     from oomrec.sweep.cell.probeguard import FLOOR_MIN, FLOOR_SHARE
 
     binding = binding_total(host_ram())

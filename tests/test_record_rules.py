@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oomrec.core.hardware import GIB
 from oomrec.core.records import (
-    MAX_INT,
     SHORT_SHA,
     UNKNOWN_COMMIT,
     Applicability,
@@ -26,12 +24,13 @@ from oomrec.core.records import (
     is_date,
     not_applying_because,
     parse_line,
-    printable,
     read_commit,
     short_commit,
     source_field,
     source_path,
 )
+from oomrec.core.shown import printable
+from oomrec.core.units import GIB, MAX_INT
 from oomrec.staleness.verdict import APPLIES, Fix, Judgement, Status
 from oomrec.sweep.planner import JudgedLine, Planner
 from tests.conftest import CliResult

@@ -16,7 +16,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from oomrec.report import scanparts
-from oomrec.report.scan import Scan, scan_csvs
+from oomrec.report.folded import Scan
+from oomrec.report.scan import scan_csvs
 from tests.profiles import examples
 from tests.test_import_hostile import _H15
 from tests.test_report_scan import csv_file

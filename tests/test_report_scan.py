@@ -23,8 +23,9 @@ from oomrec.core.schema import HEADER_14, HEADER_15
 from oomrec.csvread import files as csvscan
 from oomrec.csvread import rows as rowread
 from oomrec.importer.backfill import import_csvs
+from oomrec.report.folded import CellRows, Scan, Seen, record_machine, row_machine
 from oomrec.report.frontier import build, csv_evidence
-from oomrec.report.scan import CellRows, Scan, Seen, record_machine, row_machine, scan_csvs
+from oomrec.report.scan import scan_csvs
 from tests.conftest import SHARED_CORPUS
 from tests.profiles import examples
 

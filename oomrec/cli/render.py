@@ -32,7 +32,7 @@ _DROP_ORDER = ("source", "mem GiB", "date", "peak GiB", "hardware")
 
 
 def peak_gib(peak_bytes: int | None) -> str:
-    from oomrec.core.hardware import GIB
+    from oomrec.core.units import GIB
 
     return "-" if peak_bytes is None else f"{peak_bytes / GIB:.1f}"
 

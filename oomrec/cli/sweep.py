@@ -340,10 +340,10 @@ def _memory_exclusions(lines: "Sequence[RecordLine]", config: "SweepConfig") -> 
 
 
 def _header(prepared: "Prepared", flag: str | None) -> list[str]:
+    from oomrec.core.memscope import cgroup_binds, describe_binding, host_ram
     from oomrec.store.locations import display_path
     from oomrec.sweep.cell.accel import describe_gpus
     from oomrec.sweep.cell.cellscope import describe_mode
-    from oomrec.sweep.cell.memscope import cgroup_binds, describe_binding, host_ram
     from oomrec.sweep.options import ignore_record_from_env
 
     config, plan, planner = prepared.config, prepared.plan, prepared.planner

@@ -20,8 +20,8 @@ from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
 from oomrec.core import amounts
 from oomrec.core.hardware import detect, detect_memory
-from oomrec.core.modelnames import normalize_models, resolve_model
-from oomrec.core.records import Loaded, OomRecord, RecordFile, last_part, read_commit
+from oomrec.core.modelnames import last_part, normalize_models, resolve_model
+from oomrec.core.records import Loaded, OomRecord, RecordFile, read_commit
 from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
 from oomrec.store import archive, noterefs
 from oomrec.store.archive import ArchivedLine

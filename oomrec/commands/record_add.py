@@ -10,15 +10,8 @@ from typing import Any
 from oomrec.commands import Result
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect, detect_memory, option_tag, parse_size
-from oomrec.core.modelnames import model_name
-from oomrec.core.records import (
-    UNKNOWN_COMMIT,
-    OomRecord,
-    check_length,
-    check_model_name,
-    evidence_key,
-    format_line,
-)
+from oomrec.core.modelnames import check_model_name, model_name
+from oomrec.core.records import UNKNOWN_COMMIT, OomRecord, check_length, evidence_key, format_line
 from oomrec.store.locations import open_record
 
 

@@ -12,8 +12,8 @@ from typing import Any
 from oomrec.commands import Result
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect, option_tag
-from oomrec.core.modelnames import model_name
-from oomrec.core.records import OomRecord, check_length, check_model_name, parse_line
+from oomrec.core.modelnames import check_model_name, model_name
+from oomrec.core.records import OomRecord, check_length, parse_line
 from oomrec.store import archive
 from oomrec.store.locations import open_record
 

@@ -24,8 +24,8 @@ from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
 from oomrec.core import amounts
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import check_model_path
-from oomrec.core.records import shorten
 from oomrec.core.schema import Token
+from oomrec.core.shown import shorten
 from oomrec.sweep.grid import CellResult, Reporter
 from oomrec.sweep.planner import Cell
 

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.records import shorten, typed_length
+from oomrec.core.records import typed_length
+from oomrec.core.shown import shorten
 
 # `2k` is 2048: the harness's ladder (512, 2048, 8192, 32768) is in powers of two.
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|h|m|s)?", re.IGNORECASE)

@@ -42,7 +42,7 @@ class Confinement:
 def check_writes(shown: str, path: Path, beside: Sequence[Path], confinement: Confinement) -> None:
     """OomrecError (one line: what, where, what to do) unless writing `path` and the files
     `beside` it (lock, torn line: beside its real path) stays inside `confinement`."""
-    from oomrec.core.records import printable
+    from oomrec.core.shown import printable
 
     path = Path(os.path.abspath(path))
     files = [path, *(Path(os.path.abspath(p)) for p in beside)]
@@ -122,7 +122,7 @@ def reserved_target(path: Path, flag: str, what: str) -> str | None:
     file are never one; the record and the files beside it are the record's to say
     (RecordFile.owns)."""
     from oomrec.core.provenance import JOURNAL_SUFFIX, SIDECAR_SUFFIX
-    from oomrec.core.records import printable
+    from oomrec.core.shown import printable
 
     shown = printable(str(path))
     for form in dict.fromkeys((Path(os.path.abspath(path)), Path(os.path.realpath(path)))):

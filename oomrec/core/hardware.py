@@ -14,12 +14,13 @@ import subprocess
 from functools import cache, lru_cache
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.memscope import binding_total, host_ram
+from oomrec.core.units import GIB, MAX_INT
 
 HARDWARE_ENV = "OOMREC_HARDWARE"
 MEM_ENV = "OOMREC_MEM_BYTES"
 BACKEND_ENV = "OOMREC_BACKEND"
 BACKENDS = ("cuda", "rocm", "metal", "cpu")
-GIB = 1024**3
 MAX_FALLBACK_LEN = 20
 # Hardware names are short; what follows this many characters is not read, which bounds the
 # work on any input.
@@ -52,7 +53,6 @@ _MODEL_TOKEN = re.compile(r"[a-z]*[0-9][a-z0-9]*")
 _UNSAFE = re.compile(r"[^a-z0-9.-]+")
 _SIZE = re.compile(r"([0-9]{1,19})[ \t]*([kmgt]i?b?|b)?", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": GIB, "t": 1024**4}
-_MAX_INT = 2**63 - 1
 # A tag normalizes to itself; a few passes reach that from any input.
 _MAX_PASSES = 4
 
@@ -178,7 +178,7 @@ def parse_size(text: str) -> int | None:
     if match is None:
         return None
     value = int(match.group(1)) * _UNITS[(match.group(2) or "")[:1].lower()]
-    return value if 0 < value <= _MAX_INT else None
+    return value if 0 < value <= MAX_INT else None
 
 
 def _system() -> str:
@@ -206,7 +206,7 @@ def detect_memory() -> int | None:
     `$OOMREC_MEM_BYTES` wins (bytes, or e.g. `96GiB`; `unknown` records no memory, so records
     apply whatever the memory). Discrete CUDA/ROCm GPUs: device memory (`nvidia-smi`,
     `rocm-smi`); unified memory (GB10, Strix Halo, Apple) and CPUs: host RAM, or the limit of an
-    enclosing memory cgroup where that is tighter (oomrec/sweep/cell/memscope.py).
+    enclosing memory cgroup where that is tighter (oomrec/core/memscope.py).
     """
     override = os.environ.get(MEM_ENV, "").strip()
     if override.lower() == "unknown":
@@ -254,13 +254,7 @@ def _rocm_vram() -> int | None:
 def _host_ram() -> int | None:
     """Host RAM, or the tighter limit of a cgroup around this process (a Slurm or docker job):
     an OOM inside a 1 GiB cgroup says nothing about a host with the RAM free."""
-    from oomrec.sweep.cell.memscope import binding_total
-
-    try:
-        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return None
-    return binding_total(ram)
+    return binding_total(host_ram())
 
 
 def _positive_int(text: str | None) -> int | None:
@@ -268,7 +262,7 @@ def _positive_int(text: str | None) -> int | None:
     if not (digits.isascii() and digits.isdigit()) or len(digits) > 19:
         return None
     value = int(digits)
-    return value if 0 < value <= _MAX_INT else None
+    return value if 0 < value <= MAX_INT else None
 
 
 def detect() -> str:

@@ -3,22 +3,23 @@ dir (`org/model` nested or not), `./models/x/` read as `x`, near names for a typ
 
 `model_name` is the one decision of a model's identity: every path that compares two model
 names (the sweep's cells and backstop, fake-OOM keys, record lines as they are read, `check` and
-`run`, the report's rows) compares what it returns."""
+`run`, the report's rows) compares what it returns; `check_model_name` is the one check of a
+name that may be recorded."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.shown import shorten
 
 
 def check_model_path(name: str) -> str:
     """A model as the harness takes it: a directory under the models dir, nested (`org/model`)
     or not; never absolute and never a `..` part (`a..b` is a name like any other). Its rows and
     records name it so (`model_name`)."""
-    from oomrec.core.records import check_model_name, shorten
-
     if name.startswith("/"):
         raise OomrecError(
             f"model {shorten(name)} is an absolute path; name it under the models dir"
@@ -148,3 +149,49 @@ def near_models(missing: str, models_dir: Path) -> list[str]:
         by_part.setdefault(name.rsplit("/", 1)[-1], []).append(name)
     parts = difflib.get_close_matches(missing.rsplit("/", 1)[-1], list(by_part), n=3, cutoff=0.6)
     return [name for part in parts for name in by_part[part]][:3]
+
+
+def check_model_name(model: str) -> str:
+    """A model name safe to record: its directory under the models dir, nested (`org/model`)
+    or not, as the harness names it; OomrecError otherwise."""
+    if not model.strip():
+        raise OomrecError("model name is empty; give the model's directory name")
+    bad = [what for what, hit in _MODEL_FORBIDDEN if hit(model)]
+    if bad:
+        raise OomrecError(
+            f"model name {shorten(model)} contains {bad[0]}; give the model's directory under "
+            "the models dir (e.g. llama-3.1-8b-4bit or org/moe-30b)"
+        )
+    return model
+
+
+def last_part(model: str) -> str:
+    """The last part of a nested model's name (`org/moe-30b` -> `moe-30b`): what records of
+    earlier oomrec versions, and the harness's runner rows, name it by."""
+    return model.rsplit("/", 1)[-1]
+
+
+_MODEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_MODEL_SHELL = re.compile(r"[;|&$`<>()\\]")
+_NAME_MAX, _PATH_MAX = 255, 4095
+_MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("a leading '/'", lambda m: m.startswith("/")),
+    ("an empty or '.' path part", lambda m: any(p in ("", ".") for p in m.split("/"))),
+    ("','", lambda m: "," in m),
+    # Only a `..` part climbs out of the models dir: `a..b` is a folder's name like any other.
+    ("a '..' path part", lambda m: ".." in m.split("/")),
+    # C0, DEL and C1 (an 8-bit CSI is a terminal's escape too), and the Unicode line breaks.
+    ("a line break or control character", lambda m: bool(_MODEL_CONTROL.search(m))),
+    ("a quote", lambda m: '"' in m or "'" in m),
+    # A name is pasted into shell lines (the runner's command, `oomrec check "$MODEL"` in a
+    # script, a record line a shell may read): none of the shell's own characters.
+    ("a shell metacharacter", lambda m: bool(_MODEL_SHELL.search(m))),
+    ("whitespace", lambda m: any(c.isspace() for c in m)),
+    # No directory can be named so (NAME_MAX, PATH_MAX): refused before anything is written,
+    # not after a record line of 10 kB went in.
+    (
+        f"a path part over {_NAME_MAX} bytes",
+        lambda m: any(len(p.encode(errors="surrogateescape")) > _NAME_MAX for p in m.split("/")),
+    ),
+    (f"more than {_PATH_MAX} bytes", lambda m: len(m.encode(errors="surrogateescape")) > _PATH_MAX),
+)

@@ -16,6 +16,7 @@ from oomrec.core.errors import OomrecError
 from oomrec.core.regular import NotRead
 from oomrec.core.regular import read_regular as read_regular_bytes
 from oomrec.core.schema import split_row
+from oomrec.core.units import MAX_INT
 
 # Where the provenance file is: `<csv>` + this.
 SIDECAR_SUFFIX = ".oomrec.json"
@@ -122,7 +123,6 @@ def read_entry_list(path: Path) -> list[Entry]:
 
 # A provenance file holds a line per cell of the sweep: far under this for any real grid.
 MAX_BYTES = 64 << 20
-_MAX_INT = 2**63 - 1
 _TEXT_FIELDS = ("model", "token", "row", "commit", "runner")
 
 
@@ -134,9 +134,9 @@ def _entry(item: object) -> Entry | None:
         return None
     length, mem = item.get("length"), item.get("mem_bytes")
     hardware = item.get("hardware")
-    if type(length) is not int or not 0 <= length <= _MAX_INT:
+    if type(length) is not int or not 0 <= length <= MAX_INT:
         return None
-    if mem is not None and (type(mem) is not int or not 0 < mem <= _MAX_INT):
+    if mem is not None and (type(mem) is not int or not 0 < mem <= MAX_INT):
         return None
     if hardware is not None and not isinstance(hardware, str):
         return None

@@ -34,10 +34,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from oomrec.core.atomic import replace_file
 from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
-from oomrec.core.hardware import GIB, normalize
+from oomrec.core.hardware import normalize
 from oomrec.core.modelnames import model_name
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.regular import NotRead, read_regular
+from oomrec.core.shown import printable, shorten, show_bytes
+from oomrec.core.units import MAX_INT
 
 if TYPE_CHECKING:
     from oomrec.core.confine import Confinement
@@ -74,7 +76,6 @@ _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 LOCK_TIMEOUT_S = 60.0
 # Lengths, peaks and memory sizes are 64-bit non-negative integers; 19 digits hold any of them,
 # and checking the digit count first keeps int() away from 5,000-digit fields.
-MAX_INT = 2**63 - 1
 _MAX_DIGITS = 19
 # A host with up to 2% more memory than the record's still counts as the same size: tools
 # report the same machine's memory a little differently (firmware reservations, rounding).
@@ -86,7 +87,6 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # What a record field cannot hold as is: control characters (the harness reads the record line by
 # line) and lone surrogates (bytes of a file name that are not UTF-8).
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 _EOL = re.compile(r"(\r\n|\r|\n)")
 _BOM = "\ufeff"
 _TORN = "no line ending (an append cut short?)"
@@ -267,49 +267,6 @@ def source_field(source: str) -> str:
     """A source as the record file holds it and reads it back: stripped, and any control
     character or byte that is not UTF-8 escaped (see `printable`)."""
     return printable(source).strip()
-
-
-def printable(text: str) -> str:
-    """Control characters and undecodable bytes (surrogateescape) as `\\xNN`: text a record
-    field can hold, one line, as UTF-8."""
-    if text.isprintable() or not _UNPRINTABLE.search(text):
-        return text
-    return _UNPRINTABLE.sub(_escape_one, text)
-
-
-def _escape_one(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    # A surrogate from surrogateescape stands for the byte `code - 0xDC00`.
-    return f"\\x{code - 0xDC00 if code >= 0xDC00 else code:02x}"
-
-
-def show_bytes(n: int) -> str:
-    """A memory size for people: `96 GiB`, `7.5 GiB`; MiB under 1 GiB (`512 MiB`), where the
-    cell budgets of tests and demos live."""
-    if n < GIB:
-        return f"{n / 2**20:.0f} MiB"
-    gib = n / GIB
-    return f"{gib:.0f} GiB" if gib >= 10 or gib == int(gib) else f"{gib:.1f} GiB"
-
-
-def show_apart(a: int, b: int) -> tuple[str, str]:
-    """Two sizes compared in one message (`21.96 GiB fell under 22 GiB`): as show_bytes, with
-    as many more digits as it takes for two different sizes not to read the same."""
-    shown = show_bytes(a), show_bytes(b)
-    if a == b or shown[0] != shown[1]:
-        return shown
-    unit, scale = ("MiB", 2**20) if max(a, b) < GIB else ("GiB", GIB)
-    for digits in (1, 2, 3):
-        # Trailing zeros dropped, so a round limit reads as typed (`512.5 MiB passed 512 MiB`).
-        pair = _trimmed(a / scale, digits, unit), _trimmed(b / scale, digits, unit)
-        if pair[0] != pair[1]:
-            return pair
-    return f"{a:,} bytes", f"{b:,} bytes"
-
-
-def _trimmed(value: float, digits: int, unit: str) -> str:
-    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
-    return f"{text} {unit}"
 
 
 class NotARecord(ValueError):
@@ -576,13 +533,6 @@ def bounded_int(text: str) -> int | None:
             return None
     value = int(text)
     return value if value <= MAX_INT else None
-
-
-def shorten(value: str) -> str:
-    """`repr(value)`, cut short: a 5,000-digit field must not make a 5,000-character message."""
-    if len(value) <= 40:
-        return repr(value)
-    return f"{value[:20]!r}... ({len(value)} characters)"
 
 
 def format_line(record: OomRecord) -> str:
@@ -1330,26 +1280,6 @@ def _last_line_start(fd: int, size: int) -> int:
     return 0
 
 
-def check_model_name(model: str) -> str:
-    """A model name safe to record: its directory under the models dir, nested (`org/model`)
-    or not, as the harness names it; OomrecError otherwise."""
-    if not model.strip():
-        raise OomrecError("model name is empty; give the model's directory name")
-    bad = [what for what, hit in _MODEL_FORBIDDEN if hit(model)]
-    if bad:
-        raise OomrecError(
-            f"model name {shorten(model)} contains {bad[0]}; give the model's directory under "
-            "the models dir (e.g. llama-3.1-8b-4bit or org/moe-30b)"
-        )
-    return model
-
-
-def last_part(model: str) -> str:
-    """The last part of a nested model's name (`org/moe-30b` -> `moe-30b`): what records of
-    earlier oomrec versions, and the harness's runner rows, name it by."""
-    return model.rsplit("/", 1)[-1]
-
-
 def check_length(text: str) -> int:
     """A record's prompt length as typed by a user (`typed_length`; 0 is the shortest prompt);
     OomrecError otherwise."""
@@ -1383,29 +1313,3 @@ def typed_length(text: str) -> int | None:
 
 
 _TYPED_LENGTH = re.compile(r"([0-9]+)([kK]?)")
-
-
-_MODEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_MODEL_SHELL = re.compile(r"[;|&$`<>()\\]")
-_NAME_MAX, _PATH_MAX = 255, 4095
-_MODEL_FORBIDDEN: tuple[tuple[str, Callable[[str], bool]], ...] = (
-    ("a leading '/'", lambda m: m.startswith("/")),
-    ("an empty or '.' path part", lambda m: any(p in ("", ".") for p in m.split("/"))),
-    ("','", lambda m: "," in m),
-    # Only a `..` part climbs out of the models dir: `a..b` is a folder's name like any other.
-    ("a '..' path part", lambda m: ".." in m.split("/")),
-    # C0, DEL and C1 (an 8-bit CSI is a terminal's escape too), and the Unicode line breaks.
-    ("a line break or control character", lambda m: bool(_MODEL_CONTROL.search(m))),
-    ("a quote", lambda m: '"' in m or "'" in m),
-    # A name is pasted into shell lines (the runner's command, `oomrec check "$MODEL"` in a
-    # script, a record line a shell may read): none of the shell's own characters.
-    ("a shell metacharacter", lambda m: bool(_MODEL_SHELL.search(m))),
-    ("whitespace", lambda m: any(c.isspace() for c in m)),
-    # No directory can be named so (NAME_MAX, PATH_MAX): refused before anything is written,
-    # not after a record line of 10 kB went in.
-    (
-        f"a path part over {_NAME_MAX} bytes",
-        lambda m: any(len(p.encode(errors="surrogateescape")) > _NAME_MAX for p in m.split("/")),
-    ),
-    (f"more than {_PATH_MAX} bytes", lambda m: len(m.encode(errors="surrogateescape")) > _PATH_MAX),
-)

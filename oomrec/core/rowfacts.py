@@ -13,17 +13,11 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.hardware import GIB
-from oomrec.core.modelnames import model_name
-from oomrec.core.records import (
-    MAX_INT,
-    UNKNOWN_COMMIT,
-    bounded_int,
-    check_model_name,
-    is_date,
-    printable,
-)
+from oomrec.core.modelnames import check_model_name, model_name
+from oomrec.core.records import UNKNOWN_COMMIT, bounded_int, is_date
 from oomrec.core.schema import Token
+from oomrec.core.shown import printable
+from oomrec.core.units import GIB, MAX_INT
 
 # Why an OOM row is not evidence, as the import groups them (with schema.ROW_*).
 ROW_MODEL = "model not a directory name"

@@ -23,18 +23,9 @@ from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.records import KIND_FAKE, OomRecord
 from oomrec.core.rowfacts import Outcome
 from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
+from oomrec.report.folded import CellKey, CellRows, Machine, Scan, Seen, record_machine, row_machine
 from oomrec.report.runs import Run, fold, untried
-from oomrec.report.scan import (
-    CellKey,
-    CellRows,
-    Machine,
-    Scan,
-    Seen,
-    oom_commits,
-    record_machine,
-    row_machine,
-    scan_csvs,
-)
+from oomrec.report.scan import oom_commits, scan_csvs
 
 if TYPE_CHECKING:
     from oomrec.core.records import Loaded, RecordFile

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from oomrec.core.rowfacts import Outcome
 
 if TYPE_CHECKING:
-    from oomrec.report.scan import Machine
+    from oomrec.report.folded import Machine
 
 # A class's grid is drawn as a matrix (a column per length) while it has at most this many
 # slots per cell that holds a fact, or at most MATRIX_ALWAYS slots: a dense grid reads best as a

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oomrec.report import scancache
-from oomrec.report.scan import CellRows, FileAt, Scan, Seen
+from oomrec.report.folded import CellRows, FileAt, Scan, Seen
 from oomrec.report.scancache import Signature, Signed
 
 # At most this many parts are kept: each costs a file read and a merge per report.

@@ -44,8 +44,8 @@ from oomrec.core.records import (
     evidence_key,
     parse_line,
     short_commit,
-    show_bytes,
 )
+from oomrec.core.shown import show_bytes
 from oomrec.store.retractions import Event, retracted
 
 SUFFIX = ".archive"

@@ -23,8 +23,8 @@ from functools import lru_cache
 from typing import Any
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.records import MEM_JITTER, EvidenceKey, OomRecord, evidence_key, show_bytes
-from oomrec.core.shown import visible
+from oomrec.core.records import MEM_JITTER, EvidenceKey, OomRecord, evidence_key
+from oomrec.core.shown import show_bytes, visible
 from oomrec.store.retractions import Event, retracted
 
 ADMIN_KEY = "admin_hosts"

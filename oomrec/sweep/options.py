@@ -21,14 +21,16 @@ from oomrec.core.confine import reserved_target
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import (
     check_model_path,
+    last_part,
     model_name,
     normalize_models,
     resolve_model,
 )
 from oomrec.core.pathkind import kind as file_kind
-from oomrec.core.records import RecordFile, bounded_int, last_part, shorten
+from oomrec.core.records import RecordFile, bounded_int
 from oomrec.core.schema import FAKE_OOM_ENV
 from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
+from oomrec.core.shown import shorten
 from oomrec.store.locations import Settings, display_path
 from oomrec.sweep import demo
 from oomrec.sweep.cell.guard import GuardLimits, host_total, parse_gpu_limit, parse_limit

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core.gcpause import no_cycle_collection
+from oomrec.core.modelnames import last_part
 from oomrec.core.records import (
     KIND_GUARD,
     Applicability,
@@ -19,7 +20,6 @@ from oomrec.core.records import (
     RecordFile,
     Stamp,
     applicability,
-    last_part,
     short_commit,
 )
 from oomrec.core.schema import FAKE_OOM_ENV, Token

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from oomrec.core.records import show_bytes
+from oomrec.core.shown import show_bytes
 
 EXTRA_HINT = "pip install 'oomrec[nvidia]' (nvidia-ml-py) on a host with an NVIDIA driver"
 

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oomrec.core.records import last_part
+from oomrec.core.modelnames import last_part
 from oomrec.core.regular import NotRead, read_regular
 from oomrec.core.schema import Token, line_token, split_row
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oomrec.core.errors import OomrecError
-from oomrec.sweep.cell.memscope import WorkingSet, own_cgroups, stat_value, usage_name
+from oomrec.core.memscope import WorkingSet, own_cgroups, stat_value, usage_name
 
 _PREFIX = "oomrec-"
 _OURS = re.compile(r"oomrec-(\d+)-(?:\d+|probe)")

@@ -22,7 +22,8 @@ import psutil
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import parse_size
-from oomrec.core.records import show_apart, show_bytes
+from oomrec.core.memscope import CgroupAvailable, binding_total, enclosing_limit, host_ram
+from oomrec.core.shown import show_apart, show_bytes
 
 # How often a guarded cell's memory is checked: fast enough to act within one allocation step
 # of a typical runner (benchmarks/perf/bench_guard.py measures the reaction time), cheap enough
@@ -144,9 +145,7 @@ class GuardStop:
 def host_total() -> int:
     """The memory that binds here, in bytes: this host's RAM, or the limit of a memory cgroup
     around oomrec where that is tighter. What a percentage limit is a share of."""
-    from oomrec.sweep.cell.memscope import binding_total
-
-    return binding_total(int(psutil.virtual_memory().total))
+    return binding_total(host_ram())
 
 
 def parse_limit(value: object, where: str, total: int) -> int | None:
@@ -209,8 +208,6 @@ class AvailableMemory:
     """
 
     def __init__(self) -> None:
-        from oomrec.sweep.cell.memscope import CgroupAvailable, enclosing_limit
-
         self._fd: int | None = None
         scope = enclosing_limit()
         self._cgroup = CgroupAvailable(scope) if scope is not None else None

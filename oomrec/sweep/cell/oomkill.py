@@ -172,7 +172,7 @@ def _within(memcg: str, own: str) -> bool:
 def own_memcg() -> str | None:
     """oomrec's memory cgroup as the kernel log names it (`/a/b`), None when unknown: the v1
     memory controller's where there is one, else the v2 one."""
-    from oomrec.sweep.cell.memscope import own_cgroups
+    from oomrec.core.memscope import own_cgroups
 
     own = sorted(own_cgroups(), key=lambda cg: cg.version)
     return own[0].rel if own else None

@@ -21,10 +21,10 @@ import os
 from dataclasses import dataclass
 
 from oomrec.core.hardware import detect_backend, unified
-from oomrec.core.records import show_bytes
+from oomrec.core.memscope import binding_total, enclosing_limit, host_ram
+from oomrec.core.shown import show_bytes
 from oomrec.sweep.cell import accel, cellscope
 from oomrec.sweep.cell.guard import GpuLimit, GuardLimits
-from oomrec.sweep.cell.memscope import binding_total, enclosing_limit, host_ram
 
 # The share of the binding limit a probe keeps free, and its least size: below a few percent a
 # unified-memory driver is already in trouble; 64 MiB keeps tiny test cgroups usable.

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.records import shorten
+from oomrec.core.shown import shorten
 from oomrec.sweep.cell import accel, cellscope, oomkill, proctree
 from oomrec.sweep.cell.guard import CHECK_S, GRACE_S, AvailableMemory, GuardLimits, GuardStop
 from oomrec.sweep.cell.oomkill import KillEvidence

@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from oomrec.core.shown import show_bytes
+
 # v1 writes "no limit" as the largest page-aligned 63-bit number; anything this large is none.
 _UNLIMITED = 1 << 60
 
@@ -115,7 +117,15 @@ def enclosing_limit() -> CgroupLimit | None:
 
 
 def host_ram() -> int:
-    """This host's RAM in bytes."""
+    """This host's RAM in bytes: the one reading of it (the record's memory, the guard's and the
+    probe's limits). sysconf reads what psutil's total reads (the kernel's totalram) without
+    importing psutil, which `check` and `record add` do not otherwise need."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        ram = 0
+    if ram > 0:
+        return int(ram)
     import psutil
 
     return int(psutil.virtual_memory().total)
@@ -129,8 +139,6 @@ def binding_total(host: int) -> int:
 
 def describe_binding(host: int) -> str:
     """Which limit binds, for the sweep's header."""
-    from oomrec.core.records import show_bytes
-
     scope = enclosing_limit()
     if scope is None or scope.limit >= host:
         return f"{show_bytes(host)}, this host's (no memory cgroup around oomrec is tighter)"
