@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.provenance import JOURNAL_SUFFIX, SIDECAR_SUFFIX
+from oomrec.core.shown import printable
 
 SYMLINK_MODE = "120000"
 # A running sweep's lock beside its CSV (sweep.outlock.SUFFIX; core does not import the sweep).
@@ -42,8 +44,6 @@ class Confinement:
 def check_writes(shown: str, path: Path, beside: Sequence[Path], confinement: Confinement) -> None:
     """OomrecError (one line: what, where, what to do) unless writing `path` and the files
     `beside` it (lock, torn line: beside its real path) stays inside `confinement`."""
-    from oomrec.core.shown import printable
-
     path = Path(os.path.abspath(path))
     files = [path, *(Path(os.path.abspath(p)) for p in beside)]
     committed = _committed_link(files, confinement.repos)
@@ -121,9 +121,6 @@ def reserved_target(path: Path, flag: str, what: str) -> str | None:
     line; None when it may. Git's own folder (`.git/config`, a hook) and a sweep's provenance
     file are never one; the record and the files beside it are the record's to say
     (RecordFile.owns)."""
-    from oomrec.core.provenance import JOURNAL_SUFFIX, SIDECAR_SUFFIX
-    from oomrec.core.shown import printable
-
     shown = printable(str(path))
     for form in dict.fromkeys((Path(os.path.abspath(path)), Path(os.path.realpath(path)))):
         if ".git" in form.parts:

@@ -29,9 +29,10 @@ from datetime import date as Date
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 from oomrec.core.atomic import replace_file
+from oomrec.core.confine import Confinement, check_writes
 from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.hardware import normalize
@@ -41,9 +42,14 @@ from oomrec.core.regular import NotRead, read_regular
 from oomrec.core.shown import printable, shorten, show_bytes
 from oomrec.core.units import MAX_INT
 
-if TYPE_CHECKING:
-    from oomrec.core.confine import Confinement
-    from oomrec.staleness.verdict import Judgement
+
+class Judgement(Protocol):
+    """What applicability needs of a staleness verdict (staleness/verdict.py's Judgement,
+    which the core layer below it cannot import): whether the record still applies."""
+
+    @property
+    def applies(self) -> bool: ...
+
 
 FIELDS = (
     "model",
@@ -776,8 +782,6 @@ class RecordFile:
         torn-line file is created or written; OomrecError (one line) when they would not."""
         if self.confinement is None or self._confined:
             return
-        from oomrec.core.confine import check_writes
-
         check_writes(self.shown_as, self.path, [self.lock_path, self.torn_path], self.confinement)
         self._confined = True
 
