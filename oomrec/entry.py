@@ -50,6 +50,7 @@ def _main(args: list[str]) -> int:
     from oomrec.cli import ending
 
     ending.allow()
+    code: object
     try:
         code = cli_main()
     except SystemExit as exc:

@@ -195,6 +195,6 @@ def _table(listing: Listing, records: Sequence[OomRecord], dropped: set[str]) ->
 def print_json(data: dict[str, Any]) -> None:
     """One JSON object on one line (pipe it to `jq` to read it), with `schema_version` first."""
     from oomrec.cli.jsonout import write_json
-    from oomrec.commands import SCHEMA_VERSION
+    from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
 
     write_json({"schema_version": SCHEMA_VERSION, **data})

@@ -237,7 +237,6 @@ def _no_fix_can_apply(key: str, records: Sequence[OomRecord]) -> bool:
 def _lines_of(models: set[str], loaded: Loaded, parked: Sequence[ArchivedLine]) -> list[OomRecord]:
     """The records of the record file and of its archive (the lines still in play) that name
     one of `models`."""
-    lines = itertools.chain(loaded.lines, archive.in_play(parked))
-    return [
-        line.record for line in lines if line.record is not None and line.record.model in models
-    ]
+    live = [line.record for line in loaded.lines if line.record is not None]
+    kept = [line.record for line in archive.in_play(parked) if line.record is not None]
+    return [record for record in itertools.chain(live, kept) if record.model in models]

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from oomrec.commands import Result
-from oomrec.commands.sweep import Prepared, SweepOptions, SweepOutcome, prepare
+from oomrec.commands.sweep import Prepared, SweepOutcome, prepare
 from oomrec.core import amounts
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import check_model_path
 from oomrec.core.schema import Token
 from oomrec.core.shown import shorten
 from oomrec.sweep.grid import CellResult, Reporter
+from oomrec.sweep.options import SweepOptions
 from oomrec.sweep.planner import Cell
 
 EXAMPLE = "oomrec run m 32768 -- scripts/bench_decode.sh {model_path} --prompt-tokens {length}"

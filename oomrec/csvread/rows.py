@@ -571,9 +571,9 @@ class _Rules:
         if self.distinct is None:
             text = self.column.str.strip_chars(BLANKS)
             return pl.when(text.str.contains(_TOKEN_RE)).then(text).cast(pl.Categorical)
-        text = self.distinct.str.strip_chars(BLANKS)
-        is_token = text.str.contains(_TOKEN_RE)
-        return _mapped(self.column, self.distinct.filter(is_token), text.filter(is_token))
+        values = self.distinct.str.strip_chars(BLANKS)
+        is_token = values.str.contains(_TOKEN_RE)
+        return _mapped(self.column, self.distinct.filter(is_token), values.filter(is_token))
 
     def swallowed(self) -> pl.Expr:
         """Whether the cell ends in a swallowed `,SKIP:oom` (schema.swallowed_oom)."""

@@ -62,7 +62,7 @@ def untried(axis: Sequence[int], tried: Iterable[int]) -> tuple[tuple[int, int],
     """The lengths of `axis` (sorted, distinct) not in `tried`, as (first, last) ranges of
     consecutive axis lengths: at most one range more than the tried lengths on the axis. Found
     by bisection: an index of a million-length axis would outweigh the report."""
-    where = []
+    where: list[int] = []
     lo = 0
     # In order, each search starts where the last one ended: it stays in a short stretch of a
     # long axis (a random grid's lengths), not across the whole list each time.

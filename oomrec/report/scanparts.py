@@ -134,14 +134,14 @@ def _merge(parts: Sequence[Part], position: dict[str, int]) -> Part:
                 out.cells[key] = cell
                 continue
             _pick(mine, cell, position)
-        for key, (n, commit, where) in other.fits.items():
-            best = out.fits.get(key)
+        for fit, (n, commit, where) in other.fits.items():
+            best = out.fits.get(fit)
             if (
                 best is None
                 or n > best[0]
                 or (n == best[0] and _order(where, position) < _order(best[2], position))
             ):
-                out.fits[key] = (n, commit, where)
+                out.fits[fit] = (n, commit, where)
         for machine, lengths in other.targets.items():
             out.targets.setdefault(machine, set()).update(lengths)
         out.files_read += other.files_read
@@ -195,8 +195,10 @@ def _load_all(folder: Path, key: bytes) -> list[tuple[str, Part]]:
 
 def _save(folder: Path, key: bytes, part: Part) -> str:
     """Keep `part`; its file name, or "" when it could not be kept (time lost only)."""
-    name = hashlib.sha256(key + repr(sorted(part.files.items())).encode("utf-8", "surrogateescape"))
-    name = name.hexdigest()[:32]
+    digest = hashlib.sha256(
+        key + repr(sorted(part.files.items())).encode("utf-8", "surrogateescape")
+    )
+    name = digest.hexdigest()[:32]
     return name if scancache.save(folder / name, key, part) else ""
 
 

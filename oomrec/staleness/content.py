@@ -377,7 +377,8 @@ class Trees:
         out: dict[str, dict[bytes, bytes | None]] = {}
         # (commit, path, the tree reached, the path's parts left), one level per round; a file
         # at the top (most fixes' files are near it) is looked up at once.
-        pending = []
+        # (commit, path, the tree to look in: None when it could not be read, parts left)
+        pending: list[tuple[str, bytes, dict[bytes, bytes] | None, list[bytes]]] = []
         for c, paths in wants.items():
             root = self._roots[c]
             if root is None:
@@ -389,7 +390,7 @@ class Trees:
                     pending.append((c, path, root, path.split(b"/")))
         while pending:
             needed: list[bytes] = []
-            later = []
+            later: list[tuple[str, bytes, dict[bytes, bytes] | None, list[bytes]]] = []
             for c, path, tree, parts in pending:
                 entry = tree.get(parts[0]) if tree is not None else None
                 if entry is None or (len(parts) > 1 and len(entry) != self._size):

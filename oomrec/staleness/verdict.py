@@ -984,7 +984,7 @@ class _PrefixIndex:
         if text in self._full:
             return text
         i = bisect_left(self._sorted, text)
-        hits = []
+        hits: list[str] = []
         while i < len(self._sorted) and self._sorted[i].startswith(text) and len(hits) < 2:
             hits.append(self._sorted[i])
             i += 1
@@ -1044,7 +1044,7 @@ def _masks(graph: list[list[str]], bits: dict[str, int]) -> dict[str, int]:
 
 
 def _subject(repo: git.Repo, sha: str) -> str:
-    return repo.git.log("-1", "--format=%s", "--no-show-signature", sha)
+    return str(repo.git.log("-1", "--format=%s", "--no-show-signature", sha))
 
 
 def open_history(

@@ -451,19 +451,19 @@ class Sweep:
             ran, oom = self._frontier(model)
             probes, stopped = len(earlier), None
             while ran is not None and oom is not None and probes < c.refine:
-                length = refine_midpoint(ran, oom, c.refine_step)
-                if length is None:
+                mid = refine_midpoint(ran, oom, c.refine_step)
+                if mid is None:
                     stopped = f"as fine as --refine-step {c.refine_step} allows"
                     break
                 probes += 1
-                token = self._probe(Cell(model, length, model_path), cell_csv)
+                token = self._probe(Cell(model, mid, model_path), cell_csv)
                 if token == Token.SUCCESS:
-                    ran = length
+                    ran = mid
                 elif token in OOM_SIDE:
-                    oom = length
+                    oom = mid
                 else:
                     # A failure says nothing about memory: a guess past it could be wrong.
-                    stopped = f"stopped: {token} at {length}"
+                    stopped = f"stopped: {token} at {mid}"
                     break
             self.result.brackets.append(Bracket(model, ran, oom, probes, stopped))
 
@@ -492,7 +492,8 @@ class Sweep:
             length,
             self.provenance(),
             rerun_failed=c.rerun_failed,
-            mode=c.resume,
+            # Without --resume the prior run is empty, so no mode is read.
+            mode=c.resume or resume.Mode.RERUN,
         )
 
     def _earlier_probes(self, model: str, planned: set[tuple[str, int]]) -> list[tuple[int, str]]:

@@ -149,7 +149,7 @@ def set_subreaper(on: bool) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        return _libc().prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+        return bool(_libc().prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
@@ -415,7 +415,7 @@ def _same_address_space(a: int, b: int) -> bool:
     if _KCMP is None:
         return False
     try:
-        return _libc().syscall(_KCMP, a, b, _KCMP_VM, 0, 0) == 0
+        return bool(_libc().syscall(_KCMP, a, b, _KCMP_VM, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
@@ -484,7 +484,7 @@ def _proc_children(pid: int) -> list[int]:
 def _address_space_limit(proc: psutil.Process) -> int:
     """The process's soft RLIMIT_AS in bytes, 0 when it has none or it cannot be read."""
     try:
-        soft, _ = proc.rlimit(psutil.RLIMIT_AS)  # type: ignore[attr-defined]
+        soft, _ = proc.rlimit(psutil.RLIMIT_AS)
     except (psutil.Error, AttributeError, OSError):
         return 0
     return soft if 0 < soft < (1 << 62) else 0

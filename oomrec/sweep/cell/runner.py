@@ -532,6 +532,8 @@ class _ExitWatcher:
         self.exited = False
         self._reaped: tuple[int, int, Any] | None = None
         self._thread: threading.Thread | None = None
+        # A pidfd (one descriptor), else a pipe the waiting thread writes to (two).
+        self._fds: tuple[int, ...]
         try:
             self._fds = (os.pidfd_open(pid),)
         except (AttributeError, OSError):
