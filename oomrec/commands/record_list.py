@@ -14,7 +14,7 @@ from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
 from oomrec.core.hardware import option_tag
 from oomrec.core.records import OomRecord
-from oomrec.store import archive
+from oomrec.store import archive, noterefs
 from oomrec.store.archive import ArchivedLine
 from oomrec.store.locations import Settings, open_record
 
@@ -87,7 +87,8 @@ def record_list(
         parked_of = {id(line.record): line for line in shown}
     else:
         pool = loaded.records
-    if not archived and git and settings.repo_root is not None:
+    # One plain `git for-each-ref` first: with no notes ref, GitPython is never imported.
+    if not archived and git and settings.repo_root is not None and noterefs.refs_present()[0]:
         from oomrec.core.hardware import detect
         from oomrec.store import notes
 
