@@ -11,10 +11,10 @@ import hashlib
 import math
 import shlex
 import stat
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from oomrec.core import amounts
 from oomrec.core.confine import reserved_target
@@ -42,6 +42,7 @@ from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
 from oomrec.sweep.resume import Mode
 
 MAX_COOLDOWN_S = 86400.0
+_Options = TypeVar("_Options")
 # The default CSV of `oomrec run` is named `{backend}_{hw}_{date}_oomrec-run.csv`.
 RUN_LOG = "oomrec-run"
 MAX_REFINE = 64
@@ -247,6 +248,15 @@ class SweepOptions:
     runner_named: str = "--runner"
     refine: int = 0
     refine_step: int | str | None = None
+
+
+def from_given(cls: type[_Options], given: Mapping[str, Any], **more: Any) -> _Options:
+    """Options of the dataclass `cls` from what a command was given (its parameters, each named
+    as the field it fills: `locals()` of the command), and `more`: the fields the command's
+    parameters do not give as they are (they win). Parameters that are no field are left."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    taken = {name: value for name, value in given.items() if name in names and name not in more}
+    return cls(**taken, **more)
 
 
 def configure(
