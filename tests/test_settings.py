@@ -100,6 +100,9 @@ def test_the_defaults_the_sweep_uses_and_shows_are_declared_once(cli: Cli, repo:
     assert f'Default: "{" ".join(map(str, DEFAULT_LENGTHS))}".' in shown
     assert f"Default: {DEFAULT_TIMEOUT_S:g}." in shown
     assert f"Default: {DEFAULT_REFINE_STEP}." in shown
+    for key in ("runner", "output"):
+        assert f"Default: {declared_here[key]}." in shown
+    assert f"Default: ./{declared_here['models_dir']}." in shown
     assert f"Default: {DEFAULT_TIMEOUT_S:g}." in " ".join(cli("run", "--help").stdout.split())
     # A sweep given no lengths (flag or key) sweeps the declared ones.
     (repo.path / "models" / "a").mkdir(parents=True)

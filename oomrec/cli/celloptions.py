@@ -11,7 +11,12 @@ from typing import Annotated
 
 import typer
 
-from oomrec.core.settings import DEFAULT_LENGTHS, DEFAULT_REFINE_STEP, DEFAULT_TIMEOUT_S
+from oomrec.core.settings import (
+    DEFAULT_LENGTHS,
+    DEFAULT_REFINE_STEP,
+    DEFAULT_TIMEOUT_S,
+    shown_default,
+)
 from oomrec.sweep.defaults import PLACEHOLDERS
 
 ModelsOption = Annotated[
@@ -38,21 +43,22 @@ RunnerOption = Annotated[
         metavar="TEMPLATE",
         help="The command for one cell, run without a shell; placeholders: "
         + " ".join(f"{{{name}}}" for name in PLACEHOLDERS)
-        + ". Default: scripts/bench_decode.sh with the harness's arguments, when it exists.",
+        + f". Default: {shown_default('runner')}.",
     ),
 ]
 ModelsDirOption = Annotated[
     str | None,
     typer.Option(
-        "--models-dir", metavar="DIR", help="Where model directories are. Default: ./models."
+        "--models-dir",
+        metavar="DIR",
+        help=f"Where model directories are. Default: ./{shown_default('models_dir')}.",
     ),
 ]
 OutputOption = Annotated[
     Path | None,
     typer.Option(
         "--output",
-        help="The aggregate CSV (replaced). Default: "
-        "benchmarks/{backend}_{hw}_longprompt_{date}.csv.",
+        help=f"The aggregate CSV (replaced). Default: {shown_default('output')}.",
         dir_okay=False,
     ),
 ]

@@ -199,6 +199,11 @@ _BY_KEY = {s.name: s for s in TOOL_KEYS}
 _BY_OPTION = {s.option: s for s in ENV_VARS if s.option is not None}
 
 
+def shown_default(name: str) -> str:
+    """The default of the `[tool.oomrec]` key `name` as the docs show it (and the help)."""
+    return _BY_KEY[name].default
+
+
 def choose(
     name: str, flag: object, tool: Mapping[str, Any], where: str, *, flag_name: str | None = None
 ) -> Chosen:
