@@ -57,7 +57,7 @@ NOT_FOR_HELP = (
     "rich.progress",
     "rich.live",
     "rich.table",
-    # Typer checks option values with it (cli/apps.py builds its checks only for a value).
+    # Typer checks option values with it (cli/typer_patches.py builds its checks only for a value).
     "pydantic",
 )
 # The one module of the sweep the help reads: the defaults it shows, which import nothing.

@@ -7,17 +7,14 @@ user can cause ends as one line on stderr and exit status 2 (see OneLineErrors).
 import contextlib
 import io
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer._coercion import PassThroughRuntimeParam, RuntimeParam, build_runtime_param
-from typer.core import TyperArgument, TyperGroup
+from typer.core import TyperGroup
 
 from oomrec import __version__
-from oomrec.cli import ending, output
+from oomrec.cli import ending, output, typer_patches
 from oomrec.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, OomrecError
 
 
@@ -34,9 +31,7 @@ class OneLineErrors(TyperGroup):
     ) -> Any:
         _escape_unshowable_output()
         output.reset()
-        _readable_metavars(self)
-        _whole_words()
-        _coerce_when_given(self)
+        typer_patches.apply(self)
         try:
             args = _take_global_flags(list(sys.argv[1:] if args is None else args))
             rv = super().main(
@@ -63,118 +58,10 @@ class OneLineErrors(TyperGroup):
         return code
 
 
-def _readable_metavars(command: Any) -> None:
-    """Help that names values as a person would (PATH, N, TAG), never Typer's `<bool>`,
-    `<list[Path]>` or `<float range>`: flags and arguments show no type (an argument's name is
-    its metavar), options without a metavar get one from their type or name. Examples stay on
-    one line."""
-    for param in command.params:
-        if isinstance(param, TyperArgument) or getattr(param, "is_flag", False):
-            # An instance attribute: Typer asks this method for the type column.
-            param.display_type_rich = _no_type
-            if isinstance(param, TyperArgument):
-                if param.metavar is None:
-                    param.metavar = param.name.upper()
-                param._usage_display_name = _usage_name(param)
-        elif param.metavar is None:
-            desc = param.type_descriptor
-            bare = param.bare_type()
-            param.metavar = "PATH" if desc.is_path else "N" if bare == "int" else param.name.upper()
-    if command.help:
-        # click rewraps paragraphs; `\b` keeps the example's command line whole to copy.
-        command.help = command.help.replace("\n\nExample: ", "\n\n\b\nExample: ")
-    for sub in getattr(command, "commands", {}).values():
-        _readable_metavars(sub)
-
-
-def _no_type(ctx: Any = None) -> None:
-    return None
-
-
-def _usage_name(param: Any) -> Callable[[], str]:
-    """An argument on the usage line as people write usage: `MODEL`, `[PATH]...`, never
-    Typer's `{MODEL}` nor a `...` twice."""
-
-    def name() -> str:
-        text = param.display_name_raw
-        if param.nargs != 1 and not text.rstrip("]").endswith("..."):
-            text += "..."
-        return text if param.required or text.startswith("[") else f"[{text}]"
-
-    return name
-
-
-def _whole_words() -> None:
-    """Help wraps at spaces only: a path or a flag is never cut at a hyphen or mid-word
-    (`benchmar` / `ks/...`); a word longer than the line overflows it instead."""
-    from typer._click import _textwrap
-
-    wrapper = _textwrap.TextWrapper
-    if getattr(wrapper, "whole_words", False):
-        return
-
-    class WholeWords(wrapper):  # type: ignore[misc, valid-type]
-        whole_words = True
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs.update(break_long_words=False, break_on_hyphens=False)
-            super().__init__(*args, **kwargs)
-
-    # formatting.wrap_text imports the class from this module each time it wraps.
-    _textwrap.TextWrapper = WholeWords  # type: ignore[misc]
-
-
-def _coerce_when_given(command: Any, root: bool = True) -> None:
-    """Typer checks a parameter's value with a pydantic validator it builds on first use, even
-    for a value it then passes over (an option not given): importing pydantic would be a third
-    of every `oomrec COMMAND --help` (the root's and the group's options are parsed before the
-    command's --help) and of a `record list` given no option. Built here when a value is there
-    to check; the root's --color keeps its default unchecked (_take_global_flags takes the real
-    flag out before parsing, so the value parsed is always "auto")."""
-    for param in command.params:
-        if root and param.name == "color" and param._runtime_param is None:
-            # Typer's own coercion for a type pydantic cannot check: the value if it is one.
-            param._runtime_param = PassThroughRuntimeParam(
-                parameter_info=param.type_descriptor.parameter_info, annotation=str
-            )
-        _defer_coercion(param)
-    if "get_help_option" not in vars(command):
-        # -h/--help is made when first asked for, with the context (the names it answers to).
-        made = command.get_help_option
-
-        def get_help_option(ctx: Any) -> Any:
-            option = made(ctx)
-            if option is not None:
-                _defer_coercion(option)
-            return option
-
-        command.get_help_option = get_help_option
-    for sub in getattr(command, "commands", {}).values():
-        _coerce_when_given(sub, root=False)
-
-
-def _defer_coercion(param: Any) -> None:
-    if param._runtime_param is None:  # else built already, by an earlier run in this process
-        desc = param.type_descriptor
-        param._runtime_param = _WhenGiven(
-            parameter_info=desc.parameter_info, annotation=desc.annotation
-        )
-
-
-@dataclass(frozen=True)
-class _WhenGiven(RuntimeParam):
-    """Typer's coercion of a parameter (RuntimeParam.coerce passes over an unset value), built
-    when the first value to coerce comes."""
-
-    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-        param._runtime_param = build_runtime_param(param.type_descriptor)
-        return param._runtime_param._coerce_value(value, param=param, ctx=ctx)
-
-
 def _usage_error(exc: typer.TyperException) -> int:
-    if type(exc).__name__ == "NoArgsIsHelpError":
+    if typer_patches.asks_for_help(exc):
         # Bare `oomrec` or a bare group asks what there is: the help on stdout, exit 0 (as pip
-        # and docker do), with no error line. (Typer names this class only privately.)
+        # and docker do), with no error line.
         help_text = exc.format_message()
         if help_text:
             typer.echo(help_text)

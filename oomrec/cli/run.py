@@ -9,15 +9,8 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
+from oomrec.cli import celloptions as opt
 from oomrec.cli.apps import RecordOption, app
-from oomrec.cli.celloptions import (
-    IgnoreRecordOption,
-    MaxCellGpuMemoryOption,
-    MaxCellMemoryOption,
-    MinAvailableOption,
-    MinGpuAvailableOption,
-    TimeoutOption,
-)
 from oomrec.cli.ending import error_line
 from oomrec.cli.output import info, tell
 from oomrec.cli.render import print_json
@@ -64,12 +57,12 @@ def run_command(
             "--models-dir", metavar="DIR", help="What {model_path} is under. Default: ./models."
         ),
     ] = None,
-    timeout: TimeoutOption = None,
-    max_cell_memory: MaxCellMemoryOption = None,
-    min_available: MinAvailableOption = None,
-    max_cell_gpu_memory: MaxCellGpuMemoryOption = None,
-    min_gpu_available: MinGpuAvailableOption = None,
-    ignore_record: IgnoreRecordOption = False,
+    timeout: opt.TimeoutOption = None,
+    max_cell_memory: opt.MaxCellMemoryOption = None,
+    min_available: opt.MinAvailableOption = None,
+    max_cell_gpu_memory: opt.MaxCellGpuMemoryOption = None,
+    min_gpu_available: opt.MinGpuAvailableOption = None,
+    ignore_record: opt.IgnoreRecordOption = False,
     probe_undecided: Annotated[
         bool,
         typer.Option(
@@ -96,22 +89,10 @@ def run_command(
     """
     from oomrec.commands.run import RunOptions, finish, prepare_run
     from oomrec.sweep.grid import sigterm_as_interrupt
+    from oomrec.sweep.options import from_given
 
-    options = RunOptions(
-        model=model,
-        length=length,
-        command=command or [],
-        record=record,
-        output=output,
-        models_dir=models_dir,
-        timeout=timeout,
-        max_cell_memory=max_cell_memory,
-        min_available=min_available,
-        max_cell_gpu_memory=max_cell_gpu_memory,
-        min_gpu_available=min_gpu_available,
-        ignore_record=ignore_record,
-        probe_undecided=probe_undecided,
-    )
+    # Each parameter is named as the RunOptions field it fills (celloptions.py).
+    options = from_given(RunOptions, locals(), command=command or [])
     # While it waits for another oomrec's lock, SIGTERM ends the wait as Ctrl-C does (130).
     with sigterm_as_interrupt():
         prepared = prepare_run(

@@ -5,25 +5,17 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
+from oomrec.cli import celloptions as opt
 from oomrec.cli import output as output_state
 from oomrec.cli.apps import RecordOption, app
-from oomrec.cli.celloptions import (
-    IgnoreRecordOption,
-    MaxCellGpuMemoryOption,
-    MaxCellMemoryOption,
-    MinAvailableOption,
-    MinGpuAvailableOption,
-    TimeoutOption,
-)
 from oomrec.cli.output import Whole, info, tell
 from oomrec.cli.render import plural, print_json, verb
 from oomrec.core.errors import EXIT_INTERRUPTED
-from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS, PLACEHOLDERS
+from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
 
 if TYPE_CHECKING:
     from oomrec.commands.sweep import Prepared, SweepOutcome
@@ -38,176 +30,39 @@ if TYPE_CHECKING:
 
 @app.command("sweep")
 def sweep_command(
-    models: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--models",
-            metavar="MODELS",
-            help='Model directory names, space-separated: "A B C"; repeatable (all count).',
-        ),
-    ] = None,
-    lengths: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--lengths",
-            metavar="LENGTHS",
-            help="Prompt lengths in tokens, space-separated; repeatable (all count). Default: "
-            '"512 2048 8192 32768".',
-        ),
-    ] = None,
-    runner: Annotated[
-        str | None,
-        typer.Option(
-            "--runner",
-            metavar="TEMPLATE",
-            help="The command for one cell, run without a shell; placeholders: "
-            + " ".join(f"{{{name}}}" for name in PLACEHOLDERS)
-            + ". Default: scripts/bench_decode.sh with the harness's arguments, when it exists.",
-        ),
-    ] = None,
-    models_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--models-dir", metavar="DIR", help="Where model directories are. Default: ./models."
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            help="The aggregate CSV (replaced). Default: "
-            "benchmarks/{backend}_{hw}_longprompt_{date}.csv.",
-            dir_okay=False,
-        ),
-    ] = None,
+    models: opt.ModelsOption = None,
+    lengths: opt.LengthsOption = None,
+    runner: opt.RunnerOption = None,
+    models_dir: opt.ModelsDirOption = None,
+    output: opt.OutputOption = None,
     record: RecordOption = None,
-    timeout: TimeoutOption = None,
-    cooldown: Annotated[
-        str,
-        typer.Option(
-            "--cooldown",
-            metavar="DURATION",
-            help="Wait after each launched cell, seconds or 2m (passed to a runner template "
-            "that names {cooldown}, which then waits instead).",
-        ),
-    ] = "0",
-    big_cooldown: Annotated[
-        str,
-        typer.Option(
-            "--big-cooldown",
-            metavar="DURATION",
-            help="Extra wait after a cell of a model over 10 GiB of *.safetensors (passed to a "
-            "runner template that names {big_cooldown}), as the harness's flag.",
-        ),
-    ] = "0",
-    max_tokens: Annotated[
-        int, typer.Option("--max-tokens", min=1, help="Decode tokens per cell.")
-    ] = DEFAULT_MAX_TOKENS,
-    warmup_tokens: Annotated[
-        int, typer.Option("--warmup-tokens", min=0, help="Warmup decode tokens per cell.")
-    ] = DEFAULT_WARMUP_TOKENS,
-    fake_oom: Annotated[
-        str | None,
-        typer.Option(
-            "--fake-oom",
-            metavar="MODEL:LEN[,...]",
-            help="Testing hook: do not launch these cells, treat them as true OOMs. "
-            "Default: $MLXCEL_BENCH_FAKE_OOM.",
-        ),
-    ] = None,
-    ignore_record: IgnoreRecordOption = False,
-    ignore_guard_records: Annotated[
-        bool,
-        typer.Option(
-            "--ignore-guard-records",
-            help="Launch cells that only memory-guard records (kind guard) would pre-skip, as "
-            "after raising the guard's limits; records of OOMs seen still apply.",
-        ),
-    ] = False,
-    probe_undecided: Annotated[
-        bool,
-        typer.Option(
-            "--probe-undecided",
-            help="Also probe records a fix may have lifted (git cannot prove its change is in "
-            "the tree): each runs alone under the guard, and its outcome decides.",
-        ),
-    ] = False,
+    timeout: opt.TimeoutOption = None,
+    cooldown: opt.CooldownOption = "0",
+    big_cooldown: opt.BigCooldownOption = "0",
+    max_tokens: opt.MaxTokensOption = DEFAULT_MAX_TOKENS,
+    warmup_tokens: opt.WarmupTokensOption = DEFAULT_WARMUP_TOKENS,
+    fake_oom: opt.FakeOomOption = None,
+    ignore_record: opt.IgnoreRecordOption = False,
+    ignore_guard_records: opt.IgnoreGuardRecordsOption = False,
+    probe_undecided: opt.ProbeUndecidedOption = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; launch nothing, write nothing.")
     ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a JSON summary on stdout (the log on stderr).")
     ] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            help="Continue the CSV instead of replacing it: cells done with the same commit and "
-            "runner are not run again (true OOMs never are); rows of another commit or runner "
-            "run again.",
-        ),
-    ] = False,
-    resume_keep: Annotated[
-        bool,
-        typer.Option(
-            "--resume-keep",
-            help="As --resume, but keep the rows of another commit or runner.",
-        ),
-    ] = False,
-    rerun_failed: Annotated[
-        bool, typer.Option("--rerun-failed", help="With --resume, run FAIL:* cells again.")
-    ] = False,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard",
-            metavar="I/N",
-            help="Run only the models of shard I of N (by a stable hash of the model name; "
-            "every length of a model stays in one shard, so the backstop works).",
-        ),
-    ] = None,
-    max_cell_memory: MaxCellMemoryOption = None,
-    min_available: MinAvailableOption = None,
-    max_cell_gpu_memory: MaxCellGpuMemoryOption = None,
-    min_gpu_available: MinGpuAvailableOption = None,
-    refine: Annotated[
-        int,
-        typer.Option(
-            "--refine",
-            metavar="N",
-            show_default=False,
-            help="After the ladder, find each model's frontier between its largest length "
-            "that ran and its smallest that ran out of memory (or was stopped by the guard): "
-            "up to N more cells by bisection, as normal cells (record, backstop and guard "
-            "apply). Use it with the memory guard on, which stops each probe before the "
-            "machine nears OOM. Default: 0 (off).",
-        ),
-    ] = 0,
-    refine_step: Annotated[
-        str | None,
-        typer.Option(
-            "--refine-step",
-            metavar="TOKENS",
-            help="Probe lengths are multiples of this (256, 1k). Default: 256.",
-        ),
-    ] = None,
-    allow_empty: Annotated[
-        bool,
-        typer.Option(
-            "--allow-empty",
-            help="Exit 0 when no cell can run (every model or the models dir missing, an "
-            "empty shard), leaving a CSV that holds the header, as the harness does; by default "
-            "that is a usage error (exit 2).",
-        ),
-    ] = False,
-    demo: Annotated[
-        bool,
-        typer.Option(
-            "--demo",
-            help="Sweep the built-in synthetic models under a real memory limit, in "
-            "./oomrec-demo/ (no models, no GPU needed).",
-        ),
-    ] = False,
+    resume: opt.ResumeOption = False,
+    resume_keep: opt.ResumeKeepOption = False,
+    rerun_failed: opt.RerunFailedOption = False,
+    shard: opt.ShardOption = None,
+    max_cell_memory: opt.MaxCellMemoryOption = None,
+    min_available: opt.MinAvailableOption = None,
+    max_cell_gpu_memory: opt.MaxCellGpuMemoryOption = None,
+    min_gpu_available: opt.MinGpuAvailableOption = None,
+    refine: opt.RefineOption = 0,
+    refine_step: opt.RefineStepOption = None,
+    allow_empty: opt.AllowEmptyOption = False,
+    demo: opt.DemoOption = False,
 ) -> None:
     """Run a benchmark sweep, never launching a cell that is certain to run out of memory.
 
@@ -218,36 +73,14 @@ def sweep_command(
     Example: oomrec sweep --models "llama-3.1-8b qwen2.5-7b" --lengths "512 8192"
     """
     from oomrec.commands.sweep import SweepOptions, prepare
+    from oomrec.sweep.options import from_given
 
+    # Each parameter is named as the SweepOptions field it fills (celloptions.py).
+    options = from_given(
+        SweepOptions, locals(), resume="keep" if resume_keep else "rerun" if resume else None
+    )
     prepared = prepare(
-        SweepOptions(
-            models=models,
-            lengths=lengths,
-            runner=runner,
-            models_dir=models_dir,
-            output=output,
-            record=record,
-            timeout=timeout,
-            cooldown=cooldown,
-            big_cooldown=big_cooldown,
-            max_tokens=max_tokens,
-            warmup_tokens=warmup_tokens,
-            fake_oom=fake_oom,
-            ignore_record=ignore_record,
-            ignore_guard_records=ignore_guard_records,
-            probe_undecided=probe_undecided,
-            shard=shard,
-            resume="keep" if resume_keep else "rerun" if resume else None,
-            rerun_failed=rerun_failed,
-            max_cell_memory=max_cell_memory,
-            min_available=min_available,
-            max_cell_gpu_memory=max_cell_gpu_memory,
-            min_gpu_available=min_gpu_available,
-            allow_empty=allow_empty,
-            demo=demo,
-            refine=refine,
-            refine_step=refine_step,
-        ),
+        options,
         lock=not dry_run,
         on_wait=lambda message: info(message, stream=sys.stderr),
     )

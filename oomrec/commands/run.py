@@ -27,7 +27,7 @@ from oomrec.core.modelnames import check_model_path
 from oomrec.core.schema import Token
 from oomrec.core.shown import shorten
 from oomrec.sweep.grid import CellResult, Reporter
-from oomrec.sweep.options import SweepOptions
+from oomrec.sweep.options import SweepOptions, from_given
 from oomrec.sweep.planner import Cell
 
 EXAMPLE = "oomrec run m 32768 -- scripts/bench_decode.sh {model_path} --prompt-tokens {length}"
@@ -147,23 +147,16 @@ def _sweep_options(options: RunOptions) -> SweepOptions:
         raise OomrecError(f"no command to run: give it after --, e.g. {EXAMPLE}")
     model = _one_model(options.model, options.models_dir)
     length = amounts.one_length(options.length)
-    # The template is the command's own argv: shlex.join quotes each argument so that the
-    # sweep's split gives it back whole.
-    return SweepOptions(
+    # The fields a run shares with a sweep (named alike) pass as they are.
+    return from_given(
+        SweepOptions,
+        vars(options),
         models=[model],
         lengths=[length],
+        # The template is the command's own argv: shlex.join quotes each argument so that the
+        # sweep's split gives it back whole.
         runner=shlex.join(options.command),
         runner_named="the command",
-        models_dir=options.models_dir,
-        output=options.output,
-        record=options.record,
-        timeout=options.timeout,
-        max_cell_memory=options.max_cell_memory,
-        min_available=options.min_available,
-        max_cell_gpu_memory=options.max_cell_gpu_memory,
-        min_gpu_available=options.min_gpu_available,
-        ignore_record=options.ignore_record,
-        probe_undecided=options.probe_undecided,
         models_need_dirs=False,
         append=True,
     )

@@ -3,7 +3,8 @@ environment variables, each with its type, default and help.
 
 The modules that use a setting still parse its value where it is used (they know what a bad one
 means); this table is what an unknown key is checked against, what the tables of
-docs/configuration.md are generated from, and how a boolean environment variable is read.
+docs/configuration.md are generated from, which of flag, key, variable and default gives a
+setting its value (choose), and how a boolean environment variable is read.
 """
 
 from __future__ import annotations
@@ -11,17 +12,29 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from oomrec.core.errors import OomrecError
+
+# The defaults the code uses, here once: the sweep uses them, its help and the tables below show
+# them.
+DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
+DEFAULT_TIMEOUT_S = 1800.0
+DEFAULT_REFINE_STEP = 256
 
 
 @dataclass(frozen=True)
 class Setting:
     name: str
     type: str
+    # As docs/configuration.md shows it.
     default: str
     help: str
+    # The default as choose() gives it to the code (None: the code that reads it decides).
+    value: object = None
+    # An environment variable's: the `[tool.oomrec]` key (or flag-only option) it stands in for
+    # when neither the flag nor the key gives one (choose).
+    option: str | None = None
 
 
 TOOL_KEYS: tuple[Setting, ...] = (
@@ -40,10 +53,13 @@ TOOL_KEYS: tuple[Setting, ...] = (
     Setting(
         "lengths",
         "string or list of integers",
-        "[512, 2048, 8192, 32768]",
+        str(list(DEFAULT_LENGTHS)),
         "The prompt lengths to sweep, as --lengths.",
+        DEFAULT_LENGTHS,
     ),
-    Setting("models_dir", "path", "models", "Where model directories are, as --models-dir."),
+    Setting(
+        "models_dir", "path", "models", "Where model directories are, as --models-dir.", "models"
+    ),
     Setting(
         "output",
         "path",
@@ -54,14 +70,16 @@ TOOL_KEYS: tuple[Setting, ...] = (
     Setting(
         "timeout",
         "number (seconds)",
-        "1800",
+        f"{DEFAULT_TIMEOUT_S:g}",
         "Seconds before a cell's process group is killed, as --timeout.",
+        DEFAULT_TIMEOUT_S,
     ),
     Setting(
         "refine_step",
         "token count (256, 1k)",
-        "256",
+        str(DEFAULT_REFINE_STEP),
         "What sweep --refine rounds each probe's length to a multiple of, as --refine-step.",
+        DEFAULT_REFINE_STEP,
     ),
     Setting(
         "fix_trailer",
@@ -153,6 +171,7 @@ ENV_VARS: tuple[Setting, ...] = (
         "model:len[,...]",
         "unset",
         "As sweep --fake-oom (the flag wins); the harness's name.",
+        option="fake_oom",
     ),
     Setting(
         "OOMREC_CELL_SCOPE",
@@ -163,6 +182,48 @@ ENV_VARS: tuple[Setting, ...] = (
     ),
     Setting("NO_COLOR", "any non-empty value", "unset", "No colour, unless --color always."),
 )
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A setting's value and where it came from."""
+
+    # None: no flag, key or variable gave one, and the setting declares no default value.
+    value: Any
+    # What an error about the value names: the flag, `FILE [tool.oomrec] key`, the variable.
+    named: str
+    source: Literal["flag", "tool", "env", "default"]
+
+
+_BY_KEY = {s.name: s for s in TOOL_KEYS}
+_BY_OPTION = {s.option: s for s in ENV_VARS if s.option is not None}
+
+
+def shown_default(name: str) -> str:
+    """The default of the `[tool.oomrec]` key `name` as the docs show it (and the help)."""
+    return _BY_KEY[name].default
+
+
+def choose(
+    name: str, flag: object, tool: Mapping[str, Any], where: str, *, flag_name: str | None = None
+) -> Chosen:
+    """The value of the setting `name` by oomrec's one precedence: the flag (`flag`, None when
+    not given; named `flag_name`, else --name), then the key `name` of `[tool.oomrec]` (`tool`,
+    read from `where`), then the environment variable that stands in for it, then its declared
+    default. `name` is a `[tool.oomrec]` key or an option a variable stands in for.
+
+    (The record file is found by store/locations.py, with $OOMREC_RECORD before the key.)"""
+    key, env = _BY_KEY.get(name), _BY_OPTION.get(name)
+    if key is None and env is None:
+        raise KeyError(f"{name!r} is declared in neither TOOL_KEYS nor ENV_VARS")
+    if flag is not None:
+        return Chosen(flag, flag_name or "--" + name.replace("_", "-"), "flag")
+    if key is not None and name in tool:
+        return Chosen(tool[name], f"{where} {name}", "tool")
+    if env is not None and env.name in os.environ:
+        return Chosen(os.environ[env.name], env.name, "env")
+    return Chosen(None if key is None else key.value, "the default", "default")
+
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})

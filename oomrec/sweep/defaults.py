@@ -2,8 +2,6 @@
 shows them, and the help must not import what resolving the options takes (the guard, psutil,
 the runner). Imports nothing."""
 
-DEFAULT_LENGTHS = (512, 2048, 8192, 32768)
-DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_WARMUP_TOKENS = 4
 

@@ -1,4 +1,5 @@
-"""A sweep's configuration: command-line flags first, then `[tool.oomrec]`, then defaults.
+"""A sweep's configuration: command-line flags first, then `[tool.oomrec]`, then the
+environment, then defaults (core/settings.choose decides, for every setting alike).
 
 Everything a sweep needs to know before it plans a cell is resolved and checked here, so a bad
 value is a one-line usage error before anything launches.
@@ -8,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import shlex
 import stat
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from oomrec.core import amounts
 from oomrec.core.confine import reserved_target
@@ -28,23 +28,23 @@ from oomrec.core.modelnames import (
 )
 from oomrec.core.pathkind import kind as file_kind
 from oomrec.core.records import RecordFile, bounded_int
-from oomrec.core.schema import FAKE_OOM_ENV
-from oomrec.core.settings import IGNORE_RECORD_ENVS, env_flag
+from oomrec.core.settings import (
+    DEFAULT_REFINE_STEP,
+    DEFAULT_TIMEOUT_S,
+    IGNORE_RECORD_ENVS,
+    choose,
+    env_flag,
+)
 from oomrec.core.shown import shorten
 from oomrec.store.locations import Settings, display_path
 from oomrec.sweep import demo
 from oomrec.sweep.cell.guard import GuardLimits, host_total, parse_gpu_limit, parse_limit
 from oomrec.sweep.cell.runner import RunnerTemplate
-from oomrec.sweep.defaults import (
-    DEFAULT_LENGTHS,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_TIMEOUT_S,
-    DEFAULT_WARMUP_TOKENS,
-)
+from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
 from oomrec.sweep.resume import Mode
 
 MAX_COOLDOWN_S = 86400.0
-DEFAULT_REFINE_STEP = 256
+_Options = TypeVar("_Options")
 # The default CSV of `oomrec run` is named `{backend}_{hw}_{date}_oomrec-run.csv`.
 RUN_LOG = "oomrec-run"
 MAX_REFINE = 64
@@ -252,6 +252,15 @@ class SweepOptions:
     refine_step: int | str | None = None
 
 
+def from_given(cls: type[_Options], given: Mapping[str, Any], **more: Any) -> _Options:
+    """Options of the dataclass `cls` from what a command was given (its parameters, each named
+    as the field it fills: `locals()` of the command), and `more`: the fields the command's
+    parameters do not give as they are (they win). Parameters that are no field are left."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    taken = {name: value for name, value in given.items() if name in names and name not in more}
+    return cls(**taken, **more)
+
+
 def configure(
     opts: SweepOptions,
     settings: Settings,
@@ -273,15 +282,16 @@ def configure(
     where = f"{settings.source} [tool.oomrec]"
     tool: dict[str, Any] = {} if demo_dirs else settings.tool
 
+    given = choose("runner", opts.runner, tool, where, flag_name=opts.runner_named)
     if demo_dirs is not None:
-        if opts.runner is not None:
+        if given.source == "flag":
             raise OomrecError("--demo runs the built-in demo runner; drop --runner or --demo")
         runner = RunnerTemplate.parse(demo.runner_template(hardware), "the demo runner")
-    elif opts.runner is not None:
-        runner = RunnerTemplate.parse(opts.runner, opts.runner_named)
-        runner.check_executable(opts.runner_named)
-    elif "runner" in tool:
-        runner = _configured_runner(tool["runner"], f"{where} runner", settings.base)
+    elif given.source == "flag":
+        runner = RunnerTemplate.parse(given.value, given.named)
+        runner.check_executable(given.named)
+    elif given.source == "tool":
+        runner = _configured_runner(given.value, given.named, settings.base)
     elif (settings.base / DEFAULT_RUNNER_SCRIPT).is_file():
         text = f"{shlex.quote(str(DEFAULT_RUNNER_SCRIPT))} {DEFAULT_RUNNER_ARGS}"
         runner = _configured_runner(text, str(DEFAULT_RUNNER_SCRIPT), settings.base)
@@ -291,27 +301,27 @@ def configure(
             f"{DEFAULT_RUNNER_SCRIPT}; or try the demo: oomrec sweep --demo"
         )
 
-    if opts.models_dir is not None:
-        models_dir, models_dir_shown = Path(opts.models_dir), opts.models_dir
+    given = choose("models_dir", opts.models_dir, tool, where)
+    if given.source == "flag":
+        models_dir, models_dir_shown = Path(given.value), given.value
     else:
         if demo_dirs is not None:
             models_dir = demo_dirs.models_dir
-        elif "models_dir" in tool:
-            models_dir = settings.base / _path_setting(tool["models_dir"], f"{where} models_dir")
         else:
-            models_dir = settings.base / "models"
+            models_dir = settings.base / _path_setting(given.value, given.named)
         models_dir_shown = _as_typed(models_dir)
 
-    if opts.models is not None:
-        typed = " ".join(opts.models).split()
+    given = choose("models", opts.models, tool, where)
+    if given.source == "flag":
+        typed = " ".join(given.value).split()
         names, notes = normalize_models(typed, models_dir, models_dir_shown)
         if warnings is not None:
             warnings.extend(notes)
-        models = parse_models(names, "--models")
+        models = parse_models(names, given.named)
     elif demo_dirs is not None:
         models = tuple(m.name for m in demo.MODELS)
-    elif "models" in tool:
-        models = parse_models(tool["models"], f"{where} models")
+    elif given.source == "tool":
+        models = parse_models(given.value, given.named)
     else:
         raise OomrecError('no models: pass --models "A B C" or set models in [tool.oomrec]')
 
@@ -333,18 +343,16 @@ def configure(
     if shard is not None:
         models = tuple(m for m in models if shard_of(m, shard[1]) == shard[0])
 
-    said: list[str] = []
-    if opts.lengths is not None:
-        lengths, said = amounts.parse_lengths(" ".join(map(str, opts.lengths)), "--lengths")
-    elif "lengths" in tool:
-        lengths, said = amounts.parse_lengths(tool["lengths"], f"{where} lengths")
-    else:
-        lengths = DEFAULT_LENGTHS
+    given = choose("lengths", opts.lengths, tool, where)
+    # Repeated flags accumulate, each of them a list as typed.
+    value = " ".join(map(str, given.value)) if given.source == "flag" else given.value
+    lengths, said = amounts.parse_lengths(value, given.named)
     if warnings is not None:
         warnings.extend(said)
 
-    if opts.output is not None:
-        output = opts.output
+    given = choose("output", opts.output, tool, where)
+    if given.source == "flag":
+        output = given.value
     elif demo_dirs is not None:
         output = demo_dirs.output
     elif opts.append:
@@ -353,8 +361,8 @@ def configure(
         # Hand runs have a log of their own, one per host and day: a sweep's CSV (which a sweep
         # replaces) never holds them, and they never replace one.
         output = settings.base / "benchmarks" / f"{detect_backend()}_{hardware}_{day}_{RUN_LOG}.csv"
-    elif "output" in tool:
-        output = settings.base / _path_setting(tool["output"], f"{where} output")
+    elif given.source == "tool":
+        output = settings.base / _path_setting(given.value, given.named)
     else:
         from oomrec.core.hardware import harness_file_parts
 
@@ -366,17 +374,11 @@ def configure(
         name = f"{backend}_{hw}_longprompt_{day}{part}.csv"
         output = settings.base / "benchmarks" / name
 
-    if opts.timeout is not None:
-        timeout = amounts.parse_duration(opts.timeout, "--timeout")
-    elif "timeout" in tool:
-        timeout = amounts.parse_duration(tool["timeout"], f"{where} timeout")
-    else:
-        timeout = DEFAULT_TIMEOUT_S
+    given = choose("timeout", opts.timeout, tool, where)
+    timeout = amounts.parse_duration(given.value, given.named)
 
-    if opts.fake_oom is not None:
-        fake, said = parse_fake_oom(opts.fake_oom, "--fake-oom", models)
-    else:
-        fake, said = parse_fake_oom(os.environ.get(FAKE_OOM_ENV, ""), FAKE_OOM_ENV, models)
+    given = choose("fake_oom", opts.fake_oom, tool, where)
+    fake, said = parse_fake_oom(given.value or "", given.named, models)
     if warnings is not None:
         warnings.extend(said)
 
@@ -433,15 +435,12 @@ def _refine(value: int) -> int:
 
 def _refine_step(value: int | str | None, tool: dict[str, Any], where: str) -> int:
     """The grain of refined lengths: a positive token count (`256`, `1k`)."""
-    named = "--refine-step"
-    if value is None and "refine_step" in tool:
-        value, named = tool["refine_step"], f"{where} refine_step"
-    if value is None:
-        return DEFAULT_REFINE_STEP
-    step = amounts.parse_length(str(value).strip())
+    given = choose("refine_step", value, tool, where)
+    step = amounts.parse_length(str(given.value).strip())
     if step is None or step < 1:
         raise OomrecError(
-            f"{named} {shorten(str(value))}: give a positive token count, e.g. 256 or 1k"
+            f"{given.named} {shorten(str(given.value))}: give a positive token count, e.g. 256 "
+            "or 1k"
         )
     return step
 
@@ -462,27 +461,19 @@ def _guard_limits(opts: SweepOptions, tool: dict[str, Any], where: str) -> Guard
     """Each limit from its flag, else `[tool.oomrec]`, else off."""
     total = host_total()
     limits = []
-    for flag, key, value in (
-        ("--max-cell-memory", "max_cell_memory", opts.max_cell_memory),
-        ("--min-available", "min_available", opts.min_available),
+    for key, value in (
+        ("max_cell_memory", opts.max_cell_memory),
+        ("min_available", opts.min_available),
     ):
-        if value is not None:
-            limits.append(parse_limit(value, flag, total))
-        elif key in tool:
-            limits.append(parse_limit(tool[key], f"{where} {key}", total))
-        else:
-            limits.append(None)
+        given = choose(key, value, tool, where)
+        limits.append(None if given.value is None else parse_limit(given.value, given.named, total))
     gpu = []
-    for flag, key, value in (
-        ("--max-cell-gpu-memory", "max_cell_gpu_memory", opts.max_cell_gpu_memory),
-        ("--min-gpu-available", "min_gpu_available", opts.min_gpu_available),
+    for key, value in (
+        ("max_cell_gpu_memory", opts.max_cell_gpu_memory),
+        ("min_gpu_available", opts.min_gpu_available),
     ):
-        if value is not None:
-            gpu.append(parse_gpu_limit(value, flag))
-        elif key in tool:
-            gpu.append(parse_gpu_limit(tool[key], f"{where} {key}"))
-        else:
-            gpu.append(None)
+        given = choose(key, value, tool, where)
+        gpu.append(None if given.value is None else parse_gpu_limit(given.value, given.named))
     return GuardLimits(*limits, *gpu)
 
 
