@@ -72,8 +72,8 @@ def sweep_command(
 
     Example: oomrec sweep --models "llama-3.1-8b qwen2.5-7b" --lengths "512 8192"
     """
-    from oomrec.commands.sweep import SweepOptions, prepare
-    from oomrec.sweep.options import from_given
+    from oomrec.commands.sweep import prepare
+    from oomrec.sweep.options import SweepOptions, from_given
 
     # Each parameter is named as the SweepOptions field it fills (celloptions.py).
     options = from_given(

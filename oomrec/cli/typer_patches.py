@@ -54,7 +54,7 @@ def _readable_metavars(command: Any) -> None:
             if isinstance(param, TyperArgument):
                 if param.metavar is None:
                     param.metavar = param.name.upper()
-                param._usage_display_name = _usage_name(param)
+                param._usage_display_name = _usage_name(param)  # type: ignore[method-assign]
         elif param.metavar is None:
             desc = param.type_descriptor
             bare = param.bare_type()

@@ -38,7 +38,7 @@ from oomrec.core.settings import (
 from oomrec.core.shown import shorten
 from oomrec.store.locations import Settings, display_path
 from oomrec.sweep import demo
-from oomrec.sweep.cell.guard import GuardLimits, host_total, parse_gpu_limit, parse_limit
+from oomrec.sweep.cell.guard import GpuLimit, GuardLimits, host_total, parse_gpu_limit, parse_limit
 from oomrec.sweep.cell.runner import RunnerTemplate
 from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
 from oomrec.sweep.resume import Mode
@@ -460,21 +460,21 @@ def _resume_mode(value: str | None) -> Mode | None:
 def _guard_limits(opts: SweepOptions, tool: dict[str, Any], where: str) -> GuardLimits:
     """Each limit from its flag, else `[tool.oomrec]`, else off."""
     total = host_total()
-    limits = []
+    limits: list[int | None] = []
     for key, value in (
         ("max_cell_memory", opts.max_cell_memory),
         ("min_available", opts.min_available),
     ):
         given = choose(key, value, tool, where)
         limits.append(None if given.value is None else parse_limit(given.value, given.named, total))
-    gpu = []
+    gpu: list[GpuLimit | None] = []
     for key, value in (
         ("max_cell_gpu_memory", opts.max_cell_gpu_memory),
         ("min_gpu_available", opts.min_gpu_available),
     ):
         given = choose(key, value, tool, where)
         gpu.append(None if given.value is None else parse_gpu_limit(given.value, given.named))
-    return GuardLimits(*limits, *gpu)
+    return GuardLimits(limits[0], limits[1], gpu[0], gpu[1])
 
 
 def parse_shard(text: str) -> tuple[int, int]:
