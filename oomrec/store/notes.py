@@ -23,10 +23,12 @@ import re
 import socket
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from oomrec.core import lock
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect_memory
 from oomrec.core.records import (
@@ -439,11 +441,10 @@ def why_local(rec: OomRecord) -> str:
     return ""
 
 
-def writing(repo: git.Repo) -> Any:
-    """The lock (in the repository's git dir) a writer of this clone's notes refs holds."""
-    from filelock import FileLock
-
-    return FileLock(os.path.join(repo.common_dir, "oomrec-notes.lock"), timeout=300)
+def writing(repo: git.Repo) -> AbstractContextManager[None]:
+    """The lock (in the repository's git dir) a writer of this clone's notes refs holds;
+    lock.LockTimeout after 300 s."""
+    return lock.holding(Path(repo.common_dir, "oomrec-notes.lock"), 300)
 
 
 def write_notes(repo: git.Repo, plan: PushPlan) -> int:
