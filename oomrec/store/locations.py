@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oomrec.core import gitrun
 from oomrec.core.errors import OomrecError
 from oomrec.core.settings import check_tool_keys
 
@@ -61,15 +62,11 @@ class Settings:
 
 
 def _env_worktree() -> Path | None:
-    import subprocess
-
     tree = os.environ.get("GIT_WORK_TREE")
     if tree:
         return Path(tree).resolve()
     try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=False
-        )
+        done = gitrun.run(["rev-parse", "--show-toplevel"], capture_output=True, text=True)
     except OSError:
         return None
     top = done.stdout.strip()

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oomrec.core import lock
+from oomrec.core import gitrun, lock
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect_memory
 from oomrec.core.records import (
@@ -732,17 +732,7 @@ def _fetch(repo: git.Repo, remote: str, spec: str) -> None:
 
 
 def _run_stdin(repo: git.Repo, args: Sequence[str], data: bytes) -> None:
-    import subprocess
-
-    from oomrec.staleness.fixlog import git_config_args
-
-    done = subprocess.run(
-        ["git", *git_config_args(), *args],
-        cwd=repo.working_dir,
-        input=data,
-        capture_output=True,
-        check=False,
-    )
+    done = gitrun.run(args, cwd=repo.working_dir, input=data, capture_output=True)
     if done.returncode != 0:
         stderr = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         raise OomrecError(f"git {args[0]} failed: {stderr[0] if stderr else done.returncode}")
