@@ -31,7 +31,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from oomrec.core import lock
 from oomrec.core.atomic import replace_file
 from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
@@ -1218,6 +1217,9 @@ class RecordFile:
                 self._held -= 1
             return
         self.check_confined()
+        # Here: only writers pay its import (~1 ms), not every reader's start-up.
+        from oomrec.core import lock
+
         first, self.before_first_write = self.before_first_write, None
         if first is not None:
             first()

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oomrec.core import gitrun
 from oomrec.core.errors import OomrecError
 from oomrec.core.settings import check_tool_keys
 
@@ -62,6 +61,9 @@ class Settings:
 
 
 def _env_worktree() -> Path | None:
+    # Here: every command's start-up reads this module, and only $GIT_DIR users run git here.
+    from oomrec.core import gitrun
+
     tree = os.environ.get("GIT_WORK_TREE")
     if tree:
         return Path(tree).resolve()
