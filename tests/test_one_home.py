@@ -4,7 +4,7 @@ drifting from the original (its fsyncs, its lock semantics, its `-c` overrides).
 
 - a whole-file rewrite (tempfile.mkstemp, os.replace, os.rename): core/atomic.py;
 - a lock (fcntl.flock or lockf, filelock): core/lock.py;
-- a git command line (a list starting with "git", for subprocess or GitPython's execute):
+- a git command line (a list or tuple starting with "git", for subprocess or GitPython's execute):
   core/gitrun.py; a GitPython repository or git runner: store/gitrepo.py (open_repo gives it
   the overrides).
 """
@@ -72,7 +72,7 @@ def findings(source: str) -> list[tuple[str, str]]:
                 found.append((LOCK, name))
             elif name in ("git.Repo", "git.Git", "git.repo.Repo", "git.cmd.Git"):
                 found.append((GIT_PYTHON, name))
-        elif isinstance(node, ast.List) and node.elts:
+        elif isinstance(node, (ast.List, ast.Tuple)) and node.elts:
             first = node.elts[0]
             if isinstance(first, ast.Constant) and first.value == "git":
                 found.append((GIT_ARGV, "a git command line"))
@@ -101,6 +101,7 @@ def test_every_rewrite_lock_and_git_command_is_in_its_one_home() -> None:
             "import subprocess\nsubprocess.run(['git', 'log'], check=False)\n",
             (GIT_ARGV, "a git command line"),
         ),
+        ("argv = ('git', '-C', 'x', 'status')\n", (GIT_ARGV, "a git command line")),
         ("import git\nrepo = git.Repo('.')\n", (GIT_PYTHON, "git.Repo")),
     ],
 )
