@@ -197,16 +197,14 @@ def _no_fix_can_apply(key: str, records: Sequence[OomRecord]) -> bool:
     git is asked from the cwd, as the full judgement opens the repository (GIT_DIR relative to
     it, a bare repository the cwd is in), never from the record's top level: the two must be
     the same repository."""
-    import subprocess
+    import subprocess  # here, for start-up time: its DEVNULL
 
+    from oomrec.core import gitrun
     from oomrec.staleness.eventcache import proves_no_event
-    from oomrec.staleness.fixlog import git_config_args
 
     try:
-        out = subprocess.run(
+        out = gitrun.run(
             [
-                "git",
-                *git_config_args(),
                 "rev-parse",
                 "--is-shallow-repository",
                 "--git-common-dir",
@@ -217,7 +215,6 @@ def _no_fix_can_apply(key: str, records: Sequence[OomRecord]) -> bool:
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
-            check=False,
         )
     except OSError:
         return False

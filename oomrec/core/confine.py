@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from oomrec.core import gitrun
 from oomrec.core.errors import OomrecError
 from oomrec.core.provenance import JOURNAL_SUFFIX, SIDECAR_SUFFIX
 from oomrec.core.shown import printable
@@ -99,12 +100,11 @@ def _committed_link(files: Sequence[Path], repos: Sequence[Path]) -> tuple[Path,
 def _tracked_links(repo: Path, rels: Sequence[str]) -> set[str]:
     """Which of `rels` git's index holds as symlinks (mode 120000) in `repo`."""
     try:
-        done = subprocess.run(
-            ["git", "--literal-pathspecs", "ls-files", "-s", "-z", "--", *rels],
+        done = gitrun.run(
+            ["--literal-pathspecs", "ls-files", "-s", "-z", "--", *rels],
             cwd=repo,
             capture_output=True,
             stdin=subprocess.DEVNULL,
-            check=False,
         )
     except OSError:
         return set()

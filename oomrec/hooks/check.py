@@ -13,12 +13,12 @@ judging machinery only when such a commit is there. Nothing here imports them at
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oomrec.core import gitrun
 from oomrec.core.errors import OomrecError
 from oomrec.staleness import fixlog as fixes
 from oomrec.store.locations import load_settings, record_path
@@ -180,18 +180,12 @@ def _has_content(path: Path) -> bool:
 
 def _git(*args: str) -> str:
     # A plain subprocess, not GitPython: see the module docstring (the 200 ms budget).
-    done = subprocess.run(
-        ["git", *fixes.git_config_args(), *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        check=False,
-    )
+    done = gitrun.run(args, capture_output=True, text=True, encoding="utf-8", errors="replace")
     if done.returncode != 0:
         stderr = done.stderr.strip().splitlines()
         raise OomrecError(f"git {args[0]} failed: {stderr[0] if stderr else done.returncode}")
-    return done.stdout
+    out: str = done.stdout
+    return out
 
 
 def _compare(path: Path, key: str, old: str | None, new: str) -> list[str]:

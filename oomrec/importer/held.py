@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from datetime import date as Date
 from pathlib import Path, PurePosixPath
 
+from oomrec.core import gitrun
 from oomrec.core.records import MEM_JITTER, EvidenceKey, OomRecord, covered, evidence_key
 from oomrec.store.retractions import Event, retracted
 
@@ -135,11 +136,10 @@ class PastNames:
         if not self.in_git or os.path.isabs(source):
             return []
         try:
-            done = subprocess.run(
-                ["git", "log", "--follow", "--name-only", "--format=", "-z", "--", source],
+            done = gitrun.run(
+                ["log", "--follow", "--name-only", "--format=", "-z", "--", source],
                 cwd=self.root,
                 capture_output=True,
-                check=False,
                 timeout=60,
             )
         except (OSError, subprocess.TimeoutExpired):

@@ -21,13 +21,13 @@ import contextlib
 import hashlib
 import os
 import pickle
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from oomrec import __version__
+from oomrec.core.atomic import replace_file
 from oomrec.core.provenance import SIDECAR_SUFFIX
 from oomrec.core.regular import NotRead, read_regular
 
@@ -122,15 +122,16 @@ def save(path: Path, key: bytes, kept: object) -> bool:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_saves(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(key + body)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        # A cache: losing it to a power cut costs time only, so no fsync; private to oomrec.
+        replace_file(
+            path,
+            key + body,
+            keep_mode=False,
+            new_mode=None,
+            durable=False,
+            sync_folder=False,
+            prefix=path.name + ".",
+        )
     except (OSError, pickle.PicklingError, RecursionError):
         return False
     return True

@@ -65,7 +65,7 @@ from oomrec.core.errors import OomrecError
 if TYPE_CHECKING:
     import git
 
-# The diff options that make the patch independent of user config (on top of fixes.GIT_CONFIG).
+# The diff options that make the patch independent of user config (on top of gitrun.GIT_CONFIG).
 _DIFF = (
     "--stdin",
     "-r",

@@ -16,12 +16,11 @@ which is why a file cut short is ignored, not read as far as it goes.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oomrec.core.atomic import replace_file
 from oomrec.core.errors import OomrecError
 from oomrec.staleness.fixlog import Event, log_args, parse_log
 
@@ -118,15 +117,16 @@ def _write(path: Path, key: str, tips: list[str], text: str) -> None:
     body = _HEADER + key + "\n" + "".join(f"tip {t}\n" for t in tips) + text
     body += f"{_END}{len(text)}\n"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(body)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # A cache: losing it to a power cut costs time only, so no fsync; private to oomrec.
+        replace_file(
+            path,
+            body.encode("utf-8"),
+            keep_mode=False,
+            new_mode=None,
+            durable=False,
+            sync_folder=False,
+            prefix=path.name + ".",
+        )
     except OSError:
         # A cache that cannot be written (read-only repository, full disk) costs time only.
         return

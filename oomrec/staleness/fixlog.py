@@ -23,28 +23,6 @@ DEFAULT_TRAILER = "OOM-Fix"
 # Appended to the fix trailer's key: the trailer that names a fix across copies that change it.
 ID_SUFFIX = "-Id"
 
-# Every git command oomrec runs gets these, so user config cannot change what git answers.
-GIT_CONFIG = (
-    "grep.patternType=basic",
-    "grep.extendedRegexp=false",
-    "log.showSignature=false",
-    "log.decorate=false",
-    "log.mailmap=false",
-    "i18n.logOutputEncoding=UTF-8",
-    "diff.noprefix=false",
-    "diff.mnemonicPrefix=false",
-    "diff.relative=false",
-    "diff.renames=false",
-    # A blank context line keeps its leading space: content.py reads hunks line by line.
-    "diff.suppressBlankEmpty=false",
-    "diff.context=3",
-    "color.ui=false",
-    "core.quotePath=true",
-    "trailer.separators=:",
-    "notes.displayRef=",
-    "blame.ignoreRevsFile=",
-)
-
 # A git trailer token: no spaces, no separator; checked so it can go into a --grep pattern.
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _FIELD_SEP = "\x00"
@@ -55,14 +33,6 @@ _PICKED = re.compile(r"\(cherry picked from commit ([0-9a-fA-F]{4,64})\)")
 _REVERTS = re.compile(r"This reverts commit ([0-9a-fA-F]{4,64})")
 # `git revert -m N M` adds which parent it kept: the mainline, whose side was not reverted.
 _MAINLINE = re.compile(r"reversing\s+changes\s+made\s+to\s+([0-9a-fA-F]{4,64})")
-
-
-def git_config_args() -> list[str]:
-    """`-c name=value` for each of GIT_CONFIG, to go before a git subcommand."""
-    args: list[str] = []
-    for item in GIT_CONFIG:
-        args += ["-c", item]
-    return args
 
 
 def first_match(globs: Sequence[str], model: str) -> str | None:

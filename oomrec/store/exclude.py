@@ -2,15 +2,17 @@
 write of a record into a git worktree where it is not ignored, its patterns go to the
 repository's `info/exclude` (never the tracked `.gitignore`), and oomrec says so once.
 
-Plain git subprocesses: this runs before a write in commands that must not pay GitPython.
+Plain git subprocesses (core/gitrun): this runs before a write in commands that must not pay
+GitPython.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+from oomrec.core import gitrun
 
 _HEADER = "# oomrec: the OOM record is machine-local data (added on oomrec's first write)"
 # Characters that mean something in a gitignore pattern, escaped to match themselves.
@@ -130,13 +132,12 @@ def _escape(path: str) -> str:
 def _git(where: Path, *args: str) -> str | None:
     """git's stdout, or None when it fails (not a repository, no git, exit 1)."""
     try:
-        done = subprocess.run(
-            ["git", "-C", str(where), *args],
+        done = gitrun.run(
+            ["-C", str(where), *args],
             capture_output=True,
             text=True,
             encoding="utf-8",
             errors="replace",
-            check=False,
         )
     except OSError:
         return None

@@ -19,8 +19,10 @@ from typing import Any
 import git
 from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
+from oomrec.core import gitrun
 from oomrec.core.errors import OomrecError
-from oomrec.staleness.fixlog import GIT_CONFIG, Event, log_args, parse_log
+from oomrec.core.gitrun import GIT_CONFIG
+from oomrec.staleness.fixlog import Event, log_args, parse_log
 
 
 class _LiteralGit(git.Git):
@@ -44,7 +46,7 @@ def open_repo(start: Path | None = None) -> git.Repo | None:
 
     A path is a path: GitPython would expand `$NAME` in it (a clone in `repo$X` would open the
     sibling `repo<value of X>`), so none happens, in the Repo nor in its git runner. Every git
-    command run through it gets `-c` overrides (fixes.GIT_CONFIG), so that a user's
+    command run through it gets `-c` overrides (core/gitrun.GIT_CONFIG), so that a user's
     `grep.patternType`, `log.showSignature` or `diff.noprefix` cannot change git's answers.
     """
     try:
@@ -535,15 +537,10 @@ _MAX_PATHSPEC = 64 * 1024
 def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
     """How the work tree at `root` stands at `paths` (see WorkTree), in ONE `git status` and
     ONE `git ls-files -v`; nothing outside a repository or before its first commit."""
-    from oomrec.staleness.fixlog import git_config_args
-
     wanted = set(paths)
     repo = open_repo(root) if wanted else None
     if repo is None or head_sha(repo) is None or repo.working_tree_dir is None:
         return WorkTree(frozenset(), {})
-    config = git_config_args()
-    for setting in _STATUS_CONFIG:
-        config += ["-c", setting]
     # The paths themselves: a folder would also walk every ignored file under it (a virtual
     # environment, checkpoints). Past a command line's sane length, their folders.
     specs = [f":(literal){p}" for p in sorted(wanted)]
@@ -551,32 +548,25 @@ def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
         specs = [f":(literal){f}" for f in sorted({posixpath.dirname(p) or "." for p in wanted})]
     try:
         status: bytes = repo.git.execute(
-            [
-                "git",
-                *config,
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-                "--ignored=matching",
-                "--ignore-submodules=none",
-                "--no-renames",
-                "--",
-                *specs,
-            ],
+            gitrun.argv(
+                [
+                    "status",
+                    "--porcelain=v1",
+                    "-z",
+                    "--untracked-files=all",
+                    "--ignored=matching",
+                    "--ignore-submodules=none",
+                    "--no-renames",
+                    "--",
+                    *specs,
+                ],
+                config=_STATUS_CONFIG,
+            ),
             stdout_as_string=False,
             strip_newline_in_stdout=False,
         )
         flags: bytes = repo.git.execute(
-            [
-                "git",
-                *config,
-                "ls-files",
-                "-v",
-                "-z",
-                "--",
-                *specs,
-            ],
+            gitrun.argv(["ls-files", "-v", "-z", "--", *specs], config=_STATUS_CONFIG),
             stdout_as_string=False,
             strip_newline_in_stdout=False,
         )

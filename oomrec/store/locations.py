@@ -61,15 +61,14 @@ class Settings:
 
 
 def _env_worktree() -> Path | None:
-    import subprocess
+    # Here: every command's start-up reads this module, and only $GIT_DIR users run git here.
+    from oomrec.core import gitrun
 
     tree = os.environ.get("GIT_WORK_TREE")
     if tree:
         return Path(tree).resolve()
     try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=False
-        )
+        done = gitrun.run(["rev-parse", "--show-toplevel"], capture_output=True, text=True)
     except OSError:
         return None
     top = done.stdout.strip()

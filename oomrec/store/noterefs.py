@@ -3,6 +3,8 @@ that `oomrec check` can ask without loading the notes' reader or GitPython."""
 
 from __future__ import annotations
 
+from oomrec.core import gitrun
+
 # Each host's own ref; every remote's fetched copies live under refs/notes/remotes/<remote>/oomrec/.
 LOCAL_PREFIX = "refs/notes/oomrec/"
 REMOTES_PREFIX = "refs/notes/remotes/"
@@ -50,15 +52,11 @@ def refs_present() -> tuple[bool, bool]:
     from one plain `git for-each-ref`, without GitPython (`oomrec check` pays no more when
     nothing is shared): both True whenever git cannot tell (the full read then decides, and
     says what is wrong); outside a repository both False."""
-    import subprocess
-
-    from oomrec.staleness.fixlog import git_config_args
+    import subprocess  # here, for start-up time: its DEVNULL
 
     try:
-        out = subprocess.run(
+        out = gitrun.run(
             [
-                "git",
-                *git_config_args(),
                 "for-each-ref",
                 "--format=%(refname)",
                 LOCAL_PREFIX,
@@ -69,7 +67,6 @@ def refs_present() -> tuple[bool, bool]:
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
-            check=False,
         )
     except OSError:
         return True, True

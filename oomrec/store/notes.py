@@ -23,10 +23,12 @@ import re
 import socket
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from oomrec.core import gitrun, lock
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import detect_memory
 from oomrec.core.records import (
@@ -439,11 +441,10 @@ def why_local(rec: OomRecord) -> str:
     return ""
 
 
-def writing(repo: git.Repo) -> Any:
-    """The lock (in the repository's git dir) a writer of this clone's notes refs holds."""
-    from filelock import FileLock
-
-    return FileLock(os.path.join(repo.common_dir, "oomrec-notes.lock"), timeout=300)
+def writing(repo: git.Repo) -> AbstractContextManager[None]:
+    """The lock (in the repository's git dir) a writer of this clone's notes refs holds;
+    lock.LockTimeout after 300 s."""
+    return lock.holding(Path(repo.common_dir, "oomrec-notes.lock"), 300)
 
 
 def write_notes(repo: git.Repo, plan: PushPlan) -> int:
@@ -731,17 +732,7 @@ def _fetch(repo: git.Repo, remote: str, spec: str) -> None:
 
 
 def _run_stdin(repo: git.Repo, args: Sequence[str], data: bytes) -> None:
-    import subprocess
-
-    from oomrec.staleness.fixlog import git_config_args
-
-    done = subprocess.run(
-        ["git", *git_config_args(), *args],
-        cwd=repo.working_dir,
-        input=data,
-        capture_output=True,
-        check=False,
-    )
+    done = gitrun.run(args, cwd=repo.working_dir, input=data, capture_output=True)
     if done.returncode != 0:
         stderr = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         raise OomrecError(f"git {args[0]} failed: {stderr[0] if stderr else done.returncode}")

@@ -9,7 +9,6 @@ owner is gone (a SIGKILL, an OOM kill, a power cut), and nothing else would ever
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import stat
@@ -17,6 +16,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from oomrec.core import lock
 
 PREFIX = "oomrec-cells-"
 ALIVE = ".alive"
@@ -30,9 +31,9 @@ def cell_folder() -> Iterator[Path]:
     """A fresh scratch folder, held alive until the block ends; leftovers removed first."""
     remove_leftovers()
     folder = Path(tempfile.mkdtemp(prefix=PREFIX))
-    fd = os.open(folder / ALIVE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fd = lock.open_lock(folder / ALIVE, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        lock.wait_lock(fd)
         yield folder
     finally:
         os.close(fd)
@@ -66,15 +67,15 @@ def remove_leftovers(where: str | None = None) -> list[Path]:
 
 def _abandoned(folder: Path, mtime: float) -> bool:
     try:
-        fd = os.open(folder / ALIVE, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = lock.open_lock(folder / ALIVE, create=False, nonblock=True)
     except FileNotFoundError:
         return time.time() - mtime > _OLD_S
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # Taken: its sweep is gone. Held, or not lockable: alive, or not to be judged.
+        return lock.try_lock(fd)
     except OSError:
-        return False  # its sweep holds it: alive
+        return False
     finally:
         os.close(fd)
-    return True

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import socket
 import stat
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from oomrec.core import lock
 from oomrec.core.errors import OomrecError
 
 SUFFIX = ".oomrec.lock"
@@ -64,7 +64,7 @@ def acquire(
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = lock.open_lock(path, 0o644)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OomrecError(
@@ -75,9 +75,7 @@ def acquire(
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OomrecError(f"{path}: is not a regular file; remove it (the sweep's lock)")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not lock.try_lock(fd):
             holder = _holder(fd)
             if not wait:
                 raise OomrecError(
@@ -87,7 +85,7 @@ def acquire(
                 ) from None
             if on_wait is not None:
                 on_wait(f"waiting for the oomrec writing {csv_path} to end ({holder})")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock.wait_lock(fd)
         os.ftruncate(fd, 0)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode(), 0)

@@ -13,14 +13,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
 from oomrec.core import rowfacts
+from oomrec.core.atomic import replace_file
 from oomrec.core.errors import OomrecError
 from oomrec.core.provenance import (
     SCHEMA_VERSION,
@@ -260,18 +259,14 @@ class Sidecar:
 
     def _compact(self) -> None:
         data = {"schema_version": SCHEMA_VERSION, "cells": [asdict(e) for e in self.entries]}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, ensure_ascii=True)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        replace_file(
+            self.path,
+            json.dumps(data, ensure_ascii=True).encode("utf-8"),
+            keep_mode=False,
+            new_mode=None,
+            sync_folder=False,
+            suffix="",
+        )
         # Its entries are in the file now (a kill before this line only repeats them).
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.journal)
@@ -281,20 +276,12 @@ def rewrite_csv(csv_path: Path, header: str, rows: Iterable[str]) -> None:
     """Replace the CSV with `header` and `rows` (the rows kept, byte for byte), atomically.
     A symlinked CSV stays a symlink (its target is replaced), and the file keeps its mode."""
     csv_path = Path(os.path.realpath(csv_path))
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(csv_path).st_mode)
-    except OSError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{csv_path.name}.", dir=csv_path.parent)
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
-            out.write(header + "\n" + "".join(row + "\n" for row in rows))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, csv_path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    text = header + "\n" + "".join(row + "\n" for row in rows)
+    replace_file(
+        csv_path,
+        text.encode("utf-8", errors="surrogateescape"),
+        create_folder=False,
+        new_mode=None,
+        sync_folder=False,
+        suffix="",
+    )
