@@ -61,7 +61,7 @@ NOT_FOR_HELP = (
     "pydantic",
 )
 # The one module of the sweep the help reads: the defaults it shows, which import nothing.
-SWEEP_DEFAULTS = "oomrec.sweep.defaults"
+SWEEP_DEFAULTS = "oomrec.sweep.cell.defaults"
 
 
 def imported(

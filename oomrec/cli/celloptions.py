@@ -2,7 +2,7 @@
 declares its parameters with and `run` reuses for the flags it shares (sqlite-utils shares its
 options between commands the same way). Each parameter is named as its SweepOptions field, so
 the options are made from the parameters by name (sweep.options.from_given); the defaults the
-help shows are the code's (core/settings.py, sweep/defaults.py).
+help shows are the code's (core/settings.py, sweep/cell/defaults.py).
 
 Typer takes a parameter's default from the signature (`= None`), never from here."""
 
@@ -17,7 +17,7 @@ from oomrec.core.settings import (
     DEFAULT_TIMEOUT_S,
     shown_default,
 )
-from oomrec.sweep.defaults import PLACEHOLDERS
+from oomrec.sweep.cell.defaults import PLACEHOLDERS
 
 ModelsOption = Annotated[
     list[str] | None,

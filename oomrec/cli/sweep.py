@@ -15,7 +15,7 @@ from oomrec.cli.apps import RecordOption, app
 from oomrec.cli.output import Whole, info, tell
 from oomrec.cli.render import plural, print_json, verb
 from oomrec.core.errors import EXIT_INTERRUPTED
-from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
+from oomrec.sweep.cell.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
 
 if TYPE_CHECKING:
     from oomrec.commands.sweep import Prepared, SweepOutcome

@@ -152,8 +152,9 @@ def _range_fixes(range_: str | None, key: str) -> set[str] | None:
     """The commits with a fix trailer (or a copy or revert of one) in `range_`; None: all."""
     if range_ is None:
         return None
+    from oomrec.staleness import fixgit
     from oomrec.store import gitrepo as gitutil
 
     repo = gitutil.open_repo()
     assert repo is not None
-    return {event.sha for event in gitutil.range_events(repo, [range_], key)}
+    return {event.sha for event in fixgit.range_events(repo, [range_], key)}

@@ -798,7 +798,9 @@ class History:
                 from git.exc import GitCommandError
 
                 try:
-                    self._shared["ids"] = gitutil.commits_with_ids(self.repo, self.key)
+                    from oomrec.staleness import fixgit
+
+                    self._shared["ids"] = fixgit.commits_with_ids(self.repo, self.key)
                 except GitCommandError as exc:
                     self._shared["ids"] = {}
                     self._shared["extent_problem"] = f"cannot list the fix id's commits ({exc})"

@@ -38,9 +38,9 @@ from oomrec.core.settings import (
 from oomrec.core.shown import shorten
 from oomrec.store.locations import Settings, display_path
 from oomrec.sweep import demo
+from oomrec.sweep.cell.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
 from oomrec.sweep.cell.guard import GpuLimit, GuardLimits, host_total, parse_gpu_limit, parse_limit
 from oomrec.sweep.cell.runner import RunnerTemplate
-from oomrec.sweep.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
 from oomrec.sweep.resume import Mode
 
 MAX_COOLDOWN_S = 86400.0

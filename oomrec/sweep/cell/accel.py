@@ -88,7 +88,7 @@ class Nvml:
 def nvml() -> Nvml | str:
     """NVML on this host, or why it cannot be used (one phrase)."""
     try:
-        import pynvml  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        import pynvml
     except ImportError:
         return f"nvidia-ml-py is not installed ({EXTRA_HINT})"
     try:

@@ -31,26 +31,17 @@ from typing import Any
 from oomrec.core.errors import OomrecError
 from oomrec.core.shown import shorten
 from oomrec.sweep.cell import accel, cellscope, oomkill, proctree
+from oomrec.sweep.cell.defaults import PLACEHOLDERS
 from oomrec.sweep.cell.guard import CHECK_S, GRACE_S, AvailableMemory, GuardLimits, GuardStop
 from oomrec.sweep.cell.oomkill import KillEvidence
 from oomrec.sweep.cell.proctree import Leftovers
 from oomrec.sweep.cell.signatures import SignatureHit, SignatureScanner
-from oomrec.sweep.defaults import PLACEHOLDERS as DEFAULT_PLACEHOLDERS
 
-# Each placeholder with a value of its type, to try a template's format specs before any cell.
-_SAMPLE_VALUES: dict[str, object] = {
-    "model": "m",
-    "model_path": "./models/m",
-    "length": 512,
-    "max_tokens": 32,
-    "warmup_tokens": 4,
-    "cell_csv": "cell.csv",
-    "cooldown": 0,
-    "big_cooldown": 0,
-}
-PLACEHOLDERS = tuple(_SAMPLE_VALUES)
-# The help lists sweep.defaults.PLACEHOLDERS (it must not import this module): the same names.
-assert set(PLACEHOLDERS) == set(DEFAULT_PLACEHOLDERS), "sweep/defaults.py PLACEHOLDERS is stale"
+# Each placeholder (named once, in defaults.py) with a value of its type, to try a template's
+# format specs before any cell.
+_SAMPLE_VALUES: dict[str, object] = dict(
+    zip(PLACEHOLDERS, ("m", "./models/m", 512, 32, 4, "cell.csv", 0, 0), strict=True)
+)
 _MAX_WIDTH = 4096
 OUTPUT_TAIL_BYTES = 64 * 1024
 # After the runner exits, how long its output pipe may stay open (held by a process that left
