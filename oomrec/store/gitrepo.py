@@ -22,7 +22,6 @@ from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 from oomrec.core import gitrun
 from oomrec.core.errors import OomrecError
 from oomrec.core.gitrun import GIT_CONFIG
-from oomrec.staleness.fixlog import Event, log_args, parse_log
 
 
 class _LiteralGit(git.Git):
@@ -81,7 +80,9 @@ def resolve_commit(repo: git.Repo | None, rev: str) -> str:
             f"cannot resolve commit {rev!r}: not inside a git repository; run from the repo"
         )
     try:
-        return repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        return str(
+            repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        )
     except GitCommandError:
         raise OomrecError(
             f"{rev!r} is not a commit in {repo.working_tree_dir}; check the revision "
@@ -131,7 +132,7 @@ def first_added(root: Path, paths: Iterable[str]) -> dict[str, AddedBy]:
         )
     except GitCommandError as exc:
         raise OomrecError(
-            f"git log in {root} failed ({_first_stderr_line(exc)}); check the repository"
+            f"git log in {root} failed ({first_stderr_line(exc)}); check the repository"
         ) from None
     found: dict[str, AddedBy] = {}
     # Newest first: a path seen already was changed by a later commit than the one at hand, and
@@ -153,7 +154,8 @@ def first_added(root: Path, paths: Iterable[str]) -> dict[str, AddedBy]:
     return found
 
 
-def _first_stderr_line(exc: GitCommandError) -> str:
+def first_stderr_line(exc: GitCommandError) -> str:
+    """The first line git wrote to stderr for `exc`, or its exit status."""
     # GitPython stores stderr as "\n  stderr: '<text>'".
     stderr = str(exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
     return stderr.splitlines()[0] if stderr else f"exit status {exc.status}"
@@ -245,19 +247,6 @@ def history_replaced(repo: git.Repo) -> bool:
     return bool(repo.git.for_each_ref("--count=1", "--format=%(refname)", REPLACE_PREFIX))
 
 
-def range_events(repo: git.Repo, revs: Sequence[str], key: str) -> list[Event]:
-    """The event commits in a range such as `A..B`, in one `git log`."""
-    try:
-        out = repo.git.log(*log_args(key, revs))
-    except GitCommandError as exc:
-        shown = " ".join(revs)
-        raise OomrecError(
-            f"{shown!r} is not a revision range in {repo.working_tree_dir} "
-            f"(git: {_first_stderr_line(exc)}); give one such as main..HEAD"
-        ) from None
-    return parse_log(out, key)
-
-
 def parents(repo: git.Repo, tips: Collection[str]) -> list[list[str]]:
     """The history of `tips` as `[commit, parent...]` lists, every parent before its children,
     in ONE `git rev-list --parents --topo-order --reverse`."""
@@ -340,31 +329,6 @@ def changed_paths(repo: git.Repo, shas: Collection[str]) -> dict[str, frozenset[
     return {sha: frozenset(p) for sha, p in paths.items()}
 
 
-def commits_with_ids(repo: git.Repo, key: str) -> dict[str, tuple[str, ...]]:
-    """Every commit on any ref (`git log --all`) whose trailer block names a fix id (`<key>-Id`),
-    with its ids, in ONE `git log`: the parts and copies of a fix wherever they are."""
-    from oomrec.staleness.fixlog import ID_SUFFIX
-
-    out = repo.git.log(
-        "--all",
-        f"--format=%H%x00%(trailers:key={key}{ID_SUFFIX},valueonly,unfold,separator=%x1f)%x1e",
-        "--basic-regexp",
-        "--regexp-ignore-case",
-        "--no-show-signature",
-        "--no-notes",
-        "--encoding=UTF-8",
-        f"--grep={key}{ID_SUFFIX}",
-        "--",
-    )
-    found: dict[str, tuple[str, ...]] = {}
-    for chunk in out.split("\x1e"):
-        sha, _, ids = chunk.strip("\n").partition("\0")
-        names = tuple(v.strip() for v in ids.split("\x1f") if v.strip())
-        if sha and names:
-            found[sha] = names
-    return found
-
-
 def read_objects(repo: git.Repo, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
     """Each object's type and content, in ONE `git cat-file --batch`; None for a missing one."""
     if not names:
@@ -429,21 +393,23 @@ def not_on_remote(repo: git.Repo, shas: Collection[str], remote: str) -> set[str
 def hooks_dir(repo: git.Repo) -> Path:
     """Where git runs this repository's hooks from, honouring `core.hooksPath`."""
     # A relative core.hooksPath is relative to the top of the worktree, where git runs hooks.
-    return Path(repo.working_dir) / repo.git.rev_parse("--git-path", "hooks")
+    return Path(repo.working_dir) / str(repo.git.rev_parse("--git-path", "hooks"))
 
 
 def with_stdin(command: Callable[..., str], args: Sequence[str], lines: Iterable[str]) -> str:
     """`command(*args)` (a GitPython git command) with `lines` on its stdin; its stdout."""
-    return _run_with_stdin(command, args, lines)
+    return str(_run_with_stdin(command, args, lines))
 
 
 def with_stdin_bytes(
     command: Callable[..., bytes], args: Sequence[str], lines: Iterable[str]
 ) -> bytes:
     """The same, its stdout as bytes, byte for byte (patches, `-z` output)."""
-    return _run_with_stdin(
+    out = _run_with_stdin(
         command, args, lines, stdout_as_string=False, strip_newline_in_stdout=False
     )
+    assert isinstance(out, bytes)
+    return out
 
 
 def _run_with_stdin(
@@ -458,7 +424,7 @@ def _run_with_stdin(
             return command(*args, istream=stdin, **options)
         except GitCommandError as exc:
             raise OomrecError(
-                f"git {_subcommand(exc.command)} failed ({_first_stderr_line(exc)}); check the "
+                f"git {_subcommand(exc.command)} failed ({first_stderr_line(exc)}); check the "
                 "repository"
             ) from None
 
@@ -499,7 +465,7 @@ def uncommitted(root: Path, paths: Iterable[str]) -> set[str]:
         )
     except GitCommandError as exc:
         raise OomrecError(
-            f"git diff in {root} failed ({_first_stderr_line(exc)}); check the repository"
+            f"git diff in {root} failed ({first_stderr_line(exc)}); check the repository"
         ) from None
     return wanted & set(out.split("\0"))
 
@@ -572,7 +538,7 @@ def work_tree(root: Path, paths: Iterable[str]) -> WorkTree:
         )
     except GitCommandError as exc:
         raise OomrecError(
-            f"git status in {root} failed ({_first_stderr_line(exc)}); check the repository"
+            f"git status in {root} failed ({first_stderr_line(exc)}); check the repository"
         ) from None
     changed = set()
     for item in status.split(b"\0"):
@@ -608,7 +574,7 @@ def line_commits(root: Path, path: str, linenos: Collection[int]) -> dict[int, A
         out: str = repo.git.blame("--porcelain", "--no-ignore-revs-file", *ranges, "--", path)
     except GitCommandError as exc:
         raise OomrecError(
-            f"git blame {path} in {root} failed ({_first_stderr_line(exc)}); check the repository"
+            f"git blame {path} in {root} failed ({first_stderr_line(exc)}); check the repository"
         ) from None
     found: dict[int, AddedBy | None] = {}
     # A commit's details come only with the first line it introduced.

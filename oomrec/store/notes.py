@@ -679,7 +679,7 @@ def check_remote(repo: git.Repo, remote: str) -> None:
 
 def _tip(repo: git.Repo, ref: str) -> str:
     try:
-        return repo.git.rev_parse("--verify", "--quiet", ref)
+        return str(repo.git.rev_parse("--verify", "--quiet", ref))
     except _git_error():
         return ""
 
@@ -687,7 +687,7 @@ def _tip(repo: git.Repo, ref: str) -> str:
 def _remote_tip(repo: git.Repo, remote: str, ref: str) -> str:
     """What `ref` is on `remote` right now ("" when it has none), in one `git ls-remote`."""
     try:
-        out: str = repo.git.ls_remote("--end-of-options", remote, ref)
+        out = str(repo.git.ls_remote("--end-of-options", remote, ref))
     except _git_error() as exc:
         raise OomrecError(
             f"git ls-remote {remote} failed ({_stderr(exc)}); check the remote"
@@ -715,7 +715,7 @@ def _committer(repo: git.Repo) -> tuple[str, str]:
 
 def _config(repo: git.Repo, key: str) -> str:
     try:
-        return repo.git.config("--get", key).strip()
+        return str(repo.git.config("--get", key)).strip()
     except _git_error():
         return ""
 
