@@ -3,10 +3,10 @@ line say the same things the same way."""
 
 from typing import TYPE_CHECKING
 
+from oomrec.core.units import MIB
+
 if TYPE_CHECKING:
     from oomrec.sweep.grid import CellResult
-
-MIB = 1024 * 1024
 
 
 def cell_details(result: "CellResult") -> list[str]:

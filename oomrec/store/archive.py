@@ -46,6 +46,7 @@ from oomrec.core.records import (
     short_commit,
 )
 from oomrec.core.shown import show_bytes
+from oomrec.core.units import utc_stamp
 from oomrec.store.retractions import Event, retracted
 
 SUFFIX = ".archive"
@@ -196,8 +197,7 @@ def archive_file(record_file: RecordFile) -> RecordFile:
 
 
 def archive_line(original: str, fix: str, when: datetime | None = None) -> str:
-    stamp = (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"{stamp} {fix or '-'} {original}"
+    return f"{utc_stamp(when)} {fix or '-'} {original}"
 
 
 def parse(text: str, shown_as: str = "") -> tuple[list[ArchivedLine], list[str]]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from oomrec.core.records import EvidenceKey, NotARecord, OomRecord, evidence_key, parse_line
+from oomrec.core.units import utc_stamp
 
 NOTE_RETRACTED = "oomrec-retracted"
 NOTE_RESTORED = "oomrec-restored"
@@ -88,7 +89,7 @@ def from_the_future(events: Iterable[Event], now: datetime | None = None) -> lis
 
 def _horizon(now: datetime | None) -> str:
     """The latest stamp a clock could have written: a day past `now`, for skew."""
-    return ((now or datetime.now(UTC)) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_stamp((now or datetime.now(UTC)) + timedelta(days=1))
 
 
 def _unwritten(event: Event, horizon: str) -> bool:

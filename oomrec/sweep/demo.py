@@ -25,8 +25,8 @@ from pathlib import Path
 
 from oomrec import __version__
 from oomrec.core.schema import HEADER_15
+from oomrec.core.units import MIB
 
-MIB = 1024 * 1024
 PAGE = 4096
 # What a demo cell may allocate on top of what the interpreter already maps.
 BUDGET_MIB = 192
