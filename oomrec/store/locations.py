@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.settings import check_tool_keys
+from oomrec.store.owners import admin_hosts
 
 if TYPE_CHECKING:
     # Imported where a record is opened: the hooks' fast path reads settings and no record.
@@ -147,6 +148,8 @@ def load_settings(start: Path | None = None) -> Settings:
     if not isinstance(tool, dict):
         raise OomrecError(f"{pyproject}: [tool.oomrec] must be a table; fix the file")
     check_tool_keys(tool, str(pyproject))
+    # Checked where the file is read, whether or not a command reads the notes it governs.
+    admin_hosts(tool, pyproject)
     return Settings(repo_root=root, tool=tool, source=pyproject)
 
 
