@@ -26,6 +26,24 @@ main at f55ed7b, after is branch fast-startup on it:
     record list --no-git (1000)       317.4  12.6x    130.1   4.5x
     record list --json --no-git       290.8  11.6x    122.3   4.2x
 
+2026-12-06, the same VM (slower that day: python -c pass took 55 ms), median of 11, with the
+cases issue 42 names (a git repository with a models dir and no record; targets 4x):
+
+    python -c pass (baseline)                      55.3   1.0x
+    python -c 'import typer'                      152.0   2.7x
+    oomrec -V                                      55.4   1.0x  PASS (<= 3x)
+    oomrec --help                                 222.1   4.0x  PASS (<= 5x)
+    oomrec sweep --help                           209.8   3.8x  PASS (<= 5x)
+    oomrec record list --help                     209.3   3.8x  PASS (<= 5x)
+    oomrec record list (empty record, in git)     272.5   4.9x  FAIL (<= 4x)
+    oomrec check (no record, in git)              176.8   3.2x  PASS (<= 4x)
+    record list --no-git (1000)                   269.2   4.9x
+    record list --json --no-git (1000)            278.1   5.0x
+
+Neither of the two imports GitPython or polars (record list asks `git for-each-ref` before
+it would read notes). record list still goes through Typer (2.7x on its own), which check's
+plain path does not; 4x would need a plain path for it too.
+
 Before, every command module imported its command's library code at the top (the sweep,
 psutil, rich's progress bar and tables, the record's parser), `-V` went through Typer, Typer
 imported pydantic to check the root's and the group's unset options on the way to a command's
