@@ -32,16 +32,27 @@ dev VM shared with other work (wall time there varies up to 2x from run to run),
     record, 1,000,000      --json    51.98 s   50.81 s  1871 MB    294 MB
     record, 1,000,000      --html    60.44 s   60.26 s  2167 MB    340 MB
 
+Later the same day, after the record's load was made lean (core/records.read_plain for the
+common line, interned fields) and the report dropped the loaded lines once it holds their
+evidence; one run, the VM slower than in the run above (python -c pass 55 ms, about twice
+its usual):
+
+    sparse, 30,000 rows    report     3.09 s    2.51 s   169 MB    1.2 MB
+    sparse, 30,000 rows    --json     3.60 s    2.58 s   164 MB    8.8 MB
+    sparse, 30,000 rows    --html     4.40 s    3.59 s   194 MB    19.9 MB
+    record, 1,000,000      report    46.54 s   44.88 s   860 MB    0.1 MB
+    record, 1,000,000      --json    44.83 s   43.12 s  1603 MB    294 MB
+    record, 1,000,000      --html    60.48 s   60.28 s  1906 MB    340 MB
+
 Before the fold (same shapes, measured by hand the same day): the sparse grid's `--json` took
 8.9 s, 776 MB and wrote 188 MB (its `never_tried` alone 208 MB in memory: every model x every
 other model's lengths); a record of 25,000 lines gave 92 MB of JSON; the million-line record
-was stopped at 300 s and 5.2 GB. The sparse grid now stays within 30 s and 1 GB. The record
-does not: loading it (core/records.py: a RecordLine with its text, an OomRecord and fresh field
-strings per line) takes 8 to 21 s and 800 MB of the peak before the report starts, and the
-report keeps per line its evidence (Seen, Evidence, Judged, the verdict's Judgement) and its
-cell (the grid, where it is shown from): another ~550 MB and ~20 s, linear in the lines. Its
-JSON and page list every OOM (`ooms`, each a line of evidence): 294 MB for a million.
-`--json` and `--html` build that list as Python objects first (~500 MB more).
+was stopped at 300 s and 5.2 GB. The sparse grid stays within 30 s and 1 GB. The plain report
+of a million-line record is within 1 GB (the load 538 MB of it) but not 30 s on this VM: the
+load is ~7-10 s, and the report keeps per line its evidence (Seen, Evidence, Judged, the
+verdict's Judgement) and its cell, ~20 s more, linear in the lines. Its JSON and page list
+every OOM (`ooms`, each a line of evidence): 294 MB for a million, built as Python objects
+first (~700 MB more).
 
 Three reports are timed: `cold`, with nothing kept (the kept parts removed first, one `sh`
 more), which reads and folds every row and keeps them; `report`, the same command over files
