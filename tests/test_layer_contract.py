@@ -83,16 +83,16 @@ def imports(path: Path) -> Iterator[tuple[str, bool]]:
                 for alias in child.names:
                     yield alias.name, here
             elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                known = {name for name, _ in MODULES}
                 for alias in child.names:
                     full = f"{child.module}.{alias.name}"
-                    yield (full if full in known else child.module), here
+                    yield (full if full in KNOWN else child.module), here
             yield from walk(child, here)
 
     yield from walk(ast.parse(path.read_text(encoding="utf-8")), False)
 
 
 MODULES = list(modules())
+KNOWN = frozenset(name for name, _ in MODULES)
 
 
 def layer_of(module: str) -> int:
@@ -111,8 +111,7 @@ def layer_of(module: str) -> int:
 
 def own(name: str) -> str | None:
     """The module of oomrec that `name` names (a module, or a name in one), else None."""
-    known = {m for m, _ in MODULES}
-    while name and name not in known:
+    while name and name not in KNOWN:
         name = name.rpartition(".")[0]
     return name or None
 

@@ -14,8 +14,8 @@ import subprocess
 from functools import cache, lru_cache
 
 from oomrec.core.errors import OomrecError
-from oomrec.core.memscope import binding_total, host_ram
-from oomrec.core.units import GIB, MAX_INT
+from oomrec.core.memscope import host_total
+from oomrec.core.units import GIB, MAX_INT, MIB
 
 HARDWARE_ENV = "OOMREC_HARDWARE"
 MEM_ENV = "OOMREC_MEM_BYTES"
@@ -52,7 +52,7 @@ _SEP = re.compile(r"[_\s-]+")
 _MODEL_TOKEN = re.compile(r"[a-z]*[0-9][a-z0-9]*")
 _UNSAFE = re.compile(r"[^a-z0-9.-]+")
 _SIZE = re.compile(r"([0-9]{1,19})[ \t]*([kmgt]i?b?|b)?", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": GIB, "t": 1024**4}
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": MIB, "g": GIB, "t": 1024 * GIB}
 # A tag normalizes to itself; a few passes reach that from any input.
 _MAX_PASSES = 4
 
@@ -231,12 +231,12 @@ def _probed_memory() -> int | None:
             out = _probe(_NVIDIA_MEM)
             mib = _positive_int(out.splitlines()[0]) if out else None
             if mib is not None:
-                return mib * 1024**2
+                return mib * MIB
         elif _probe(_ROCMINFO):
             vram = _rocm_vram()
             if vram is not None:
                 return vram
-    return _host_ram()
+    return host_total()
 
 
 def _rocm_vram() -> int | None:
@@ -249,12 +249,6 @@ def _rocm_vram() -> int | None:
     if column is None or len(rows[1]) <= column:
         return None
     return _positive_int(rows[1][column])
-
-
-def _host_ram() -> int | None:
-    """Host RAM, or the tighter limit of a cgroup around this process (a Slurm or docker job):
-    an OOM inside a 1 GiB cgroup says nothing about a host with the RAM free."""
-    return binding_total(host_ram())
 
 
 def _positive_int(text: str | None) -> int | None:

@@ -137,6 +137,13 @@ def binding_total(host: int) -> int:
     return min(host, scope.limit) if scope is not None else host
 
 
+def host_total() -> int:
+    """The memory that binds here, in bytes: this host's RAM, or the limit of a memory cgroup
+    around oomrec where that is tighter (a Slurm or docker job). What a record's memory is,
+    what a percentage limit is a share of, what a probe's floor is taken from."""
+    return binding_total(host_ram())
+
+
 def describe_binding(host: int) -> str:
     """Which limit binds, for the sweep's header."""
     scope = enclosing_limit()

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from oomrec.core import amounts
 from oomrec.core.confine import reserved_target
 from oomrec.core.errors import OomrecError
+from oomrec.core.memscope import host_total
 from oomrec.core.modelnames import (
     check_model_path,
     last_part,
@@ -39,7 +40,7 @@ from oomrec.core.shown import shorten
 from oomrec.store.locations import Settings, display_path
 from oomrec.sweep import demo
 from oomrec.sweep.cell.defaults import DEFAULT_MAX_TOKENS, DEFAULT_WARMUP_TOKENS
-from oomrec.sweep.cell.guard import GpuLimit, GuardLimits, host_total, parse_gpu_limit, parse_limit
+from oomrec.sweep.cell.guard import GpuLimit, GuardLimits, parse_gpu_limit, parse_limit
 from oomrec.sweep.cell.runner import RunnerTemplate
 from oomrec.sweep.resume import Mode
 

@@ -22,7 +22,7 @@ import psutil
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.hardware import parse_size
-from oomrec.core.memscope import CgroupAvailable, binding_total, enclosing_limit, host_ram
+from oomrec.core.memscope import CgroupAvailable, enclosing_limit
 from oomrec.core.shown import show_apart, show_bytes
 
 # How often a guarded cell's memory is checked: fast enough to act within one allocation step
@@ -140,12 +140,6 @@ class GuardStop:
     cell_bytes: int
     available_bytes: int | None
     signalled_at: float
-
-
-def host_total() -> int:
-    """The memory that binds here, in bytes: this host's RAM, or the limit of a memory cgroup
-    around oomrec where that is tighter. What a percentage limit is a share of."""
-    return binding_total(host_ram())
 
 
 def parse_limit(value: object, where: str, total: int) -> int | None:

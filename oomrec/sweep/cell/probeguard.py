@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 
 from oomrec.core.hardware import detect_backend, unified
-from oomrec.core.memscope import binding_total, enclosing_limit, host_ram
+from oomrec.core.memscope import enclosing_limit, host_total
 from oomrec.core.shown import show_bytes
 from oomrec.sweep.cell import accel, cellscope
 from oomrec.sweep.cell.guard import GpuLimit, GuardLimits
@@ -65,7 +65,7 @@ def watch_problem(hardware: str) -> str | None:
 def probe_guard(user: GuardLimits, hardware: str) -> ProbeGuard:
     """The limits a probe runs under here: the user's guard when on, else the default floor;
     the default GPU floor where a discrete NVIDIA GPU has none of the user's."""
-    binding = binding_total(host_ram())
+    binding = host_total()
     floor = max(FLOOR_MIN, int(binding * FLOOR_SHARE))
     limits = user if user.on else GuardLimits(min_available_bytes=floor)
     if (
