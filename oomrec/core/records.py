@@ -396,20 +396,37 @@ def read_line(text: str, *, whole: bool = True) -> tuple[OomRecord, str | None]:
     mem_bytes = bounded_int(mem) if mem else None
     if unknown:
         notes.insert(0, f"{'; '.join(unknown)}: read as unknown, the record applies")
-    # Interned: a record's models, dates, commits, sources and tags repeat across its lines, and
-    # one copy of each keeps a million-line record's load at a fraction of the memory.
-    record = OomRecord(
-        model=sys.intern(model),
-        prompt_target_len=prompt_target_len,
-        date=sys.intern(day),
-        commit=sys.intern(commit),
-        peak_bytes=peak_bytes,
-        source_csv=sys.intern(source.strip()),
-        hardware=_tag(hardware) if hardware else None,
-        mem_bytes=mem_bytes,
-        kind=sys.intern(kind) if kind else None,
+    record = _interned(
+        model, prompt_target_len, day, commit, peak_bytes, source, hardware, mem_bytes, kind
     )
     return record, "; ".join(notes) or None
+
+
+def _interned(
+    model: str,
+    length: int,
+    day: str,
+    commit: str,
+    peak: int | None,
+    source: str,
+    hardware: str,
+    mem: int | None,
+    kind: str,
+) -> OomRecord:
+    """The record of a line's fields as read (read_line and read_plain alike). Interned: a
+    record's models, dates, commits, sources and tags repeat across its lines, and one copy of
+    each keeps a million-line record's load at a fraction of the memory."""
+    return OomRecord(
+        model=sys.intern(model),
+        prompt_target_len=length,
+        date=sys.intern(day),
+        commit=sys.intern(commit),
+        peak_bytes=peak,
+        source_csv=sys.intern(source.strip()),
+        hardware=_tag(hardware) if hardware else None,
+        mem_bytes=mem,
+        kind=sys.intern(kind) if kind else None,
+    )
 
 
 # Why the bash harness would not honour a line oomrec reads (each warned once per file).
@@ -636,24 +653,23 @@ def read_plain(text: str) -> OomRecord | None:
     m = _PLAIN.fullmatch(text)
     if m is None:
         return None
-    model, length, day, commit, peak, source, tag, mem, kind = m.groups()
+    model, length, day, commit, peak, source, *extra = m.groups()
     if day and not is_date(day):
         return None
-    if tag:
-        if not _reads_as_tag(tag):
-            return None
-        if mem is None and not _csv_name(source):
-            return None  # seven fields: see _written_by_oomrec
-    return OomRecord(
-        model=sys.intern(model_name(model)),
-        prompt_target_len=int(length),
-        date=sys.intern(day),
-        commit=sys.intern(commit),
-        peak_bytes=int(peak) if peak else None,
-        source_csv=sys.intern(source.strip()),
-        hardware=_tag(tag) if tag else None,
-        mem_bytes=int(mem) if mem else None,
-        kind=sys.intern(kind) if kind else None,
+    fields = [field for field in extra if field is not None]
+    if fields and not _written_by_oomrec(source, fields):
+        return None
+    tag, mem, kind = (*fields, "", "", "")[:3]
+    return _interned(
+        model_name(model),
+        int(length),
+        day,
+        commit,
+        int(peak) if peak else None,
+        source,
+        tag,
+        int(mem) if mem else None,
+        kind,
     )
 
 
