@@ -26,28 +26,39 @@ Cli = Callable[..., CliResult]
 APPENDER = textwrap.dedent(
     """
     import sys
+    import time
     from pathlib import Path
     from oomrec.core.records import OomRecord, RecordFile
 
     path, who, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    rounds = Path(sys.argv[4]) if len(sys.argv) > 4 else None
     rf = RecordFile(path)
+    seen = int(rounds.read_text()) if rounds else 0
     for i in range(count):
+        if rounds and i == count // 2:
+            # Half-way, wait until the rewriter has finished a round since this appender
+            # started: the rewrites then truly interleave with the appends on a busy machine.
+            while int(rounds.read_text()) <= seen:
+                time.sleep(0.01)
         rf.append([OomRecord(f"m{who}", i, "2026-01-01", "unknown", None, "s", "gb10")])
     """
 )
 
 REWRITER = textwrap.dedent(
     """
+    import os
     import sys
     from pathlib import Path
     from oomrec.core.records import RecordFile
 
-    path, stop = Path(sys.argv[1]), Path(sys.argv[2])
+    path, stop, done = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     rf = RecordFile(path)
     rounds = 0
     while not stop.exists() or rounds == 0:
         rf.rewrite(lambda loaded: loaded.lines)
         rounds += 1
+        done.with_suffix(".tmp").write_text(str(rounds))
+        os.replace(done.with_suffix(".tmp"), done)
     print(rounds)
     """
 )
@@ -68,8 +79,10 @@ def test_appends_through_a_symlink_and_rewrites_of_the_real_path_lose_nothing(
     link = tmp_path / "link-record"
     link.symlink_to(real)
     stop = tmp_path / "stop"
-    rewriter = _python(REWRITER, str(real), str(stop))
-    appenders = [_python(APPENDER, str(link), str(who), "200") for who in range(4)]
+    rounds = tmp_path / "rounds"
+    rounds.write_text("0")
+    rewriter = _python(REWRITER, str(real), str(stop), str(rounds))
+    appenders = [_python(APPENDER, str(link), str(who), "200", str(rounds)) for who in range(4)]
     for proc in appenders:
         assert proc.wait(timeout=120) == 0
     stop.touch()
