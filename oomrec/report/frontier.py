@@ -14,6 +14,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from functools import cached_property
 from itertools import accumulate
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -231,10 +232,18 @@ class Frontier:
     ran_max: tuple[int, Seen] | None
     oom_min: Judged | None
     lifted_min: Judged | None
-    # The lengths of the class's axis this model was never tried at, as (first, last) ranges of
-    # consecutive axis lengths (report/runs.py): as many as its tried lengths, not the axis.
-    never_tried: tuple[tuple[int, int], ...]
     contradicted: bool
+    # The lengths it was tried at (sorted) and its class's axis: never_tried's inputs, kept so
+    # that only a view that shows the untried ranges pays for them (the plain report does not).
+    tried: Sequence[int] = field(default=(), repr=False, compare=False)
+    axis: Sequence[int] = field(default=(), repr=False, compare=False)
+
+    @property
+    def never_tried(self) -> tuple[tuple[int, int], ...]:
+        """The lengths of the class's axis this model was never tried at, as (first, last)
+        ranges of consecutive axis lengths (report/runs.py): as many as its tried lengths, not
+        the axis."""
+        return untried(self.axis, self.tried)
 
     def to_dict(self) -> dict[str, Any]:
         ran = None
@@ -261,7 +270,10 @@ class Report:
     lengths: dict[Machine, list[int]]
     frontier: dict[tuple[str, Machine], Frontier]
     grid: dict[CellKey, tuple[Outcome, bool]]
-    ooms: list[Judged]
+    # Every OOM and its state (frontier._states), in the order found: `ooms` makes them Judged
+    # and sorts them when a view asks.
+    evidence: list[Evidence]
+    states: list[State]
     contradictions: list[Contradiction]
     # Per (model, class), the largest length that ran on each date: (date, commit, length,
     # where the row is).
@@ -274,9 +286,22 @@ class Report:
     seen: dict[CellKey, Seen] = field(default_factory=dict)
     # SKIP:oom rows without a model or length to place them by (Scan.oom_rows_left_out).
     oom_rows_left_out: int = 0
-    # The grid folded (report/runs.py): per (model, class), its lengths in runs of one outcome.
-    # What --json's `cells` are, and what a sparse grid is drawn as.
-    runs: dict[tuple[str, Machine], list[Run]] = field(default_factory=dict)
+
+    # Computed on first use: the plain report shows only the frontier, and over a million-line
+    # record these two are a third of the build.
+    @cached_property
+    def runs(self) -> dict[tuple[str, Machine], list[Run]]:
+        """The grid folded (report/runs.py): per (model, class), its lengths in runs of one
+        outcome. What --json's `cells` are, and what a sparse grid is drawn as."""
+        return fold(self.grid)
+
+    @cached_property
+    def ooms(self) -> list[Judged]:
+        """Every OOM judged, by model, length and where it was seen."""
+        judged = [Judged(e, *state) for e, state in zip(self.evidence, self.states, strict=True)]
+        return sorted(
+            judged, key=attrgetter("evidence.model", "evidence.length", "evidence.seen.where")
+        )
 
     def machine(self, tag: str) -> Machine | None:
         """The class a `--machine` value names: its id (`gb10 122GB`) or its tag when unique."""
@@ -401,22 +426,22 @@ def _build(
     # a Python key call per point (67,000 over bench_report.py's corpus).
     for points in timeline.values():
         points.sort(key=itemgetter(0))
-    judged = [_judged(e, j) for e, j in zip(evidence, judgements, strict=True)]
-    by_class: dict[tuple[str, Machine], list[Judged]] = {}
+    states = _states(evidence, judgements)
+    by_class: dict[tuple[str, Machine], list[tuple[Evidence, State]]] = {}
     # The classes each evidence's class speaks for, decided once per class (a record of a
     # million lines has a few).
     covered = {of: [m for m in machines if of.covers(m)] for of in {e.machine for e in evidence}}
-    for j in judged:
-        ev = j.evidence
+    for pair in zip(evidence, states, strict=True):
+        ev, (applies, _, _) = pair
         flagged = id(ev) in contradicted
         for m in covered[ev.machine]:
-            by_class.setdefault((ev.model, m), []).append(j)
+            by_class.setdefault((ev.model, m), []).append(pair)
             lengths[m].add(ev.length)
             key = (ev.model, m, ev.length)
             # An OOM in play shows over every other outcome of its cell: hiding one is the
             # worse error. One a fix took out of play shows unless a row says more.
             shown, was_flagged = grid.get(key, (None, False))
-            if j.applies:
+            if applies:
                 grid[key] = _SHOWN[(Outcome.OOM, flagged or was_flagged)]
                 shown_from[key] = ev.seen
             elif shown is None or shown == Outcome.LIFTED:
@@ -445,8 +470,9 @@ def _build(
             ran_max=ran.get((model, m)),
             oom_min=oom_min,
             lifted_min=lifted_min,
-            never_tried=untried(axes[m], done),
-            contradicted=any(id(j.evidence) in contradicted for j in ooms),
+            contradicted=any(id(ev) in contradicted for ev, _ in ooms),
+            tried=done,
+            axis=axes[m],
         )
     return Report(
         head=head,
@@ -455,10 +481,8 @@ def _build(
         lengths=axes,
         frontier=frontier,
         grid=grid,
-        runs=fold(grid),
-        ooms=sorted(
-            judged, key=attrgetter("evidence.model", "evidence.length", "evidence.seen.where")
-        ),
+        evidence=evidence,
+        states=states,
         contradictions=contra,
         timeline=dict(
             sorted(timeline.items(), key=lambda kv: (kv[0][0], _machine_order(kv[0][1])))
@@ -472,7 +496,9 @@ def _build(
     )
 
 
-_STATUS: dict[Any, str] = {}
+# What a Judged holds besides its evidence: (applies, the fix's sha, status).
+State = tuple[bool, str | None, str]
+_APPLIES: State = (True, None, "applies")
 # A cell's (outcome, contradicted), one tuple each: a million cells share a few.
 _SHOWN = {(o, flagged): (o, flagged) for o in Outcome for flagged in (False, True)}
 
@@ -482,32 +508,49 @@ def _machine_order(m: Machine) -> tuple[str, bool, bool, int]:
     return (m.tag or "~", m.tag is None, m.mem_gb is not None, m.mem_gb or 0)
 
 
-def _judged(e: Evidence, j: Judgement | None) -> Judged:
+def _state(e: Evidence, j: Judgement | None) -> State:
     """The evidence's state as every view shows it (planner.record_state): a lift is
     `lifted, unverified` until a probe verifies it (`verified`), or a person archived it
     (`out of play`)."""
     if j is None:
-        return Judged(e, True, None, "applies")
+        return _APPLIES
     fix = j.fixes[0].sha if not j.applies and j.fixes else None
-    # One string per status, not one per record.
-    status = _STATUS.setdefault(j.status, str(j.status))
+    status = str(j.status)
     if not j.applies and e.kind in ("archive", "verified"):
         status = "verified" if e.kind == "verified" else "out of play"
-    return Judged(e, j.applies, fix, status)
+    return (j.applies, fix, status)
 
 
-def _oom_mins(ooms: list[Judged]) -> tuple[Judged | None, Judged | None]:
+def _states(evidence: Sequence[Evidence], judgements: Sequence[Judgement | None]) -> list[State]:
+    """Each evidence's state, decided once per (judgement, kind): a million lines share a few
+    judgements, and one tuple each (not a Judged per line) keeps the plain report lean."""
+    decided: dict[tuple[int, str], State] = {}
+    out = []
+    for e, j in zip(evidence, judgements, strict=True):
+        # The judgements list holds every j alive here, so no two share an id.
+        key = (id(j), e.kind)
+        state = decided.get(key)
+        if state is None:
+            state = decided[key] = _state(e, j)
+        out.append(state)
+    return out
+
+
+def _oom_mins(ooms: list[tuple[Evidence, State]]) -> tuple[Judged | None, Judged | None]:
     """The smallest OOM in play, and the smallest a fix took out of play when it is smaller."""
-    oom_min = min((j for j in ooms if j.applies), key=_oom_order, default=None)
-    lifted_min = min((j for j in ooms if not j.applies), key=_oom_order, default=None)
-    if oom_min and lifted_min and lifted_min.evidence.length >= oom_min.evidence.length:
+    oom_min = min((p for p in ooms if p[1][0]), key=_oom_order, default=None)
+    lifted_min = min((p for p in ooms if not p[1][0]), key=_oom_order, default=None)
+    if oom_min and lifted_min and lifted_min[0].length >= oom_min[0].length:
         lifted_min = None
-    return oom_min, lifted_min
+    return (
+        Judged(oom_min[0], *oom_min[1]) if oom_min else None,
+        Judged(lifted_min[0], *lifted_min[1]) if lifted_min else None,
+    )
 
 
-def _oom_order(j: Judged) -> tuple[int, str]:
+def _oom_order(pair: tuple[Evidence, State]) -> tuple[int, str]:
     # The smallest length, then the earliest sighting: "since" names when it was first seen.
-    return (j.evidence.length, j.evidence.since.date or "9999")
+    return (pair[0].length, pair[0].since.date or "9999")
 
 
 def gather(paths: Sequence[Path], kept: list[Evidence], settings: Settings) -> Report:
