@@ -8,6 +8,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -438,10 +439,17 @@ def test_the_fast_reading_of_a_common_line_is_read_lines_own(text: str) -> None:
     """read_plain takes the common shape in a third of read_line's time; where it takes a line
     at all, it reads it exactly as read_line does, with nothing to note."""
     fast = records.read_plain(text)
+    # The same with the tails remembered across examples, as parse_text remembers them across
+    # lines: a tail read once is read alike after any other line.
+    assert records.read_plain(text, _TAILS) == fast
+    assert records.read_plain(text, _TAILS) == fast
     if fast is None:
         return
     record, note = read_line(text)
     assert (record, note) == (fast, None)
+
+
+_TAILS: dict[str, Any] = {}
 
 
 def test_the_fast_reading_takes_what_oomrec_and_the_harness_write() -> None:

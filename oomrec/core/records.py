@@ -615,6 +615,7 @@ def parse_text(text: str) -> list[RecordLine]:
     bom = text.startswith(_BOM)
     text = text.removeprefix(_BOM)
     lines: list[RecordLine] = []
+    tails: dict[str, _Tail] = {}
     for lineno, (line, ending) in enumerate(split_lines(text), start=1):
         if not line.strip():
             lines.append(RecordLine(lineno, line, None, None, ending))
@@ -622,7 +623,7 @@ def parse_text(text: str) -> list[RecordLine]:
             lines.append(RecordLine(lineno, line, None, _TORN, ending))
         else:
             # A BOM before the first line is noted below, by read_line's path.
-            plain = read_plain(line) if ending and not (bom and lineno == 1) else None
+            plain = read_plain(line, tails) if ending and not (bom and lineno == 1) else None
             if plain is not None:
                 lines.append(RecordLine(lineno, line, plain, None, ending))
                 continue
@@ -639,37 +640,65 @@ def parse_text(text: str) -> list[RecordLine]:
 
 # A line as oomrec and the harness write it, with nothing for read_line to note: a bare model,
 # a length without a leading zero (at most 18 digits: under 2**63), a date or none, a commit, a
-# peak, a source without quotes, then oomrec's tag, memory and kind as it writes them.
-_PLAIN = re.compile(
-    r'([^\s,"]+),([1-9][0-9]{0,17}|0),([0-9]{4}-[0-9]{2}-[0-9]{2}|),([^\s,"]*),([0-9]{0,18}),'
+# peak, a source without quotes, then oomrec's tag, memory and kind as it writes them. Read in
+# two parts: the model and length (_PLAIN_HEAD), then the rest (_PLAIN_TAIL), which a record's
+# lines share (a few dates, commits, sources and tags), so each distinct tail is checked once.
+_PLAIN_HEAD = re.compile(r'([^\s,"]+),([1-9][0-9]{0,17}|0),')
+_PLAIN_TAIL = re.compile(
+    r'([0-9]{4}-[0-9]{2}-[0-9]{2}|),([^\s,"]*),([0-9]{0,18}),'
     r'([^,"]*)(?:,([a-z0-9][a-z0-9._-]*|)(?:,([0-9]{0,18})(?:,(guard|fake))?)?)?'
 )
+# A tail's record fields after the length (date to kind), or None: not the common shape.
+_Tail = tuple[str, str, int | None, str, str | None, int | None, str | None] | None
+# Distinct tails remembered per parse: past this many (every line's peak its own), the rest are
+# checked each time rather than held.
+_TAILS_KEPT = 65536
 
 
-def read_plain(text: str) -> OomRecord | None:
+def read_plain(text: str, tails: dict[str, _Tail] | None = None) -> OomRecord | None:
     """The record of a whole line in the common shape, as read_line reads it, without its
     general checks (a million-line record is read in a third of the time); None for any other
-    line, which read_line then reads. tests/test_records.py holds the two to agree."""
-    m = _PLAIN.fullmatch(text)
+    line, which read_line then reads. `tails` remembers the checked tails across the lines of
+    one parse. tests/test_records.py holds the two to agree."""
+    head = _PLAIN_HEAD.match(text)
+    if head is None:
+        return None
+    rest = text[head.end() :]
+    if tails is None:
+        tail = _read_tail(rest)
+    elif (tail := tails.get(rest, _UNSEEN)) is _UNSEEN:
+        tail = _read_tail(rest)
+        if len(tails) < _TAILS_KEPT:
+            tails[rest] = tail
+    if tail is None:
+        return None
+    model, length = head.groups()
+    return OomRecord(sys.intern(model_name(model)), int(length), *tail)
+
+
+_UNSEEN: _Tail = ("", "", None, "", None, None, None)
+
+
+def _read_tail(rest: str) -> _Tail:
+    m = _PLAIN_TAIL.fullmatch(rest)
     if m is None:
         return None
-    model, length, day, commit, peak, source, *extra = m.groups()
+    day, commit, peak, source, *extra = m.groups()
     if day and not is_date(day):
         return None
     fields = [field for field in extra if field is not None]
     if fields and not _written_by_oomrec(source, fields):
         return None
     tag, mem, kind = (*fields, "", "", "")[:3]
-    return _interned(
-        model_name(model),
-        int(length),
-        day,
-        commit,
+    # As _interned makes them.
+    return (
+        sys.intern(day),
+        sys.intern(commit),
         int(peak) if peak else None,
-        source,
-        tag,
+        sys.intern(source.strip()),
+        _tag(tag) if tag else None,
         int(mem) if mem else None,
-        kind,
+        sys.intern(kind) if kind else None,
     )
 
 
