@@ -1,8 +1,8 @@
 """The `oomrec` console script. `oomrec hook post-merge|post-rewrite` runs here without loading
 the command line (Typer, GitPython), so a git hook with nothing to flag stays under 200 ms;
-`oomrec -V` alone and the plain forms of `oomrec check` (in front of every hand run) are
-answered here too (Typer's import alone is twice Python's start-up); every other command goes
-to `oomrec.cli`.
+`oomrec -V` alone and the plain forms of `oomrec check` (in front of every hand run) and of
+`oomrec record list` are answered here too (Typer's import alone is twice Python's start-up);
+every other command goes to `oomrec.cli`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,12 @@ def _main(args: list[str]) -> int:
         from oomrec.cli import check_plain
 
         status = _answered(lambda: check_plain.run(args[1:]))
+        if status is not None:
+            return status
+    if args[:2] == ["record", "list"] and not _completing():
+        from oomrec.cli import record_list_plain
+
+        status = _answered(lambda: record_list_plain.run(args[2:]))
         if status is not None:
             return status
     from oomrec.cli import main as cli_main

@@ -4,8 +4,6 @@ Commands are thin: they turn options into library calls and render the result. E
 user can cause ends as one line on stderr and exit status 2 (see OneLineErrors).
 """
 
-import contextlib
-import io
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,7 +27,7 @@ class OneLineErrors(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        _escape_unshowable_output()
+        output.escape_unshowable()
         output.reset()
         typer_patches.apply(self)
         try:
@@ -106,33 +104,6 @@ def _take_global_flags(args: list[str]) -> list[str]:
             rest.append(arg)
         i += 1
     return rest
-
-
-class _ClosedStdout(io.TextIOBase):
-    """sys.stdout when the process was started with stdout closed (`>&-`), where Python leaves
-    None: writing to it is a one-line error, not an AttributeError traceback."""
-
-    def isatty(self) -> bool:
-        return False
-
-    def write(self, text: str) -> int:
-        raise OomrecError(
-            "stdout is closed, so there is nowhere to print to; redirect it instead (e.g. "
-            "> /dev/null)"
-        )
-
-
-def _escape_unshowable_output() -> None:
-    if sys.stdout is None:
-        sys.stdout = _ClosedStdout()
-    # A record may hold bytes that are not UTF-8 (kept as surrogates) or characters the
-    # terminal's encoding lacks (LC_ALL=C, PYTHONIOENCODING=ascii): print them escaped rather
-    # than crash half way through a table.
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            with contextlib.suppress(OSError, ValueError):
-                reconfigure(errors="backslashreplace")
 
 
 def _error(message: str, where: str = "oomrec") -> None:

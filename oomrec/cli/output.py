@@ -6,10 +6,14 @@ lines (titles, summaries, hints) can be silenced with `-q`; errors always go to 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
+
+from oomrec.core.errors import OomrecError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -124,3 +128,33 @@ def info(*lines: str, err: bool = False, stream: TextIO | None = None) -> None:
     for line in lines:
         stream.write(fold(line, stream) + "\n")
     stream.flush()
+
+
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout when the process was started with stdout closed (`>&-`), where Python leaves
+    None: writing to it is a one-line error, not an AttributeError traceback."""
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        raise OomrecError(
+            "stdout is closed, so there is nowhere to print to; redirect it instead (e.g. "
+            "> /dev/null)"
+        )
+
+
+def escape_unshowable() -> None:
+    """Set up stdout and stderr for any command (cli/apps.py, and the plain paths of
+    entry.py): a closed stdout is a one-line error, and what a stream cannot encode prints
+    escaped."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
+    # A record may hold bytes that are not UTF-8 (kept as surrogates) or characters the
+    # terminal's encoding lacks (LC_ALL=C, PYTHONIOENCODING=ascii): print them escaped rather
+    # than crash half way through a table.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")
