@@ -44,6 +44,20 @@ Neither of the two imports GitPython or polars (record list asks `git for-each-r
 it would read notes). record list still goes through Typer (2.7x on its own), which check's
 plain path does not; 4x would need a plain path for it too.
 
+Later the same day (python -c pass 41 ms), after record list's plain forms were answered
+without Typer as check's are (cli/record_list_plain.py), median of 11:
+
+    python -c pass (baseline)                      40.6   1.0x
+    python -c 'import typer'                      106.6   2.6x
+    oomrec -V                                      43.4   1.1x  PASS (<= 3x)
+    oomrec --help                                 136.0   3.3x  PASS (<= 5x)
+    oomrec sweep --help                           125.6   3.1x  PASS (<= 5x)
+    oomrec record list --help                     131.9   3.2x  PASS (<= 5x)
+    oomrec record list (empty record, in git)     133.3   3.3x  PASS (<= 4x)
+    oomrec check (no record, in git)              115.6   2.8x  PASS (<= 4x)
+    record list --no-git (1000)                   153.1   3.8x
+    record list --json --no-git (1000)            135.7   3.3x
+
 Before, every command module imported its command's library code at the top (the sweep,
 psutil, rich's progress bar and tables, the record's parser), `-V` went through Typer, Typer
 imported pydantic to check the root's and the group's unset options on the way to a command's
