@@ -7,9 +7,13 @@ import json
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oomrec.core.machine import file_host, row_machine
-from oomrec.core.units import GIB
+from oomrec.core.records import OomRecord, applies_on
+from oomrec.core.units import GIB, MIB
+from oomrec.report.folded import record_machine
 from oomrec.report.frontier import Machine
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
@@ -63,13 +67,51 @@ def test_a_discrete_gpu_row_is_its_devices_size_in_the_report_and_the_import(
 
 def test_evidence_covers_a_class_by_the_rule_a_record_applies_by() -> None:
     # An OOM on a 96 GB host applies on a 64 GB one (and within 2% of 96), not on a 512 GB one.
-    at96 = Machine("gb10", 96)
-    assert at96.covers(Machine("gb10", 64))
-    assert at96.covers(Machine("gb10", 96))
-    assert not at96.covers(Machine("gb10", 512))
-    assert not at96.covers(Machine("v100", 32))
-    assert Machine(None, None).covers(Machine("v100", 32))
-    assert Machine("gb10").covers(Machine("gb10", 512))
+    at96 = Machine("gb10", 96 * GIB)
+    assert at96.covers(Machine("gb10", 64 * GIB))
+    assert at96.covers(Machine("gb10", 96 * GIB))
+    assert not at96.covers(Machine("gb10", 512 * GIB))
+    assert not at96.covers(Machine("v100", 32 * GIB))
+    assert Machine(None, None).covers(Machine("v100", 32 * GIB))
+    assert Machine("gb10").covers(Machine("gb10", 512 * GIB))
+
+
+@pytest.mark.parametrize(
+    ("recorded", "host"),
+    [
+        # Issue 42: whole GiB rounded 97.9 up to 98 > 96 x 1.02, while the bytes are within.
+        (96 * GIB, int(97.9 * GIB)),
+        (96 * GIB, int(97.93 * GIB)),
+        (int(95.6 * GIB), int(97.4 * GIB)),
+        (int(0.5 * GIB), int(0.51 * GIB)),
+        (122 * GIB, 122 * GIB + 1),
+    ],
+)
+def test_the_report_and_the_sweep_judge_memory_by_the_same_bytes(recorded: int, host: int) -> None:
+    record = OomRecord("m", 512, "2026-07-03", "unknown", None, "s.csv", "gb10", recorded)
+    sweep = applies_on(record, "gb10", host)
+    assert Machine("gb10", recorded).covers(Machine("gb10", host)) == sweep
+    assert record_machine(record).covers(Machine("gb10", host)) == sweep
+
+
+@given(st.integers(1, 2**44), st.integers(1, 2**44))
+def test_covers_is_applicability_for_any_sizes(recorded: int, host: int) -> None:
+    record = OomRecord("m", 512, "2026-07-03", "unknown", None, "s.csv", "gb10", recorded)
+    assert record_machine(record).covers(Machine("gb10", host)) == applies_on(record, "gb10", host)
+
+
+@pytest.mark.parametrize(
+    ("n", "shown"),
+    [
+        (122 * GIB, "122GB"),
+        (int(97.9 * GIB), "97.9GB"),
+        (512 * MIB, "512MB"),
+        (1536 * MIB, "1.5GB"),
+        (96 * GIB + 5 * MIB, "96.005GB"),
+    ],
+)
+def test_a_class_shows_its_memory_in_the_unit_that_fits(n: int, shown: str) -> None:
+    assert Machine("gb10", n).id == f"gb10 {shown}"
 
 
 def test_the_report_reads_dates_and_lengths_as_the_import_does(cli: Cli, repo: Repo) -> None:

@@ -44,7 +44,11 @@ def _run(code: str, args: list[str], cwd: Path, **env: str) -> tuple[int, str, s
         capture_output=True,
         env={**os.environ, **env},
     )
-    return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    return (
+        done.returncode,
+        done.stdout.decode(errors="replace"),
+        done.stderr.decode(errors="replace"),
+    )
 
 
 @pytest.fixture

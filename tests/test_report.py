@@ -18,6 +18,7 @@ import pytest
 
 from oomrec.core.records import OomRecord
 from oomrec.core.schema import FAKE_OOM_PROMPT
+from oomrec.core.units import GIB
 from oomrec.report.frontier import (
     CellRows,
     Machine,
@@ -486,7 +487,7 @@ def _scan_with_runs(*runs: tuple[str, Machine, int, str]) -> Scan:
 
 
 def test_contradictions_need_a_later_run_at_that_length_or_more_on_the_machine() -> None:
-    gb10, m1 = Machine("gb10", 122), Machine("m1ultra", 128)
+    gb10, m1 = Machine("gb10", 122 * GIB), Machine("m1ultra", 128 * GIB)
     rec = OomRecord(GEMMA, 8192, "2026-07-03", "abc", None, "x.csv", "gb10")
     evidence = record_evidence([(rec, ".oom-record:1", "record")])
 
@@ -501,7 +502,7 @@ def test_contradictions_need_a_later_run_at_that_length_or_more_on_the_machine()
     assert found((GEMMA, m1, 8192, "2026-07-04")) == []  # another machine
     assert found(("other-4bit", gb10, 8192, "2026-07-04")) == []
     assert found((GEMMA, Machine("gb10"), 8192, "2026-07-04")) == ["run.csv:8192"]
-    assert found((GEMMA, Machine("gb10", 64), 8192, "2026-07-04")) == ["run.csv:8192"]
+    assert found((GEMMA, Machine("gb10", 64 * GIB), 8192, "2026-07-04")) == ["run.csv:8192"]
     untagged = OomRecord(GEMMA, 8192, "2026-07-03", "abc", None, "x.csv", None)
     anywhere = record_evidence([(untagged, ".oom-record:2", "record")])
     assert contradictions(anywhere, _scan_with_runs((GEMMA, gb10, 8192, "2026-07-04"))) == []

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oomrec.core.records import OomRecord
+from oomrec.core.units import GIB
 from oomrec.report.frontier import (
     CellRows,
     Evidence,
@@ -223,7 +224,12 @@ def _pairwise(evidence: list[Evidence], scan: Scan) -> list[tuple[int, str, int,
     return out
 
 
-MACHINES = [Machine("gb10"), Machine("gb10", 122), Machine("gb10", 64), Machine("m1", 128)]
+MACHINES = [
+    Machine("gb10"),
+    Machine("gb10", 122 * GIB),
+    Machine("gb10", 64 * GIB),
+    Machine("m1", 128 * GIB),
+]
 DAYS = ["2026-07-01", "2026-07-02", "2026-07-03"]
 
 

@@ -179,15 +179,18 @@ def applicability(
     """
     if record.hardware is not None and host_tag is not None and record.hardware != host_tag:
         return Applicability.OTHER_HARDWARE
-    if (
-        record.mem_bytes is not None
-        and host_mem is not None
-        and host_mem > record.mem_bytes * (1 + MEM_JITTER)
-    ):
+    if not mem_covers(record.mem_bytes, host_mem):
         return Applicability.MORE_MEMORY
     if verdict is not None and not verdict.applies:
         return Applicability.LIFTED
     return Applicability.APPLIES
+
+
+def mem_covers(recorded: int | None, host: int | None) -> bool:
+    """Whether an OOM with `recorded` bytes speaks for a host with `host` bytes: either unknown
+    (when in doubt, an OOM applies), or the host has no more memory (within MEM_JITTER). The one
+    memory rule: applicability and the report's machine classes (report/folded) both call it."""
+    return recorded is None or host is None or host <= recorded * (1 + MEM_JITTER)
 
 
 def not_applying_because(

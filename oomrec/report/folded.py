@@ -9,45 +9,57 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from oomrec.core.machine import row_machine as machine_of
-from oomrec.core.records import MEM_JITTER, OomRecord
+from oomrec.core.records import OomRecord, mem_covers
 from oomrec.core.rowfacts import Outcome
-from oomrec.core.units import GIB
+from oomrec.core.units import GIB, MIB
 
 
 class Machine(NamedTuple):
-    """A machine class: its hardware tag (None: untagged) and memory in GB when known. A named
-    tuple: it keys every cell, and a tuple hashes in C."""
+    """A machine class: its hardware tag (None: untagged) and its memory in bytes when known, as
+    the evidence gives it (a record's `mem_bytes`, a row's `_122GB`). A named tuple: it keys
+    every cell, and a tuple hashes in C."""
 
     tag: str | None
-    mem_gb: int | None = None
+    mem_bytes: int | None = None
 
     @property
     def id(self) -> str:
         name = self.tag or "any"
-        return f"{name} {self.mem_gb}GB" if self.mem_gb is not None else name
+        return f"{name} {mem_id(self.mem_bytes)}" if self.mem_bytes is not None else name
+
+    @property
+    def mem_gb(self) -> int | None:
+        """The memory in whole GiB (--json's `mem_gb`, kept beside the exact `mem_bytes`)."""
+        return round(self.mem_bytes / GIB) if self.mem_bytes is not None else None
 
     def covers(self, other: Machine) -> bool:
         """Whether evidence of this class speaks for `other`, by the rule a record applies by
-        (records.applicability): the same tag or none, and `other` has no more memory (within
-        MEM_JITTER); an unknown tag or memory is every one (when in doubt, an OOM applies)."""
+        (records.applicability): the same tag or none, and records.mem_covers on the bytes;
+        an unknown tag or memory is every one (when in doubt, an OOM applies)."""
         if self.tag is not None and self.tag != other.tag:
             return False
-        return (
-            self.mem_gb is None
-            or other.mem_gb is None
-            or other.mem_gb <= self.mem_gb * (1 + MEM_JITTER)
-        )
+        return mem_covers(self.mem_bytes, other.mem_bytes)
+
+
+def mem_id(n: int) -> str:
+    """A class's memory in its id, in the unit that fits: `122GB` (the harness's own spelling
+    of whole GiB), `97.9GB`, `512MB` under 1 GiB; as many decimals as it takes (up to three)
+    for the bytes to read back as the same size to a MiB."""
+    unit, scale = ("GB", GIB) if n >= GIB else ("MB", MIB)
+    for digits in range(4):
+        shown = f"{n / scale:.{digits}f}"
+        if abs(float(shown) * scale - n) < MIB or digits == 3:
+            return f"{shown}{unit}"
+    raise AssertionError("unreachable")
 
 
 def record_machine(record: OomRecord) -> Machine:
-    """The machine class of a record. The one place that reads `mem_bytes`, which records
-    carry only from a later format on."""
-    mem_bytes = getattr(record, "mem_bytes", None)
-    return Machine(record.hardware, gb_of(mem_bytes))
+    """The machine class of a record."""
+    return Machine(record.hardware, mem_of(record.mem_bytes))
 
 
-def gb_of(mem_bytes: int | None) -> int | None:
-    return round(mem_bytes / GIB) if isinstance(mem_bytes, int) and mem_bytes > 0 else None
+def mem_of(mem_bytes: int | None) -> int | None:
+    return mem_bytes if isinstance(mem_bytes, int) and mem_bytes > 0 else None
 
 
 @lru_cache(maxsize=1024)
@@ -55,7 +67,7 @@ def row_machine(hardware_value: str, host: str | None) -> Machine:
     """A CSV row's class as core.machine decides it for the import too: its `hardware` value
     (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB), else the file name's host."""
     tag, mem = machine_of(hardware_value, host)
-    return Machine(tag, gb_of(mem))
+    return Machine(tag, mem_of(mem))
 
 
 @dataclass(frozen=True, slots=True)

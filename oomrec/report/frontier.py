@@ -327,7 +327,13 @@ class Report:
                 "oom_rows_left_out": self.oom_rows_left_out,
             },
             "machines": [
-                {"id": m.id, "hardware": m.tag, "mem_gb": m.mem_gb, "lengths": self.lengths[m]}
+                {
+                    "id": m.id,
+                    "hardware": m.tag,
+                    "mem_gb": m.mem_gb,
+                    "mem_bytes": m.mem_bytes,
+                    "lengths": self.lengths[m],
+                }
                 for m in self.machines
             ],
             "models": self.models,
@@ -505,7 +511,7 @@ _SHOWN = {(o, flagged): (o, flagged) for o in Outcome for flagged in (False, Tru
 
 def _machine_order(m: Machine) -> tuple[str, bool, bool, int]:
     # A total order: untagged last, unknown memory first.
-    return (m.tag or "~", m.tag is None, m.mem_gb is not None, m.mem_gb or 0)
+    return (m.tag or "~", m.tag is None, m.mem_bytes is not None, m.mem_bytes or 0)
 
 
 def _state(e: Evidence, j: Judgement | None) -> State:

@@ -31,7 +31,7 @@ from oomrec.csvread import files as csvscan
 from oomrec.csvread import rows as rowread
 from oomrec.csvread.commits import Wanted, git_commits, row_date
 from oomrec.report import scancache, scanparts
-from oomrec.report.folded import CellRows, FileAt, Machine, Scan, Seen, gb_of, row_machine
+from oomrec.report.folded import CellRows, FileAt, Machine, Scan, Seen, mem_of, row_machine
 
 if TYPE_CHECKING:
     import polars as pl
@@ -407,7 +407,7 @@ def _with_provenance(
                 continue
             mach = None
             if where.hardware is not None:
-                machine = Machine(where.hardware, gb_of(where.mem_bytes))
+                machine = Machine(where.hardware, mem_of(where.mem_bytes))
                 if machine not in machines:
                     machines.append(machine)
                 mach = machines.index(machine)

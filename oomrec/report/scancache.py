@@ -89,9 +89,15 @@ def _signed(path: str) -> tuple[Signature, tuple[int, int] | None]:
     return signature, ((st.st_dev, st.st_ino) if st.st_ino else None)
 
 
+# The shape of what is kept, raised whenever a kept type changes between releases of one
+# version (2: a machine class holds its memory in bytes, not whole GiB).
+KEPT_FORMAT = 2
+
+
 def key_of(*made_under: object) -> bytes:
-    """The head a kept file starts with: oomrec's version and what it was made under."""
-    digest = hashlib.sha256(repr((__version__, made_under)).encode()).hexdigest()
+    """The head a kept file starts with: oomrec's version, the kept format and what it was made
+    under."""
+    digest = hashlib.sha256(repr((__version__, KEPT_FORMAT, made_under)).encode()).hexdigest()
     return _MAGIC + digest.encode() + b"\n"
 
 
