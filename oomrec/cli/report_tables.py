@@ -54,7 +54,15 @@ def matrix_tables(report: Report, width: int) -> list[Table]:
                 if f is None:
                     cells.append(Text("-"))
                     continue
-                style = "bold red" if f.oom_min else "green" if f.ran_max else ""
+                style = (
+                    "bold red"
+                    if f.oom_min
+                    else "yellow"
+                    if f.guard_min
+                    else "green"
+                    if f.ran_max
+                    else ""
+                )
                 cells.append(Text(frontier_text(f), style=style))
             table.add_row(Text(model), *cells)
         tables.append(table)

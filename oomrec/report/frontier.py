@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oomrec.core.gcpause import no_cycle_collection
-from oomrec.core.records import KIND_FAKE, OomRecord
+from oomrec.core.records import KIND_FAKE, KIND_GUARD, OomRecord
 from oomrec.core.rowfacts import Outcome
 from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
 from oomrec.report.folded import CellKey, CellRows, Machine, Scan, Seen, record_machine, row_machine
@@ -55,7 +55,8 @@ LEGEND: dict[Outcome, str] = {
     Outcome.OOM: "out of memory (CSV SKIP:oom or a record), in play",
     Outcome.LIFTED: "out of memory before a fix in effect at HEAD (a probe verifies it)",
     Outcome.BACKSTOP: "skipped by the backstop",
-    Outcome.GUARD: "stopped by the memory guard (its record is the evidence)",
+    Outcome.GUARD: "stopped by the memory guard at its limit (not an OOM; its record is the "
+    "evidence)",
     Outcome.RECORD: "skipped by the record",
     Outcome.TIMEOUT: "timed out",
     Outcome.FAILED: "failed (FAIL:*)",
@@ -80,12 +81,21 @@ class Evidence:
     kind: str
     record: OomRecord
 
+    @property
+    def guard(self) -> bool:
+        """A stop by the memory guard (a record of kind guard): the operator's budget was
+        reached, which is no proof that the cell runs out of memory on the machine."""
+        return self.record.kind == KIND_GUARD
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "length": self.length,
             "machine": self.machine.id,
             "kind": self.kind,
+            "stopped_by": "guard" if self.guard else "oom",
+            # What stopped it: the memory it ran under (a guard stop's limit).
+            "limit_bytes": self.record.mem_bytes,
             **self.seen.to_dict(),
             "since": self.since.to_dict(),
         }
@@ -233,6 +243,8 @@ class Frontier:
     oom_min: Judged | None
     lifted_min: Judged | None
     contradicted: bool
+    # The smallest stop by the memory guard in play: its own state, never an OOM.
+    guard_min: Judged | None = None
     # The lengths it was tried at (sorted) and its class's axis: never_tried's inputs, kept so
     # that only a view that shows the untried ranges pays for them (the plain report does not).
     tried: Sequence[int] = field(default=(), repr=False, compare=False)
@@ -255,6 +267,7 @@ class Frontier:
             "ran_max": ran,
             "oom_min": self.oom_min.to_dict() if self.oom_min else None,
             "lifted_oom_min": self.lifted_min.to_dict() if self.lifted_min else None,
+            "guard_min": self.guard_min.to_dict() if self.guard_min else None,
             "never_tried": [list(span) for span in self.never_tried],
             "contradicted": self.contradicted,
         }
@@ -447,7 +460,12 @@ def _build(
             # An OOM in play shows over every other outcome of its cell: hiding one is the
             # worse error. One a fix took out of play shows unless a row says more.
             shown, was_flagged = grid.get(key, (None, False))
-            if applies:
+            if applies and ev.record.kind == KIND_GUARD:
+                # A guard stop shows over every outcome but an OOM: its own state.
+                if shown != Outcome.OOM:
+                    grid[key] = _SHOWN[(Outcome.GUARD, flagged or was_flagged)]
+                    shown_from[key] = ev.seen
+            elif applies:
                 grid[key] = _SHOWN[(Outcome.OOM, flagged or was_flagged)]
                 shown_from[key] = ev.seen
             elif shown is None or shown == Outcome.LIFTED:
@@ -469,13 +487,14 @@ def _build(
     frontier = {}
     for (model, m), done in tried.items():
         ooms = by_class.get((model, m), [])
-        oom_min, lifted_min = _oom_mins(ooms)
+        oom_min, lifted_min, guard_min = _oom_mins(ooms)
         frontier[(model, m)] = Frontier(
             model=model,
             machine=m,
             ran_max=ran.get((model, m)),
             oom_min=oom_min,
             lifted_min=lifted_min,
+            guard_min=guard_min,
             contradicted=any(id(ev) in contradicted for ev, _ in ooms),
             tried=done,
             axis=axes[m],
@@ -542,15 +561,23 @@ def _states(evidence: Sequence[Evidence], judgements: Sequence[Judgement | None]
     return out
 
 
-def _oom_mins(ooms: list[tuple[Evidence, State]]) -> tuple[Judged | None, Judged | None]:
-    """The smallest OOM in play, and the smallest a fix took out of play when it is smaller."""
+def _oom_mins(
+    ooms: list[tuple[Evidence, State]],
+) -> tuple[Judged | None, Judged | None, Judged | None]:
+    """The smallest OOM in play, the smallest a fix took out of play when it is smaller, and
+    the smallest guard stop in play (never counted as an OOM)."""
+    stops = [p for p in ooms if p[0].record.kind == KIND_GUARD]
+    if stops:
+        ooms = [p for p in ooms if p[0].record.kind != KIND_GUARD]
     oom_min = min((p for p in ooms if p[1][0]), key=_oom_order, default=None)
     lifted_min = min((p for p in ooms if not p[1][0]), key=_oom_order, default=None)
+    guard_min = min((p for p in stops if p[1][0]), key=_oom_order, default=None)
     if oom_min and lifted_min and lifted_min[0].length >= oom_min[0].length:
         lifted_min = None
     return (
         Judged(oom_min[0], *oom_min[1]) if oom_min else None,
         Judged(lifted_min[0], *lifted_min[1]) if lifted_min else None,
+        Judged(guard_min[0], *guard_min[1]) if guard_min else None,
     )
 
 

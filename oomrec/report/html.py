@@ -47,20 +47,22 @@ DATA_ID = "oomrec-report"
 _CSS = """
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1a1a1a; --muted: #5c5c5c;
   --line: #c8c8c8; --grid: #ececec;
-  --ran: #1b7f3b; --oom: #c62828; --lifted: #9a6700; --backstop: #8e24aa; --record: #9a6700;
-  --timeout: #00838f; --failed: #1f5fbf; --skipped: #1f5fbf; --untried: #8a8a8a; --fix: #6a3fb5;
-  --ran-bg: #d7f0de; --oom-bg: #fbd3d0; --lifted-bg: #f6e7bf; --backstop-bg: #ecd9f3;
-  --record-bg: #f6e7bf; --timeout-bg: #cdeef0; --failed-bg: #d6e4f7; --skipped-bg: #d6e4f7;
-  --untried-bg: transparent;
+  --ran: #006e4f; --oom: #b03a00; --lifted: #8e3b70; --backstop: #8a5a00; --guard: #5e5300;
+  --record: #00558f; --timeout: #1a6f8c; --failed: #3a3a3a; --skipped: #6a6a6a;
+  --untried: #8a8a8a; --fix: #6a3fb5;
+  --ran-bg: #c8eedd; --oom-bg: #f9c9b4; --lifted-bg: #f0d3e6; --backstop-bg: #f8dfb0;
+  --guard-bg: #f3ec8c; --record-bg: #c9e0f4; --timeout-bg: #cdeaf7; --failed-bg: #cfcfcf;
+  --skipped-bg: #ededed; --untried-bg: transparent;
   --m0: #1f77b4; --m1: #d95f02; --m2: #2ca02c; --m3: #9467bd; --m4: #8c564b; --m5: #e7298a;
   --m6: #17becf; --m7: #7f7f7f; }
 @media (prefers-color-scheme: dark) {
   :root { --bg: #16181c; --fg: #e8e8e8; --muted: #a8a8a8; --line: #4a4d55; --grid: #2a2d33;
-    --ran: #5cd68a; --oom: #ff7b72; --lifted: #e3b341; --backstop: #d2a8ff; --record: #e3b341;
-    --timeout: #56d4dd; --failed: #79b8ff; --skipped: #79b8ff; --untried: #8a8a8a;
-    --fix: #c9a7ff;
-    --ran-bg: #1d4a2b; --oom-bg: #5c1f1c; --lifted-bg: #4d3b0e; --backstop-bg: #432a55;
-    --record-bg: #4d3b0e; --timeout-bg: #124548; --failed-bg: #1c3557; --skipped-bg: #1c3557;
+    --ran: #4fd1a5; --oom: #ff8a5c; --lifted: #e89cc9; --backstop: #f2b33d; --guard: #f0e442;
+    --record: #74b8f0; --timeout: #8fd3f5; --failed: #d0d0d0; --skipped: #9a9a9a;
+    --untried: #8a8a8a; --fix: #c9a7ff;
+    --ran-bg: #0f4d39; --oom-bg: #6b2406; --lifted-bg: #5a2449; --backstop-bg: #5c3d00;
+    --guard-bg: #4d4700; --record-bg: #123e66; --timeout-bg: #134a5e; --failed-bg: #3d3d3d;
+    --skipped-bg: #262626;
     --m0: #6cb6ff; --m1: #ffa657; --m2: #7ee787; --m3: #d2a8ff; --m4: #e0b88a; --m5: #ff80c0;
     --m6: #56d4dd; --m7: #b0b0b0; }
 }
@@ -75,14 +77,15 @@ table.heat td { text-align: center; font: bold 13px ui-monospace, monospace; min
   padding: 0.3rem 0.2rem; }
 table.heat th.len { text-align: center; font-weight: normal; color: var(--muted); }
 .ran { color: var(--ran); } .oom { color: var(--oom); } .lifted { color: var(--lifted); }
-.backstop, .guard { color: var(--backstop); } .record { color: var(--record); }
-.timeout { color: var(--timeout); } .failed, .skipped { color: var(--failed); }
+.backstop { color: var(--backstop); } .guard { color: var(--guard); }
+.record { color: var(--record); } .timeout { color: var(--timeout); }
+.failed { color: var(--failed); } .skipped { color: var(--skipped); }
 .untried { color: var(--untried); }
 td.ran { background: var(--ran-bg); } td.oom { background: var(--oom-bg); }
 td.lifted { background: var(--lifted-bg); }
-td.backstop, td.guard { background: var(--backstop-bg); }
+td.backstop { background: var(--backstop-bg); } td.guard { background: var(--guard-bg); }
 td.record { background: var(--record-bg); } td.timeout { background: var(--timeout-bg); }
-td.failed, td.skipped { background: var(--failed-bg); }
+td.failed { background: var(--failed-bg); } td.skipped { background: var(--skipped-bg); }
 .legend { display: flex; flex-wrap: wrap; gap: 0.3rem 1.1rem; margin: 0.4rem 0 0.8rem;
   padding: 0; list-style: none; }
 .legend li { display: flex; align-items: center; gap: 0.35rem; }
@@ -99,9 +102,9 @@ span.run { display: inline-block; margin: 0.1rem 0.15rem; padding: 0 0.3rem;
   border: 1px solid var(--line); font: bold 12px ui-monospace, monospace; white-space: nowrap; }
 span.ran { background: var(--ran-bg); } span.oom { background: var(--oom-bg); }
 span.lifted { background: var(--lifted-bg); }
-span.backstop, span.guard { background: var(--backstop-bg); }
+span.backstop { background: var(--backstop-bg); } span.guard { background: var(--guard-bg); }
 span.record { background: var(--record-bg); } span.timeout { background: var(--timeout-bg); }
-span.failed, span.skipped { background: var(--failed-bg); }
+span.failed { background: var(--failed-bg); } span.skipped { background: var(--skipped-bg); }
 """
 # One colour per machine class, in the report's class order (then round again).
 _MACHINE_COLOURS = 8
@@ -229,7 +232,15 @@ def _matrix(report: Report) -> Iterator[str]:
             if f is None:
                 cells.append('<td class="untried">-</td>')
             else:
-                kind = "oom" if f.oom_min else "ran" if f.ran_max else "untried"
+                kind = (
+                    "oom"
+                    if f.oom_min
+                    else "guard"
+                    if f.guard_min
+                    else "ran"
+                    if f.ran_max
+                    else "untried"
+                )
                 cells.append(f'<td class="{kind}">{escape(frontier_text(f))}</td>')
         yield f"<tr><th>{escape(model)}</th>{''.join(cells)}</tr>"
     yield "</tbody></table>"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from oomrec.core.records import UNKNOWN_COMMIT, short_commit
+from oomrec.core.shown import show_bytes
 from oomrec.report.frontier import (
     CONTRADICTED_GLYPH,
     GLYPHS,
@@ -36,6 +37,13 @@ def frontier_text(f: Frontier) -> str:
     if f.lifted_min is not None:
         fix = short_commit(f.lifted_min.fix or "?")
         parts.append(f"oom >={short_length(f.lifted_min.evidence.length)} lifted by fix {fix}")
+    if f.guard_min is not None and (
+        f.oom_min is None or f.guard_min.evidence.length < f.oom_min.evidence.length
+    ):
+        stop = f.guard_min.evidence
+        limit = stop.record.mem_bytes
+        at = f" at {show_bytes(limit)}" if limit else ""
+        parts.append(f"guard >={short_length(stop.length)}{at}")
     text = " | ".join(parts)
     return f"{text} {CONTRADICTED_GLYPH}contradicted" if f.contradicted else text
 
