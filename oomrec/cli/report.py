@@ -88,6 +88,8 @@ def _show(done: "ReportResult", html: Path | None, as_json: bool) -> None:
             typer.echo(line)
         for line in report_text.contradiction_lines(result.contradictions):
             typer.echo(line)
+        for line in report_text.regression_lines(result):
+            typer.echo(line)
         return
     from oomrec.cli import report_tables
 
@@ -103,4 +105,6 @@ def _show(done: "ReportResult", html: Path | None, as_json: bool) -> None:
         for table in report_tables.matrix_tables(result, console.width):
             console.print(table)
     for line in report_text.contradiction_lines(result.contradictions):
+        console.print(line, markup=False, highlight=False)
+    for line in report_text.regression_lines(result):
         console.print(line, markup=False, highlight=False)

@@ -128,6 +128,9 @@ class Scan:
     # `SKIP:oom` rows (not faked) without a model or a length the import reads: it leaves them
     # out with a warning naming each, and so does the report, counted.
     oom_rows_left_out: int = 0
+    # Each read file by its source field (scan._finish sets it): what git is asked about when a
+    # row's commit is wanted after the scan (scan.resolve_commits).
+    files_at: dict[str, FileAt] = field(default_factory=dict, repr=False, compare=False)
 
 
 class FileAt(NamedTuple):

@@ -25,8 +25,9 @@ from oomrec.core.records import KIND_FAKE, KIND_GUARD, OomRecord
 from oomrec.core.rowfacts import Outcome
 from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
 from oomrec.report.folded import CellKey, CellRows, Machine, Scan, Seen, record_machine, row_machine
+from oomrec.report.regressions import Regression, Stop, find, stops_of
 from oomrec.report.runs import Run, fold, untried
-from oomrec.report.scan import oom_commits, scan_csvs
+from oomrec.report.scan import oom_commits, resolve_commits, scan_csvs
 
 if TYPE_CHECKING:
     from oomrec.core.records import Loaded, RecordFile
@@ -300,6 +301,11 @@ class Report:
     # SKIP:oom rows without a model or length to place them by (Scan.oom_rows_left_out).
     oom_rows_left_out: int = 0
 
+    # Memory regressions (report/regressions.py): cells that ran at A and were stopped at a
+    # later B; and how many (A, B) pairs were left unasked past its bound.
+    regressions: list[Regression] = field(default_factory=list)
+    regressions_unasked: int = 0
+
     # Computed on first use: the plain report shows only the frontier, and over a million-line
     # record these two are a third of the build.
     @cached_property
@@ -366,6 +372,7 @@ class Report:
             ],
             "ooms": [j.to_dict() for j in self.ooms],
             "contradictions": [c.to_dict() for c in self.contradictions],
+            "regressions": [r.to_dict() for r in self.regressions],
             "timeline": [
                 {
                     "model": model,
@@ -610,7 +617,32 @@ def gather(paths: Sequence[Path], kept: list[Evidence], settings: Settings) -> R
     if history is not None:
         report.head = history.sha_at()
         report.fixes = fix_markers(history)
+        root = settings.repo_root
+        if root is not None:
+            report.regressions, report.regressions_unasked = find(
+                scan.cells, _stops(report, scan, root), root
+            )
     return report
+
+
+def _stops(report: Report, scan: Scan, root: Path) -> list[Stop]:
+    """Every OOM and guard stop in play, first and latest sighting, by its own cell (the class
+    it was seen on: a regression is within one class), for the cells some row ran in; their
+    rows' commits asked of git first (the scan asks only the OOM rows')."""
+    ran = {key for key, cell in scan.cells.items() if Outcome.RAN in cell.latest}
+    if not ran:
+        return []
+    given = [
+        (key, seen, ev.guard, applies)
+        for ev, (applies, _, _) in zip(report.evidence, report.states, strict=True)
+        if (key := (ev.model, ev.machine, ev.length)) in ran
+        for seen in dict.fromkeys((ev.since, ev.seen))
+    ]
+    both = {key for key, _, _, _ in given} | {
+        key for key in ran if Outcome.GUARD in scan.cells[key].latest
+    }
+    resolve_commits(scan, both, root)
+    return stops_of({key: scan.cells[key] for key in both}, given)
 
 
 def fix_markers(history: History) -> list[FixMarker]:

@@ -199,6 +199,7 @@ def _page(report: Report) -> Iterator[str]:
     )
     yield from _matrix(report)
     yield from _contradictions(report)
+    yield from _regressions(report)
     yield "<h2>Per machine class: model x prompt length</h2>"
     yield from _legend()
     for machine in report.machines:
@@ -257,6 +258,15 @@ def _contradictions(report: Report) -> Iterator[str]:
             f"({escape(ev.seen.where)}, {escape(ev.seen.date or '?')}) and ran at {c.length} on "
             f"{escape(c.seen.date or '?')} ({escape(c.seen.where)})</li>"
         )
+    yield "</ul>"
+
+
+def _regressions(report: Report) -> Iterator[str]:
+    if not report.regressions:
+        return
+    yield "<h2>Memory regressions (ran at A, stopped at a later B: something in A..B)</h2><ul>"
+    for r in report.regressions:
+        yield f'<li class="regression">{escape(r.line())}</li>'
     yield "</ul>"
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -31,7 +31,7 @@ from oomrec.csvread import files as csvscan
 from oomrec.csvread import rows as rowread
 from oomrec.csvread.commits import Wanted, git_commits, row_date
 from oomrec.report import scancache, scanparts
-from oomrec.report.folded import CellRows, FileAt, Machine, Scan, Seen, mem_of, row_machine
+from oomrec.report.folded import CellKey, CellRows, FileAt, Machine, Scan, Seen, mem_of, row_machine
 
 if TYPE_CHECKING:
     import polars as pl
@@ -101,9 +101,20 @@ def _finish(
     for bad in refused:
         out.files_skipped[bad.skipped or ""] = out.files_skipped.get(bad.skipped or "", 0) + 1
     out.files_skipped = dict(sorted(out.files_skipped.items()))
+    out.files_at = at
     if in_git:
         _commits_from_git(out, at, root)
     return out
+
+
+def resolve_commits(scan: Scan, keys: Iterable[CellKey], root: Path) -> None:
+    """The commits (and dates) git gives the run and guard rows of the cells `keys`, where the
+    rows hold none: the rows a memory regression is judged by (report/regressions.py). Asked
+    after the scan, for the few cells that both ran and stopped: every row's would cost a
+    blame of every changed file."""
+    cells = [scan.cells[k] for k in keys if k in scan.cells]
+    if cells:
+        _commits_from_git(scan, scan.files_at, root, cells, (Outcome.RAN, Outcome.GUARD))
 
 
 def _read_fold(
@@ -517,14 +528,21 @@ def _fold(rows: pl.DataFrame, sources: list[str], codes: Codes, out: Scan) -> No
         out.targets.setdefault(machines[mach], set()).add(length)
 
 
-def _commits_from_git(out: Scan, at: dict[str, FileAt], root: Path) -> None:
+def _commits_from_git(
+    out: Scan,
+    at: dict[str, FileAt],
+    root: Path,
+    cells: Sequence[CellRows] | None = None,
+    outcomes: Sequence[Outcome] = (Outcome.OOM,),
+) -> None:
     """The commit (and date) git gives each OOM a CSV row shows without one, as the import
     gives it to the record it makes: the OOM is judged by the commit it was measured at.
-    `at`: each read file by its source field."""
+    `at`: each read file by its source field; `cells` (default: all) and `outcomes`: the
+    sightings asked about."""
     # Each row git is asked about, with its file's path.
     wanted: dict[Seen, tuple[Wanted, str]] = {}
-    for cell in out.cells.values():
-        for seen in (cell.latest.get(Outcome.OOM), cell.first.get(Outcome.OOM)):
+    for cell in out.cells.values() if cells is None else cells:
+        for seen in (s for o in outcomes for s in (cell.latest.get(o), cell.first.get(o))):
             if seen is None or (seen.commit != UNKNOWN_COMMIT and seen.date):
                 continue
             source, _, line = seen.where.rpartition(":")
@@ -543,11 +561,12 @@ def _commits_from_git(out: Scan, at: dict[str, FileAt], root: Path) -> None:
         added = commits.of(row)
         commit = seen.commit if not row.lacks_commit else (added.sha if added else seen.commit)
         resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
-    for cell in out.cells.values():
+    for cell in out.cells.values() if cells is None else cells:
         for rows in (cell.latest, cell.first):
-            oom = rows.get(Outcome.OOM)
-            if oom is not None and oom in resolved:
-                rows[Outcome.OOM] = resolved[oom]
+            for outcome in outcomes:
+                seen = rows.get(outcome)
+                if seen is not None and seen in resolved:
+                    rows[outcome] = resolved[seen]
 
 
 def oom_commits(scan: Scan) -> set[str]:

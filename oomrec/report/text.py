@@ -140,6 +140,17 @@ def contradiction_lines(found: Iterable[Contradiction]) -> Iterator[str]:
         )
 
 
+def regression_lines(report: Report) -> Iterator[str]:
+    """One line per memory regression (report/regressions.py), then how many were not asked."""
+    for r in report.regressions:
+        yield f"regression: {r.line()}"
+    if report.regressions_unasked:
+        yield (
+            f"regression: {report.regressions_unasked} more run/stop pairs were not asked of "
+            "git (a bound on the report's time); --json lists the ones found"
+        )
+
+
 def _columns(rows: list[tuple[str, ...]]) -> Iterator[str]:
     """Rows padded into columns; the last column is never padded nor cut."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

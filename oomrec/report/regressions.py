@@ -1,0 +1,182 @@
+"""Memory regressions: a cell that ran at a commit A and ran out of memory (or was stopped by
+the memory guard) at a later commit B on the same machine class. Something in A..B made it
+worse; git says which commits those are. Evidence only: the CSVs' rows (with the commits they
+were measured at), the provenance files and the record; nothing is re-run.
+
+"Later" is git's, not the calendar's: B must descend from A. A stop at a commit that does not
+descend from the run (an older commit, another branch) is no regression: it may be the fix's
+other side, which `contradicted` names instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oomrec.core import gitrun
+from oomrec.core.records import read_commit, short_commit
+from oomrec.core.rowfacts import Outcome
+from oomrec.report.folded import CellKey, CellRows, Machine, Seen
+
+# At most this many (A, B) pairs are asked of git (two short commands each): a corpus with more
+# cells that both ran and stopped is told how many were left unasked.
+MAX_PAIRS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Regression:
+    """A cell that ran at `ran.commit` and was stopped (`state`: oom or guard) at the later
+    `stopped.commit`, the first commit descending from the run where it was seen stopped;
+    `commits`: how many commits A..B holds."""
+
+    model: str
+    machine: Machine
+    length: int
+    ran: Seen
+    stopped: Seen
+    state: str
+    commits: int
+
+    @property
+    def range(self) -> str:
+        return f"{short_commit(self.ran.commit)}..{short_commit(self.stopped.commit)}"
+
+    def line(self) -> str:
+        """The regression in one line, as the text report and `record stale` say it."""
+        what = "out of memory" if self.state == "oom" else "stopped by the memory guard"
+        n = f"{self.commits} commit{'s' if self.commits != 1 else ''}"
+        return (
+            f"{self.model} at {self.length} on {self.machine.id}: ran at "
+            f"{short_commit(self.ran.commit)} ({self.ran.where}), {what} at "
+            f"{short_commit(self.stopped.commit)} ({self.stopped.where}); regression in "
+            f"{self.range} ({n}), first seen at {short_commit(self.stopped.commit)}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "machine": self.machine.id,
+            "length": self.length,
+            "state": self.state,
+            "range": f"{self.ran.commit}..{self.stopped.commit}",
+            "commits": self.commits,
+            "first_seen": self.stopped.commit,
+            "ran": self.ran.to_dict(),
+            "stopped": self.stopped.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """A sighting of a cell stopped: where, and whether by the guard."""
+
+    key: CellKey
+    seen: Seen
+    guard: bool
+
+
+def find(
+    cells: Mapping[CellKey, CellRows], stops: Iterable[Stop], root: Path | None
+) -> tuple[list[Regression], int]:
+    """The regressions among `cells` (the CSVs' rows, which hold the runs) and `stops` (every
+    OOM and guard stop in play, from rows and records), asked of the git repository at `root`;
+    and how many pairs were left unasked past MAX_PAIRS. None: no repository, no regression."""
+    if root is None:
+        return [], 0
+    by_cell: dict[CellKey, list[Stop]] = {}
+    for stop in stops:
+        if _sha(stop.seen.commit) is not None:
+            by_cell.setdefault(stop.key, []).append(stop)
+    asked = _Ancestry(root)
+    found: list[Regression] = []
+    left = 0
+    for key in sorted(by_cell, key=lambda k: (k[0], k[1].id, k[2])):
+        cell = cells.get(key)
+        if cell is None:
+            continue
+        runs = _runs(cell)
+        if not runs:
+            continue
+        best: tuple[Stop, Seen, int] | None = None
+        for stop in sorted(by_cell[key], key=lambda s: (s.seen.date or "", s.seen.where)):
+            for ran in runs:
+                a, b = _sha(ran.commit), _sha(stop.seen.commit)
+                if a is None or b is None or a == b:
+                    continue
+                if asked.pairs >= MAX_PAIRS and (a, b) not in asked.known:
+                    left += 1
+                    continue
+                count = asked.descends(a, b)
+                if count is not None and (best is None or count < best[2]):
+                    best = (stop, ran, count)
+        if best is not None:
+            stop, ran, count = best
+            model, machine, length = key
+            state = "guard" if stop.guard else "oom"
+            found.append(Regression(model, machine, length, ran, stop.seen, state, count))
+    return found, left
+
+
+def _runs(cell: CellRows) -> list[Seen]:
+    runs = [cell.latest.get(Outcome.RAN), cell.first.get(Outcome.RAN)]
+    return [r for r in dict.fromkeys(runs) if r is not None and _sha(r.commit) is not None]
+
+
+def _sha(commit: str) -> str | None:
+    # A `-dirty` sighting ran on uncommitted changes: no commit range can be said of it.
+    field = read_commit(commit)
+    return None if field.dirty else field.hex
+
+
+class _Ancestry:
+    """git's answers on pairs of commits, each asked once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.known: dict[tuple[str, str], int | None] = {}
+
+    @property
+    def pairs(self) -> int:
+        return len(self.known)
+
+    def descends(self, a: str, b: str) -> int | None:
+        """How many commits A..B holds when B descends from A (A an ancestor of B); None when
+        it does not, or git cannot say (a commit it does not have)."""
+        if (a, b) not in self.known:
+            self.known[(a, b)] = self._ask(a, b)
+        return self.known[(a, b)]
+
+    def _ask(self, a: str, b: str) -> int | None:
+        # `--end-of-options`: a commit field is never read as an option.
+        base = ["-C", str(self.root)]
+        done = gitrun.run(
+            [*base, "merge-base", "--is-ancestor", "--end-of-options", a, b],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            return None
+        counted = gitrun.run(
+            [*base, "rev-list", "--count", "--end-of-options", f"{a}..{b}"],
+            capture_output=True,
+            text=True,
+        )
+        out = counted.stdout.strip()
+        return int(out) if counted.returncode == 0 and out.isdigit() else None
+
+
+def stops_of(
+    cells: Mapping[CellKey, CellRows], evidence: Sequence[tuple[CellKey, Seen, bool, bool]]
+) -> list[Stop]:
+    """Every stop sighting: the CSVs' guard rows (their first and latest) and the evidence
+    given as (cell, seen, guard, in play); OOMs a fix took out of play are no regression."""
+    out = [
+        Stop(key, seen, True)
+        for key, cell in cells.items()
+        for seen in dict.fromkeys((cell.first.get(Outcome.GUARD), cell.latest.get(Outcome.GUARD)))
+        if seen is not None
+    ]
+    out += [Stop(key, seen, guard) for key, seen, guard, applies in evidence if applies]
+    return out
