@@ -641,7 +641,12 @@ def _stops(report: Report, scan: Scan, root: Path) -> list[Stop]:
     both = {key for key, _, _, _ in given} | {
         key for key in ran if Outcome.GUARD in scan.cells[key].latest
     }
-    resolve_commits(scan, both, root)
+    # The scan asked git already for the cells a row shows stopped.
+    resolve_commits(
+        scan,
+        [k for k in both if not {Outcome.OOM, Outcome.GUARD} & scan.cells[k].latest.keys()],
+        root,
+    )
     return stops_of({key: scan.cells[key] for key in both}, given)
 
 

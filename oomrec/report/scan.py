@@ -109,9 +109,9 @@ def _finish(
 
 def resolve_commits(scan: Scan, keys: Iterable[CellKey], root: Path) -> None:
     """The commits (and dates) git gives the run and guard rows of the cells `keys`, where the
-    rows hold none: the rows a memory regression is judged by (report/regressions.py). Asked
-    after the scan, for the few cells that both ran and stopped: every row's would cost a
-    blame of every changed file."""
+    rows hold none: the rows a memory regression is judged by (report/regressions.py). The
+    scan asks them for the cells a CSV row shows stopped; this, after it, for the few cells
+    only a record shows stopped (every row's would cost a blame of every changed file)."""
     cells = [scan.cells[k] for k in keys if k in scan.cells]
     if cells:
         _commits_from_git(scan, scan.files_at, root, cells, (Outcome.RAN, Outcome.GUARD))
@@ -528,6 +528,9 @@ def _fold(rows: pl.DataFrame, sources: list[str], codes: Codes, out: Scan) -> No
         out.targets.setdefault(machines[mach], set()).add(length)
 
 
+_STOPPED_CELL = (Outcome.OOM, Outcome.RAN, Outcome.GUARD)
+
+
 def _commits_from_git(
     out: Scan,
     at: dict[str, FileAt],
@@ -542,7 +545,12 @@ def _commits_from_git(
     # Each row git is asked about, with its file's path.
     wanted: dict[Seen, tuple[Wanted, str]] = {}
     for cell in out.cells.values() if cells is None else cells:
-        for seen in (s for o in outcomes for s in (cell.latest.get(o), cell.first.get(o))):
+        asked = outcomes
+        if cells is None and (Outcome.OOM in cell.latest or Outcome.GUARD in cell.latest):
+            # A cell that ran and stopped: its runs' and stops' commits are what a memory
+            # regression is judged by (report/regressions.py), asked in the same git call.
+            asked = _STOPPED_CELL
+        for seen in (s for o in asked for s in (cell.latest.get(o), cell.first.get(o))):
             if seen is None or (seen.commit != UNKNOWN_COMMIT and seen.date):
                 continue
             source, _, line = seen.where.rpartition(":")
@@ -563,7 +571,7 @@ def _commits_from_git(
         resolved[seen] = Seen(seen.where, row_date(seen.date, added, path), commit)
     for cell in out.cells.values() if cells is None else cells:
         for rows in (cell.latest, cell.first):
-            for outcome in outcomes:
+            for outcome in _STOPPED_CELL if cells is None else outcomes:
                 seen = rows.get(outcome)
                 if seen is not None and seen in resolved:
                     rows[outcome] = resolved[seen]
