@@ -11,6 +11,7 @@ from oomrec.cli.apps import CsvPathsArgument, RecordOption, app
 from oomrec.cli.common import print_messages
 from oomrec.cli.output import console as output_console
 from oomrec.cli.output import info
+from oomrec.core.units import DEFAULT_REGRESSION_THRESHOLD as DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
     from oomrec.commands.report import ReportResult
@@ -40,6 +41,16 @@ def report_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    regression_threshold: Annotated[
+        float,
+        typer.Option(
+            "--regression-threshold",
+            metavar="SHARE",
+            min=0.0,
+            help="A cell's peak that grew by more than this share between two commits (0.1: "
+            "10%) is a memory regression.",
+        ),
+    ] = DEFAULT_THRESHOLD,
     record: RecordOption = None,
 ) -> None:
     """Show the OOM frontier: per model and machine class, the largest length that ran, the
@@ -50,7 +61,9 @@ def report_command(
     """
     from oomrec.commands.report import report
 
-    result = report(paths or (), record=record, machine=machine, html=html)
+    result = report(
+        paths or (), record=record, machine=machine, html=html, threshold=regression_threshold
+    )
     print_messages(result)
     if result.empty and not as_json:
         # A header and nothing under it would look like a report of nothing wrong.

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from oomrec.commands import Result
 from oomrec.commands.common import record_warnings
 from oomrec.core.errors import OomrecError
+from oomrec.core.units import DEFAULT_REGRESSION_THRESHOLD
 from oomrec.store.locations import display_path, open_record
 
 if TYPE_CHECKING:
@@ -41,10 +42,12 @@ def report(
     record: Path | None = None,
     machine: str | None = None,
     html: Path | None = None,
+    threshold: float = DEFAULT_REGRESSION_THRESHOLD,
 ) -> ReportResult:
     """The frontier over the CSVs under `paths` (default: benchmarks/) and the record, every
     OOM judged at HEAD. `machine` must name a class of the result (its id or unique tag);
-    `html`, where a page will be written, must not be an input of the report."""
+    `html`, where a page will be written, must not be an input of the report; `threshold`: the
+    share a cell's peak may grow by between two commits before it is a memory regression."""
     from oomrec.core.gcpause import no_cycle_collection
     from oomrec.importer.backfill import default_paths
     from oomrec.report.frontier import gather, record_lines
@@ -65,7 +68,7 @@ def report(
     # The collector stays off to the end: the scan leaves many young objects, and the first
     # collection after it would walk them all again.
     with no_cycle_collection():
-        built = gather(searched, kept, settings)
+        built = gather(searched, kept, settings, threshold)
     if built.oom_rows_left_out:
         n = built.oom_rows_left_out
         warnings.append(

@@ -37,6 +37,10 @@ class Entry:
     # The machine the row was measured on, as its record names it (absent in older files).
     hardware: str | None = None
     mem_bytes: int | None = None
+    # The cell's peak memory as the sweep measured it (the cell cgroup's maximum usage, else
+    # the sampled RSS of its process tree) and the memory it ran under (absent in older files).
+    peak_bytes: int | None = None
+    limit_bytes: int | None = None
 
 
 def sidecar_path(csv_path: Path) -> Path:
@@ -128,16 +132,20 @@ _TEXT_FIELDS = ("model", "token", "row", "commit", "runner")
 
 def _entry(item: object) -> Entry | None:
     """An entry, if `item` has this format's keys with this format's types, else None."""
-    if not isinstance(item, dict) or not set(item) <= set(Entry.__dataclass_fields__):
+    if not isinstance(item, dict):
         return None
+    # Keys of a later format are left out, not the entry: it still says its row's commit.
+    item = {key: value for key, value in item.items() if key in Entry.__dataclass_fields__}
     if not all(isinstance(item.get(name), str) for name in _TEXT_FIELDS):
         return None
-    length, mem = item.get("length"), item.get("mem_bytes")
+    length = item.get("length")
     hardware = item.get("hardware")
     if type(length) is not int or not 0 <= length <= MAX_INT:
         return None
-    if mem is not None and (type(mem) is not int or not 0 < mem <= MAX_INT):
-        return None
+    for size in ("mem_bytes", "peak_bytes", "limit_bytes"):
+        value = item.get(size)
+        if value is not None and (type(value) is not int or not 0 < value <= MAX_INT):
+            return None
     if hardware is not None and not isinstance(hardware, str):
         return None
     return Entry(**item)

@@ -16,3 +16,8 @@ def utc_stamp(when: datetime | None = None) -> str:
     """A moment as the archive and the retraction events write it (`2026-07-03T14:05:09Z`):
     UTC, to the second, so that stamps of every host compare as text."""
     return (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# A cell's peak that grew by more than this share between two commits is a memory regression
+# (report/regressions.py; `report --regression-threshold`).
+DEFAULT_REGRESSION_THRESHOLD = 0.10

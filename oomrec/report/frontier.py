@@ -24,7 +24,9 @@ from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.records import KIND_FAKE, KIND_GUARD, OomRecord
 from oomrec.core.rowfacts import Outcome
 from oomrec.core.schema import JSON_SCHEMA_VERSION as SCHEMA_VERSION
+from oomrec.core.units import DEFAULT_REGRESSION_THRESHOLD
 from oomrec.report.folded import CellKey, CellRows, Machine, Scan, Seen, record_machine, row_machine
+from oomrec.report.peaks import Peak, read_peaks
 from oomrec.report.regressions import Regression, Stop, find, stops_of
 from oomrec.report.runs import Run, fold, untried
 from oomrec.report.scan import oom_commits, resolve_commits, scan_csvs
@@ -305,6 +307,8 @@ class Report:
     # later B; and how many (A, B) pairs were left unasked past its bound.
     regressions: list[Regression] = field(default_factory=list)
     regressions_unasked: int = 0
+    # Each cell's peaks as its sweeps measured them (report/peaks.py), oldest first.
+    peaks: dict[CellKey, list[Peak]] = field(default_factory=dict)
 
     # Computed on first use: the plain report shows only the frontier, and over a million-line
     # record these two are a third of the build.
@@ -373,6 +377,18 @@ class Report:
             "ooms": [j.to_dict() for j in self.ooms],
             "contradictions": [c.to_dict() for c in self.contradictions],
             "regressions": [r.to_dict() for r in self.regressions],
+            "peaks": [
+                {
+                    "model": model,
+                    "machine": machine.id,
+                    "length": length,
+                    **runs[-1].to_dict(),
+                    "runs": len(runs),
+                }
+                for (model, machine, length), runs in sorted(
+                    self.peaks.items(), key=lambda kv: (kv[0][0], kv[0][1].id, kv[0][2])
+                )
+            ],
             "timeline": [
                 {
                     "model": model,
@@ -593,7 +609,12 @@ def _oom_order(pair: tuple[Evidence, State]) -> tuple[int, str]:
     return (pair[0].length, pair[0].since.date or "9999")
 
 
-def gather(paths: Sequence[Path], kept: list[Evidence], settings: Settings) -> Report:
+def gather(
+    paths: Sequence[Path],
+    kept: list[Evidence],
+    settings: Settings,
+    threshold: float = DEFAULT_REGRESSION_THRESHOLD,
+) -> Report:
     """The report over the CSVs under `paths` and the record's evidence (`record_lines`: the
     caller drops the loaded file first, a million-line record's lines are half its memory),
     every OOM judged at HEAD by the one rule, with the fix commits in HEAD's history as
@@ -614,13 +635,14 @@ def gather(paths: Sequence[Path], kept: list[Evidence], settings: Settings) -> R
         asked = oom_commits(scan) | {e.record.commit for e in kept}
         history = History(repo, trailer_key(settings), asked)
     report = build(scan, kept, lambda records: judge_all(history, records))
+    report.peaks = read_peaks(at.path for at in scan.files_at.values())
     if history is not None:
         report.head = history.sha_at()
         report.fixes = fix_markers(history)
         root = settings.repo_root
         if root is not None:
             report.regressions, report.regressions_unasked = find(
-                scan.cells, _stops(report, scan, root), root
+                scan.cells, _stops(report, scan, root), root, report.peaks, threshold
             )
     return report
 

@@ -1,5 +1,6 @@
 """Memory regressions: a cell that ran at a commit A and ran out of memory (or was stopped by
-the memory guard) at a later commit B on the same machine class. Something in A..B made it
+the memory guard) at a later commit B on the same machine class, or whose peak (the sweep's
+provenance files keep it) grew past a threshold from A to B. Something in A..B made it
 worse; git says which commits those are. Evidence only: the CSVs' rows (with the commits they
 were measured at), the provenance files and the record; nothing is re-run.
 
@@ -18,7 +19,10 @@ from typing import Any
 from oomrec.core import gitrun
 from oomrec.core.records import read_commit, short_commit
 from oomrec.core.rowfacts import Outcome
+from oomrec.core.shown import show_bytes
+from oomrec.core.units import DEFAULT_REGRESSION_THRESHOLD
 from oomrec.report.folded import CellKey, CellRows, Machine, Seen
+from oomrec.report.peaks import Peak
 
 # At most this many (A, B) pairs are asked of git (two short commands each, ~5 ms): a corpus
 # with more cells that ran at one commit and stopped at another is told how many were left.
@@ -38,6 +42,9 @@ class Regression:
     stopped: Seen
     state: str
     commits: int
+    # A peak that grew (`state` "peak"): the peaks at A and at B.
+    peak_before: int | None = None
+    peak_after: int | None = None
 
     @property
     def range(self) -> str:
@@ -45,8 +52,16 @@ class Regression:
 
     def line(self) -> str:
         """The regression in one line, as the text report and `record stale` say it."""
-        what = "out of memory" if self.state == "oom" else "stopped by the memory guard"
         n = f"{self.commits} commit{'s' if self.commits != 1 else ''}"
+        if self.state == "peak":
+            return (
+                f"{self.model} at {self.length} on {self.machine.id}: peak "
+                f"{show_bytes(self.peak_before or 0)} at {short_commit(self.ran.commit)}, "
+                f"{show_bytes(self.peak_after or 0)} at {short_commit(self.stopped.commit)}; "
+                f"regression in {self.range} ({n}), first seen at "
+                f"{short_commit(self.stopped.commit)}"
+            )
+        what = "out of memory" if self.state == "oom" else "stopped by the memory guard"
         return (
             f"{self.model} at {self.length} on {self.machine.id}: ran at "
             f"{short_commit(self.ran.commit)} ({self.ran.where}), {what} at "
@@ -65,6 +80,8 @@ class Regression:
             "first_seen": self.stopped.commit,
             "ran": self.ran.to_dict(),
             "stopped": self.stopped.to_dict(),
+            "peak_before": self.peak_before,
+            "peak_after": self.peak_after,
         }
 
 
@@ -78,11 +95,17 @@ class Stop:
 
 
 def find(
-    cells: Mapping[CellKey, CellRows], stops: Iterable[Stop], root: Path | None
+    cells: Mapping[CellKey, CellRows],
+    stops: Iterable[Stop],
+    root: Path | None,
+    peaks: Mapping[CellKey, Sequence[Peak]] | None = None,
+    threshold: float = DEFAULT_REGRESSION_THRESHOLD,
 ) -> tuple[list[Regression], int]:
     """The regressions among `cells` (the CSVs' rows, which hold the runs) and `stops` (every
-    OOM and guard stop in play, from rows and records), asked of the git repository at `root`;
-    and how many pairs were left unasked past MAX_PAIRS. None: no repository, no regression."""
+    OOM and guard stop in play, from rows and records), and the cells whose peak (`peaks`, from
+    the provenance files) grew by more than `threshold` between a commit and a later one; asked
+    of the git repository at `root`; and how many pairs were left unasked past MAX_PAIRS.
+    None: no repository, no regression."""
     if root is None:
         return [], 0
     by_cell: dict[CellKey, list[Stop]] = {}
@@ -116,7 +139,52 @@ def find(
             model, machine, length = key
             state = "guard" if stop.guard else "oom"
             found.append(Regression(model, machine, length, ran, stop.seen, state, count))
+    for key in sorted(peaks or {}, key=lambda k: (k[0], k[1].id, k[2])):
+        grown, unasked = _grown(key, (peaks or {})[key], threshold, asked)
+        left += unasked
+        if grown is not None:
+            found.append(grown)
     return found, left
+
+
+def _grown(
+    key: CellKey, runs: Sequence[Peak], threshold: float, asked: _Ancestry
+) -> tuple[Regression | None, int]:
+    """The tightest pair of a cell's runs (fewest commits between them) where the later one's
+    peak grew by more than `threshold`; and how many pairs were left unasked."""
+    best: tuple[Peak, Peak, int] | None = None
+    left = 0
+    for before in runs:
+        for after in runs:
+            a, b = _sha(before.commit), _sha(after.commit)
+            if a is None or b is None or a == b:
+                continue
+            if after.peak_bytes <= before.peak_bytes * (1 + threshold):
+                continue
+            if asked.pairs >= MAX_PAIRS and (a, b) not in asked.known:
+                left += 1
+                continue
+            count = asked.descends(a, b)
+            if count is not None and (best is None or count < best[2]):
+                best = (before, after, count)
+    if best is None:
+        return None, left
+    before, after, count = best
+    model, machine, length = key
+    return (
+        Regression(
+            model,
+            machine,
+            length,
+            Seen(before.where, None, before.commit),
+            Seen(after.where, None, after.commit),
+            "peak",
+            count,
+            before.peak_bytes,
+            after.peak_bytes,
+        ),
+        left,
+    )
 
 
 def _runs(cell: CellRows) -> list[Seen]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn, Protocol
 
 from oomrec.core.errors import OomrecError
+from oomrec.core.memscope import host_total
 from oomrec.core.modelnames import model_name
 from oomrec.core.provenance import journal_path, read_entry_list, sidecar_path
 from oomrec.core.records import (
@@ -319,6 +320,7 @@ class Sweep:
         self.done: dict[tuple[str, int], resume.PriorCell] = {}
         self.result = SweepResult()
         self._commit: str | None = None
+        self._bound: int | None = None
         self._last_launched: Cell | None = None
         # A runner given {cooldown} or {big_cooldown} sleeps itself, as the harness's does.
         self._runner_cools = config.runner.uses("cooldown") or config.runner.uses("big_cooldown")
@@ -709,7 +711,7 @@ class Sweep:
         cell, c = result.cell, self.config
         what = f"the {result.token} of {cell.model} @ {cell.length}"
         try:
-            self._write(rows, header, result.token, cell)
+            self._write(rows, header, result.token, cell, result.peak_rss_bytes)
         except OSError as row_exc:
             where = (
                 f"nor in {c.output} ({row_exc.strerror or row_exc}): record it by hand "
@@ -877,11 +879,13 @@ class Sweep:
         """Write the cell's rows; a failed write (a full disk) ends the sweep with the cell's
         result kept, so what it was (and that its OOM is in the record) is still said."""
         try:
-            self._write(rows, header, result.token, result.cell)
+            self._write(rows, header, result.token, result.cell, result.peak_rss_bytes)
         except OSError as exc:
             raise _RowNotWritten(result, exc) from exc
 
-    def _write(self, rows: Sequence[str], header: str, token: str, cell: Cell) -> None:
+    def _write(
+        self, rows: Sequence[str], header: str, token: str, cell: Cell, peak: int | None = None
+    ) -> None:
         warning = self.csv.add(rows, header)
         self.result.output = self.csv.path
         if self.sidecar is not None:
@@ -896,6 +900,8 @@ class Sweep:
                     now.runner,
                     self.config.hardware,
                     self.config.host_mem,
+                    peak if peak else None,
+                    self._limit(),
                 )
                 for row in rows
             )
@@ -929,6 +935,15 @@ class Sweep:
         key = evidence_key(record)
         held = next((r for r in record_file.load().records if evidence_key(r) == key), record)
         return format_line(held), False
+
+    def _limit(self) -> int:
+        """The memory a cell ran under: the memory that binds here (the host's RAM, or a
+        tighter cgroup around oomrec), or the guard's per-cell budget where that is tighter;
+        a peak's headroom is of it. Read once per sweep."""
+        if self._bound is None:
+            budget = self.config.guard.max_cell_bytes
+            self._bound = min(host_total(), budget) if budget else host_total()
+        return self._bound
 
     def _head(self) -> str:
         if self._commit is None:

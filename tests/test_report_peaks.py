@@ -1,0 +1,98 @@
+"""Issue 43: every cell's peak is kept in the provenance file beside the CSV (the harness's CSV
+stays as it is), with the limit it ran under; the report gives each cell's peak and headroom,
+equal to what the sweep measured at run time; a peak that grew past --regression-threshold
+between two commits is a memory regression. Real sweeps of a runner that allocates."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from oomrec.core.provenance import read_entry_list, sidecar_path
+from oomrec.core.schema import HEADER_15
+from tests.conftest import CliResult
+from tests.gitrepo import Repo
+
+Cli = Callable[..., CliResult]
+MIB = 1024 * 1024
+
+# `runner.py MiB length cell_csv`: touch MiB of memory, hold it a moment, write an ok row.
+RUNNER = r"""
+import sys, time
+from pathlib import Path
+
+mib, length, cell_csv = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+block = bytearray(mib << 20)
+block[::4096] = b"x" * (len(block) // 4096)
+time.sleep(0.3)
+row = f"a,./models/a,{length},32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,\"Hi\",{length}"
+Path(cell_csv).write_text("HEADER\n" + row + "\n")
+""".replace("HEADER", HEADER_15)
+
+
+@pytest.fixture
+def sweep(cli: Cli, repo: Repo, tmp_path: Path) -> Callable[[int, str], CliResult]:
+    (repo.path / "models" / "a").mkdir(parents=True)
+    script = tmp_path / "runner.py"
+    script.write_text(RUNNER)
+
+    def run(mib: int, output: str) -> CliResult:
+        template = f"{sys.executable} {script} {mib} {{length}} {{cell_csv}}"
+        done = cli(
+            "sweep", "--runner", template, "--output", output, "--models", "a",
+            "--lengths", "512 1024", "--json",
+        )  # fmt: skip
+        assert done.exit_code == 0, done.stderr
+        return done
+
+    return run
+
+
+def _peaks(cli: Cli, *args: str) -> dict:
+    done = cli("report", "--json", *args)
+    assert done.exit_code == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_reports_peaks_are_what_the_sweep_measured(
+    sweep: Callable[[int, str], CliResult], cli: Cli, repo: Repo
+) -> None:
+    done = sweep(96, "benchmarks/first.csv")
+    measured = {c["length"]: c["peak_rss_bytes"] for c in json.loads(done.stdout)["cells"]}
+    assert all(isinstance(p, int) and p >= 96 * MIB for p in measured.values()), measured
+    # Kept beside the CSV, which stays the harness's.
+    csv = repo.path / "benchmarks" / "first.csv"
+    assert csv.read_text().splitlines()[0] == HEADER_15
+    entries = read_entry_list(sidecar_path(csv))
+    assert {e.length: e.peak_bytes for e in entries} == measured
+    assert all(e.limit_bytes for e in entries)
+    data = _peaks(cli)
+    got = {p["length"]: p for p in data["peaks"] if p["model"] == "a"}
+    assert {n: p["peak_bytes"] for n, p in got.items()} == measured
+    for p in got.values():
+        assert p["headroom"] == round(p["peak_bytes"] / p["limit_bytes"], 4)
+
+
+def test_a_peak_that_grew_past_the_threshold_is_a_regression(
+    sweep: Callable[[int, str], CliResult], cli: Cli, repo: Repo
+) -> None:
+    # A sweep's provenance names the commit it ran at: HEAD, whatever it leaves uncommitted.
+    a = repo.head()
+    sweep(64, "benchmarks/first.csv")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "first sweep")
+    repo.commit("bigger buffers")
+    b = repo.commit("and more")
+    sweep(256, "benchmarks/second.csv")
+    data = _peaks(cli)
+    grown = [r for r in data["regressions"] if r["state"] == "peak"]
+    assert {r["length"] for r in grown} == {512, 1024}
+    for r in grown:
+        assert r["range"] == f"{a}..{b}" and r["commits"] == 3 and r["first_seen"] == b
+        assert r["peak_after"] > 1.1 * r["peak_before"]
+    # Under a threshold the growth does not reach, nothing is flagged.
+    assert not [r for r in _peaks(cli, "--regression-threshold", "10")["regressions"]]
