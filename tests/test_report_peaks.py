@@ -75,6 +75,14 @@ def test_the_reports_peaks_are_what_the_sweep_measured(
     assert {n: p["peak_bytes"] for n, p in got.items()} == measured
     for p in got.values():
         assert p["headroom"] == round(p["peak_bytes"] / p["limit_bytes"], 4)
+    # The page's headroom heatmap holds each cell, its peak in the hover title.
+    page = repo.path / "page.html"
+    assert cli("report", "--html", str(page)).exit_code == 0
+    text = page.read_text()
+    assert "<h2>Headroom: each swept cell" in text
+    for p in got.values():
+        share = p["peak_bytes"] / p["limit_bytes"]
+        assert f">{share:.0%}</td>" in text
 
 
 def test_a_peak_that_grew_past_the_threshold_is_a_regression(

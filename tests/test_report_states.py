@@ -106,7 +106,7 @@ def test_the_page_draws_a_guard_stop_in_its_own_class(cli: Cli, repo: Repo) -> N
 
 def _scheme(css: str, dark: bool) -> dict[str, str]:
     block = css.split("@media (prefers-color-scheme: dark)")[1 if dark else 0]
-    return dict(re.findall(r"--([a-z-]+):\s*(#[0-9a-f]{6})", block))
+    return dict(re.findall(r"--([a-z0-9-]+):\s*(#[0-9a-f]{6})", block))
 
 
 def _luminance(colour: str) -> float:
@@ -138,6 +138,11 @@ def test_every_state_has_its_own_readable_colour(dark: bool) -> None:
         assert _contrast(scheme["fg"], scheme[f"{state}-bg"]) >= 4.5, state
         # The state's own colour on the page: readable as text (AA for large, bold text).
         assert _contrast(scheme[state], scheme["bg"]) >= 3.0, state
+    # The headroom heatmap's bands: distinct, and the percentage readable on each.
+    bands = [scheme[f"h{i}"] for i in range(5)]
+    assert len(set(bands)) == 5
+    for band in bands:
+        assert _contrast(scheme["fg"], band) >= 4.5, band
     # Each style rule names the state's own variable, so the colours above are what is drawn.
     for state in STATES:
         assert f"td.{state} {{ background: var(--{state}-bg); }}" in html._CSS

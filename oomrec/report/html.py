@@ -21,6 +21,7 @@ from oomrec.core.atomic import replace_file
 from oomrec.core.confine import reserved_target
 from oomrec.core.errors import OomrecError
 from oomrec.core.records import RecordFile, short_commit
+from oomrec.core.shown import show_bytes
 from oomrec.report.frontier import (
     CONTRADICTED_GLYPH,
     GLYPHS,
@@ -31,6 +32,7 @@ from oomrec.report.frontier import (
     Outcome,
     Report,
 )
+from oomrec.report.peaks import Peak
 from oomrec.report.text import (
     RUNS_HEADER,
     RUNS_NOTE,
@@ -53,6 +55,7 @@ _CSS = """
   --ran-bg: #c8eedd; --oom-bg: #f9c9b4; --lifted-bg: #f0d3e6; --backstop-bg: #f8dfb0;
   --guard-bg: #f3ec8c; --record-bg: #c9e0f4; --timeout-bg: #cdeaf7; --failed-bg: #cfcfcf;
   --skipped-bg: #ededed; --untried-bg: transparent;
+  --h0: #e3f2e6; --h1: #fdf3b8; --h2: #fcd79a; --h3: #f7b08a; --h4: #ef8a8a;
   --m0: #1f77b4; --m1: #d95f02; --m2: #2ca02c; --m3: #9467bd; --m4: #8c564b; --m5: #e7298a;
   --m6: #17becf; --m7: #7f7f7f; }
 @media (prefers-color-scheme: dark) {
@@ -63,6 +66,7 @@ _CSS = """
     --ran-bg: #0f4d39; --oom-bg: #6b2406; --lifted-bg: #5a2449; --backstop-bg: #5c3d00;
     --guard-bg: #4d4700; --record-bg: #123e66; --timeout-bg: #134a5e; --failed-bg: #3d3d3d;
     --skipped-bg: #262626;
+    --h0: #1e3a28; --h1: #4a4414; --h2: #5c3d12; --h3: #6b2e1c; --h4: #7a1f24;
     --m0: #6cb6ff; --m1: #ffa657; --m2: #7ee787; --m3: #d2a8ff; --m4: #e0b88a; --m5: #ff80c0;
     --m6: #56d4dd; --m7: #b0b0b0; }
 }
@@ -105,6 +109,8 @@ span.lifted { background: var(--lifted-bg); }
 span.backstop { background: var(--backstop-bg); } span.guard { background: var(--guard-bg); }
 span.record { background: var(--record-bg); } span.timeout { background: var(--timeout-bg); }
 span.failed { background: var(--failed-bg); } span.skipped { background: var(--skipped-bg); }
+.h0 { background: var(--h0); } .h1 { background: var(--h1); } .h2 { background: var(--h2); }
+.h3 { background: var(--h3); } .h4 { background: var(--h4); }
 """
 # One colour per machine class, in the report's class order (then round again).
 _MACHINE_COLOURS = 8
@@ -200,6 +206,7 @@ def _page(report: Report) -> Iterator[str]:
     yield from _matrix(report)
     yield from _contradictions(report)
     yield from _regressions(report)
+    yield from _headroom(report)
     yield "<h2>Per machine class: model x prompt length</h2>"
     yield from _legend()
     for machine in report.machines:
@@ -268,6 +275,62 @@ def _regressions(report: Report) -> Iterator[str]:
     for r in report.regressions:
         yield f'<li class="regression">{escape(r.line())}</li>'
     yield "</ul>"
+
+
+# Headroom bands (peak / limit), a colour each, light to dark as the cell nears its limit.
+_BANDS = ((0.5, "h0"), (0.7, "h1"), (0.85, "h2"), (0.95, "h3"), (float("inf"), "h4"))
+
+
+def _band(share: float) -> str:
+    return next(css for top, css in _BANDS if share < top)
+
+
+def _headroom(report: Report) -> Iterator[str]:
+    """A heatmap of each swept cell's peak against its limit (report/peaks.py): per class, a
+    row per model, a column per length a sweep measured."""
+    if not report.peaks:
+        return
+    yield "<h2>Headroom: each swept cell's peak against the memory it ran under</h2>"
+    yield (
+        '<ul class="legend">'
+        + "".join(
+            f'<li><span class="swatch {css}">&nbsp;</span>{label}</li>'
+            for css, label in (
+                ("h0", "under 50%"),
+                ("h1", "50-70%"),
+                ("h2", "70-85%"),
+                ("h3", "85-95%"),
+                ("h4", "95% or more"),
+            )
+        )
+        + "</ul>"
+    )
+    by_class: dict[Machine, dict[str, dict[int, Peak]]] = {}
+    for (model, machine, length), runs in report.peaks.items():
+        by_class.setdefault(machine, {}).setdefault(model, {})[length] = runs[-1]
+    for machine in sorted(by_class, key=lambda m: m.id):
+        models = by_class[machine]
+        lengths = sorted({n for cells in models.values() for n in cells})
+        yield f"<h3>{escape(machine.id)}</h3>"
+        yield '<div class="wrap"><table class="heat"><thead><tr><th>model</th>'
+        yield "".join(f'<th class="len">{escape(short_length(n))}</th>' for n in lengths)
+        yield "</tr></thead><tbody>"
+        for model in sorted(models):
+            cells = []
+            for n in lengths:
+                peak = models[model].get(n)
+                if peak is None or peak.headroom is None:
+                    cells.append('<td class="untried">.</td>')
+                    continue
+                share = peak.headroom
+                title = (
+                    f"{model} at {n} on {machine.id}: peak {show_bytes(peak.peak_bytes)} of "
+                    f"{show_bytes(peak.limit_bytes or 0)} ({share:.0%}), commit "
+                    f"{short_commit(peak.commit)}"
+                )
+                cells.append(f'<td class="{_band(share)}" title="{escape(title)}">{share:.0%}</td>')
+            yield f"<tr><th>{escape(model)}</th>{''.join(cells)}</tr>"
+        yield "</tbody></table></div>"
 
 
 def _legend() -> Iterator[str]:
