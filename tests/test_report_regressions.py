@@ -7,7 +7,12 @@ layout holds none), as the import and the report read it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+
+import pytest
 
 from oomrec.core.units import GIB
 from tests.conftest import CliResult
@@ -104,3 +109,56 @@ def test_another_machine_class_or_a_dirty_commit_says_nothing(cli: Cli, repo: Re
         f"m,4096,2026-07-09,{b}-dirty,,benchmarks/x.csv,gb10,{122 * GIB},\n"
     )
     assert _regressions(cli) == []
+
+
+def test_record_stale_and_the_pull_hook_name_a_regression_the_pull_brought(
+    cli: Cli, repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hooks run `oomrec` from PATH, as for a user who installed it.
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    a = repo.commit("bench", {RAN_CSV: csv_text(ran("m", 4096, "2026-07-01"))})
+    record = "benchmarks/.oom-record"
+    mem = 122 * GIB
+    # A team that commits its record (oomrec excludes it by default: `git add -f`).
+    (repo.path / record).write_text(f"old,512,2026-07-01,{a},,x.csv,gb10,{mem},\n")
+    repo.git("add", "-f", record)
+    repo.git("commit", "-q", "-m", "an old OOM")
+    assert cli("hook", "install").exit_code == 0
+    # Another machine's branch: a change, then its sweep's record of the cell out of memory.
+    repo.git("checkout", "-q", "-b", "bench")
+    b = repo.commit("bigger KV blocks")
+    with (repo.path / record).open("a") as out:
+        out.write(f"m,4096,2026-07-09,{b},,x.csv,gb10,{mem},\n")
+    repo.git("commit", "-q", "-am", "sweep")
+    repo.git("checkout", "-q", "main")
+    merged = subprocess.run(
+        ["git", "merge", "--no-edit", "--no-ff", "bench"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    said = [t for t in (merged.stdout + merged.stderr).splitlines() if "oomrec" in t]
+    assert said == [
+        f"oomrec: the pulled record shows a memory regression: m at 4096 on gb10 122GB: ran at "
+        f"{a[:7]} ({RAN_CSV}:2), out of memory at {b[:7]} ({record}:2); regression in "
+        f"{a[:7]}..{b[:7]} (2 commits), first seen at {b[:7]}; see: oomrec report"
+    ]
+    # Pulled again with nothing new for the record: silent.
+    repo.git("checkout", "-q", "bench")
+    repo.commit("docs")
+    repo.git("checkout", "-q", "main")
+    again = subprocess.run(
+        ["git", "merge", "--no-edit", "--no-ff", "bench"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [t for t in (again.stdout + again.stderr).splitlines() if "oomrec" in t] == []
+    stale = cli("record", "stale", "--json")
+    assert stale.exit_code in (0, 1), stale.stderr
+    [found] = json.loads(stale.stdout)["regressions"]
+    assert (found["range"], found["first_seen"]) == (f"{a}..{b}", b)
+    plain = cli("record", "stale")
+    assert any(t.startswith("regression: m at 4096") for t in plain.stdout.splitlines())

@@ -84,6 +84,8 @@ def _print_report(result: "StaleResult", *, verbose: bool) -> None:
             )
     for line in contradiction_lines(result.contradicted):
         typer.echo(line)
+    for regression in result.regressions:
+        typer.echo(f"regression: {regression.line()}")
     if gone:
         info(
             "verify: oomrec sweep (probes each under the guard), or one cell: oomrec run "

@@ -19,6 +19,7 @@ from oomrec.store.locations import open_record
 
 if TYPE_CHECKING:
     from oomrec.report.frontier import Contradiction
+    from oomrec.report.regressions import Regression
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class StaleResult(Result):
     trailer_warnings: list[str] = field(default_factory=list)
     # Record lines a later CSV row contradicts: evidence for the user, never pruned on.
     contradicted: list[Contradiction] = field(default_factory=list)
+    # Memory regressions the record and the CSVs show (report/regressions.py).
+    regressions: list[Regression] = field(default_factory=list)
 
     @property
     def found(self) -> bool:
@@ -76,6 +79,7 @@ class StaleResult(Result):
             "shared_no_longer_apply": [x.to_json() for x in self.shared_no_longer_apply],
             "warnings": self.trailer_warnings,
             "contradicted": [c.to_dict() for c in self.contradicted],
+            "regressions": [r.to_dict() for r in self.regressions],
         }
 
 
@@ -84,7 +88,7 @@ def record_stale(*, record: Path | None = None, range_: str | None = None) -> St
     fix lifts (with `range_`, `A..B`, only fixes with a copy or revert in it), the archived
     ones that apply again, and those that apply only because git cannot say."""
     from oomrec.core.hardware import detect
-    from oomrec.report.frontier import record_contradictions
+    from oomrec.report.frontier import record_findings
     from oomrec.staleness.verdict import hygiene, open_history
     from oomrec.store import gitrepo as gitutil
     from oomrec.store import notes
@@ -119,6 +123,7 @@ def record_stale(*, record: Path | None = None, range_: str | None = None) -> St
     n = len(live)
     m = n + len(parked)
     trailer_warnings = hygiene(history, {r.model for r in records}) if history is not None else []
+    contradicted, regressions = record_findings(record_file, loaded, settings)
     return StaleResult(
         warnings=warnings + [f"warning: {w}" for w in trailer_warnings],
         record=record_file.shown_as,
@@ -144,7 +149,8 @@ def record_stale(*, record: Path | None = None, range_: str | None = None) -> St
             if lifted(j)
         ],
         trailer_warnings=trailer_warnings,
-        contradicted=record_contradictions(record_file, loaded, settings),
+        contradicted=contradicted,
+        regressions=regressions,
     )
 
 

@@ -8,6 +8,10 @@ the command to run. It never edits the record and never fails the git operation.
 case (no fix, revert or pick between the old and the new HEAD) must take under 200 ms, so the
 check reads that range with one plain `git log` subprocess, and imports GitPython and the
 judging machinery only when such a commit is there. Nothing here imports them at module level.
+
+After a pull (post-merge) that changed a committed record, one line more when the record and
+the CSVs show a memory regression first seen in what came in (report/regressions.py); a pull
+that leaves the record as it was costs one `git diff` more.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from oomrec.store.locations import load_settings, record_path
 
 if TYPE_CHECKING:
     from oomrec.staleness.verdict import Fix
+    from oomrec.store.locations import Settings
 
 EVENTS = ("post-merge", "post-rewrite", "post-checkout", "post-commit", "post-applypatch")
 _NULL_SHA = re.compile(r"0+")
@@ -53,6 +58,14 @@ def flag_lines(event: str, args: Sequence[str], stdin: Iterable[str]) -> list[st
     if moved is None:
         return []
     old, new = moved
+    lines = _staleness_lines(event, path, key, old, new)
+    if event == "post-merge" and old is not None:
+        lines += _regression_lines(path, settings, old, new)
+    return lines
+
+
+def _staleness_lines(event: str, path: Path, key: str, old: str | None, new: str) -> list[str]:
+    """The line on records a fix took out of play, or put back, between `old` and `new`."""
     revs = [f"{old}...{new}"] if old else [new]
     found = fixes.parse_log(_git("log", *fixes.log_args(key, revs)), key)
     if not any(e.globs or e.fix_ids or e.picked_from or e.reverts for e in found):
@@ -110,6 +123,42 @@ def _moved(
         # Speak once, after the last patch, for all the commits since am began (ORIG_HEAD).
         return _am_moved()
     raise OomrecError(f"unknown hook {event!r}; oomrec has {', '.join(EVENTS)}")
+
+
+def _regression_lines(path: Path, settings: Settings, old: str, new: str) -> list[str]:
+    """After a pull (a merge) that changed the record: one line when the record and the CSVs
+    show a memory regression first seen in what came in (report/regressions.py). A pull that
+    leaves the record as it was costs one `git diff`; only one that changed it reads the CSVs."""
+    changed = gitrun.run(
+        ["diff", "--quiet", old, new, "--", str(path)], capture_output=True, text=True
+    )
+    if changed.returncode != 1:
+        return []
+    from oomrec.core.gcpause import no_cycle_collection
+    from oomrec.report.frontier import record_findings
+    from oomrec.store.locations import open_record
+
+    # Opened as the commands open it: its lines are named as `record stale` names them.
+    record_file, _ = open_record(None)
+    with no_cycle_collection():
+        _, found = record_findings(record_file, record_file.load(), settings)
+    # Only what the pull brought: a regression first seen at a commit `old` already had was
+    # said before.
+    new_ones = [
+        r
+        for r in found
+        if gitrun.run(
+            ["merge-base", "--is-ancestor", r.stopped.commit, old], capture_output=True
+        ).returncode
+        != 0
+    ]
+    if not new_ones:
+        return []
+    more = f" (and {len(new_ones) - 1} more)" if len(new_ones) > 1 else ""
+    return [
+        f"oomrec: the pulled record shows a memory regression: {new_ones[0].line()}{more}; "
+        "see: oomrec report"
+    ]
 
 
 def _am_moved() -> tuple[str | None, str] | None:

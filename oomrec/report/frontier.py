@@ -642,21 +642,29 @@ def gather(
         root = settings.repo_root
         if root is not None:
             report.regressions, report.regressions_unasked = find(
-                scan.cells, _stops(report, scan, root), root, report.peaks, threshold
+                scan.cells,
+                _stops(
+                    ((e, s[0]) for e, s in zip(report.evidence, report.states, strict=True)),
+                    scan,
+                    root,
+                ),
+                root,
+                report.peaks,
+                threshold,
             )
     return report
 
 
-def _stops(report: Report, scan: Scan, root: Path) -> list[Stop]:
-    """Every OOM and guard stop in play, first and latest sighting, by its own cell (the class
-    it was seen on: a regression is within one class), for the cells some row ran in; their
-    rows' commits asked of git first (the scan asks only the OOM rows')."""
+def _stops(evidence: Iterable[tuple[Evidence, bool]], scan: Scan, root: Path) -> list[Stop]:
+    """Every OOM and guard stop in play ((evidence, in play) pairs), first and latest sighting,
+    by its own cell (the class it was seen on: a regression is within one class), for the
+    cells some row ran in; their rows' commits asked of git first where the scan did not."""
     ran = {key for key, cell in scan.cells.items() if Outcome.RAN in cell.latest}
     if not ran:
         return []
     given = [
         (key, seen, ev.guard, applies)
-        for ev, (applies, _, _) in zip(report.evidence, report.states, strict=True)
+        for ev, applies in evidence
         if (key := (ev.model, ev.machine, ev.length)) in ran
         for seen in dict.fromkeys((ev.since, ev.seen))
     ]
@@ -685,22 +693,31 @@ def fix_markers(history: History) -> list[FixMarker]:
     return sorted(markers, key=lambda f: (f.date, f.sha))
 
 
-def record_contradictions(
+def record_findings(
     record_file: RecordFile, loaded: Loaded, settings: Settings, paths: Sequence[Path] = ()
-) -> list[Contradiction]:
-    """The record's lines (live and archived) that a later CSV row contradicts, with that row,
-    for `record stale`: the CSVs under `paths`, default `benchmarks/` (none without one)."""
+) -> tuple[list[Contradiction], list[Regression]]:
+    """For `record stale`: the record's lines (live and archived) that a later CSV row
+    contradicts, with that row; and the memory regressions the record's lines, the CSVs and
+    their provenance files show (report/regressions.py). The CSVs under `paths`, default
+    `benchmarks/` (none without one)."""
     from oomrec.importer.backfill import DEFAULT_FOLDER, commit_columns
 
     if not paths:
         folder = settings.base / DEFAULT_FOLDER
         if not folder.is_dir():
-            return []
+            return [], []
         paths = [folder]
     kept = record_lines(record_file, loaded)
-    if not kept:
-        return []
-    return contradictions(kept, scan_csvs(paths, settings.base, commit_columns(settings)))
+    root = settings.repo_root
+    scan = scan_csvs(paths, settings.base, commit_columns(settings), in_git=root is not None)
+    found = contradictions(kept, scan) if kept else []
+    if root is None:
+        return found, []
+    rows = csv_evidence(scan)
+    stops = _stops(((e, True) for e in [*rows, *kept]), scan, root)
+    peaks = read_peaks(at.path for at in scan.files_at.values())
+    regressions, _ = find(scan.cells, stops, root, peaks)
+    return found, regressions
 
 
 def record_lines(
