@@ -106,6 +106,7 @@ def test_record_stale_has_a_schema_version(cli: Cli, repo: Repo) -> None:
         "shared_no_longer_apply",
         "warnings",
         "contradicted",
+        "regressions",
     ]
     assert data["schema_version"] == 2
 
