@@ -12,15 +12,18 @@ import os
 import re
 import shutil
 import subprocess
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from oomrec.report import html as report_html
 from tests import report_corpus
 from tests.conftest import CliResult
 from tests.gitrepo import IDENTITY
+from tests.test_report_states import STATES, _scheme
 
 Cli = Callable[..., CliResult]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -77,7 +80,9 @@ def _browser() -> str:
     pytest.skip(f"no Chromium here (looked for {', '.join(BROWSERS)}): apt-get install chromium")
 
 
-def _chromium(browser: str, page: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _chromium(
+    browser: str, page: Path, *extra: str, width: int = WIDTH, height: int = 1000
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             browser,
@@ -87,7 +92,7 @@ def _chromium(browser: str, page: Path, *extra: str) -> subprocess.CompletedProc
             "--hide-scrollbars",
             "--no-first-run",
             f"--user-data-dir={page.parent / 'profile'}",
-            f"--window-size={WIDTH},1000",
+            f"--window-size={width},{height}",
             *extra,
             page.as_uri(),
         ],
@@ -213,3 +218,89 @@ def test_a_screenshot_is_drawn(history: Path, cli: Cli, tmp_path: Path) -> None:
     assert shot.exists(), done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 20_000
+
+
+def _png_colours(data: bytes) -> set[tuple[int, int, int]]:
+    """Every colour of an 8-bit RGB or RGBA PNG (what Chromium's screenshot writes)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks, head = 8, [], b""
+    while pos < len(data):
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + size]
+        if kind == b"IHDR":
+            head = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + size
+    width, height = int.from_bytes(head[0:4], "big"), int.from_bytes(head[4:8], "big")
+    depth, colour_type, interlace = head[8], head[9], head[12]
+    assert depth == 8 and colour_type in (2, 6) and interlace == 0, head
+    bpp = 3 if colour_type == 2 else 4
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * bpp
+    prev = bytearray(stride)
+    colours: set[tuple[int, int, int]] = set()
+    for row in range(height):
+        start = row * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif kind == 4:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                line[i] = (line[i] + pred) & 0xFF
+        colours.update((line[i], line[i + 1], line[i + 2]) for i in range(0, stride, bpp))
+        prev = line
+    return colours
+
+
+@pytest.mark.parametrize("width", [1400, 500])
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_each_states_colour_is_drawn_in_a_real_browser(
+    history: Path, cli: Cli, tmp_path: Path, dark: bool, width: int
+) -> None:
+    """Issue 43: a screenshot holds each state's own colour (the legend's swatches and the
+    cells), in light and dark, at 1400 and 500 px."""
+    browser = _browser()
+    page = render(cli, tmp_path)
+    shot = tmp_path / f"shot-{width}-{dark}.png"
+    scheme = ["--force-dark-mode", "--blink-settings=preferredColorScheme=0"] if dark else []
+    done = _chromium(browser, page, *scheme, f"--screenshot={shot}", width=width, height=4000)
+    assert shot.exists(), done.stderr[-2000:]
+    drawn = _png_colours(shot.read_bytes())
+    wanted = _scheme(report_html._CSS, dark)
+    for state in STATES:
+        colour = wanted[f"{state}-bg"]
+        rgb = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+        assert any(
+            max(abs(x - y) for x, y in zip(rgb, seen, strict=True)) <= 3 for seen in drawn
+        ), f"{state}'s colour {colour} is not on the screen ({'dark' if dark else 'light'})"
+    page_bg = wanted["bg"]
+    assert tuple(int(page_bg[i : i + 2], 16) for i in (1, 3, 5)) in drawn
+
+
+def test_the_page_says_in_words_what_colour_says(history: Path, cli: Cli, tmp_path: Path) -> None:
+    """What a screen reader gets (the accessibility tree's names, from the rendered DOM): every
+    plot an image with a title, every grid cell a glyph or a title, every table headed."""
+    browser = _browser()
+    page = render(cli, tmp_path)
+    done = _chromium(browser, page, "--virtual-time-budget=3000", "--dump-dom")
+    dom = done.stdout
+    assert '<html lang="en">' in dom
+    svgs = re.findall(r"<svg[^>]*>(.*?)</svg>", dom, re.S)
+    assert svgs
+    for svg in svgs:
+        assert re.match(r"\s*<title>[^<]+</title>", svg), svg[:200]
+    assert len(re.findall(r'<svg[^>]*role="img"', dom)) == len(svgs)
+    for table in re.findall(r"<table.*?</table>", dom, re.S):
+        assert "<th" in table
+    states = "|".join(STATES)
+    for cell in re.findall(rf'<td class="(?:{states})"[^>]*>([^<]*)</td>', dom):
+        assert cell.strip(), "a state shown by colour alone"

@@ -98,6 +98,10 @@ td.failed { background: var(--failed-bg); } td.skipped { background: var(--skipp
 .key { display: inline-block; width: 1.4rem; height: 0.25rem; border-radius: 2px; }
 svg { display: block; max-width: 100%; height: auto; margin: 0.3rem 0; }
 svg text { fill: var(--fg); font: 11px system-ui, sans-serif; }
+@media (max-width: 700px) {
+  /* The plots scale down with the page: their text scales up to stay about 10 px. */
+  svg text, svg .title { font-size: 18px; }
+}
 svg .tick { fill: var(--muted); } svg .title { fill: var(--muted); font-size: 11px; }
 svg .axis { stroke: var(--muted); } svg .gridline { stroke: var(--grid); }
 svg .fix { stroke: var(--fix); stroke-dasharray: 4 3; } svg .fixlabel { fill: var(--fix); }
@@ -328,7 +332,9 @@ def _headroom(report: Report) -> Iterator[str]:
                     f"{show_bytes(peak.limit_bytes or 0)} ({share:.0%}), commit "
                     f"{short_commit(peak.commit)}"
                 )
-                cells.append(f'<td class="{_band(share)}" title="{escape(title)}">{share:.0%}</td>')
+                # Under 10% with a decimal: a small model on a big host is not shown as 0%.
+                shown = f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
+                cells.append(f'<td class="{_band(share)}" title="{escape(title)}">{shown}</td>')
             yield f"<tr><th>{escape(model)}</th>{''.join(cells)}</tr>"
         yield "</tbody></table></div>"
 
@@ -463,9 +469,15 @@ def _timeline(
         j.evidence.length for j in ooms
     ]
     lo_pow = math.floor(math.log2(max(1, min(lengths))))
-    hi_pow = math.ceil(math.log2(max(2, max(lengths))))
+    hi_pow = math.ceil(math.log2(max(1, max(lengths))))
+    # Room at either end: a point at the smallest length sits above the date axis, not on it
+    # (half a power of two); a series of one length is centred between the powers either side,
+    # not at the foot of an empty range twice its size.
     if hi_pow == lo_pow:
-        hi_pow += 1
+        lo_pow, hi_pow = lo_pow - 1, hi_pow + 1
+        lo_axis, hi_axis = float(lo_pow), float(hi_pow)
+    else:
+        lo_axis, hi_axis = lo_pow - 0.5, hi_pow + 0.5
     fix_rows = _fix_rows(fixes, lo_day, hi_day)
     top = 10 + _FIX_ROW * (max((r for r in fix_rows if r is not None), default=-1) + 1)
     plot_w, plot_h = _W - _LEFT - _RIGHT, _H - top - _BOTTOM
@@ -475,7 +487,7 @@ def _timeline(
         return _LEFT + (ordinal - lo_day) / (hi_day - lo_day) * plot_w
 
     def y(n: int) -> float:
-        return top + plot_h - (math.log2(max(1, n)) - lo_pow) / (hi_pow - lo_pow) * plot_h
+        return top + plot_h - (math.log2(max(1, n)) - lo_axis) / (hi_axis - lo_axis) * plot_h
 
     title = f"{model}: the largest prompt length that ran, per date and machine class"
     yield f"<h3>{escape(model)}</h3>"
