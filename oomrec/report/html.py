@@ -98,10 +98,6 @@ td.failed { background: var(--failed-bg); } td.skipped { background: var(--skipp
 .key { display: inline-block; width: 1.4rem; height: 0.25rem; border-radius: 2px; }
 svg { display: block; max-width: 100%; height: auto; margin: 0.3rem 0; }
 svg text { fill: var(--fg); font: 11px system-ui, sans-serif; }
-@media (max-width: 700px) {
-  /* The plots scale down with the page: their text scales up to stay about 10 px. */
-  svg text, svg .title { font-size: 18px; }
-}
 svg .tick { fill: var(--muted); } svg .title { fill: var(--muted); font-size: 11px; }
 svg .axis { stroke: var(--muted); } svg .gridline { stroke: var(--grid); }
 svg .fix { stroke: var(--fix); stroke-dasharray: 4 3; } svg .fixlabel { fill: var(--fix); }
@@ -115,6 +111,10 @@ span.record { background: var(--record-bg); } span.timeout { background: var(--t
 span.failed { background: var(--failed-bg); } span.skipped { background: var(--skipped-bg); }
 .h0 { background: var(--h0); } .h1 { background: var(--h1); } .h2 { background: var(--h2); }
 .h3 { background: var(--h3); } .h4 { background: var(--h4); }
+@media (max-width: 700px) {
+  /* The plots scale down with the page: their text scales up to stay about 10 px. */
+  svg text, svg .title { font-size: 18px; }
+}
 """
 # One colour per machine class, in the report's class order (then round again).
 _MACHINE_COLOURS = 8
