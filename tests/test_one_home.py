@@ -112,3 +112,37 @@ def test_the_scan_finds_each_kind_of_stray(source: str, expected: tuple[str, str
 def test_the_scan_leaves_other_calls_alone() -> None:
     source = "x = 'a'.replace('a', 'b')\nrun(['python', '-V'])\nrepo.git.log('--all')\n"
     assert findings(source) == []
+
+
+FORMATS = "core/schema.py"
+
+
+def format_numbers(tree: ast.Module) -> list[str]:
+    """Module-level integer constants named as a format's version (`*VERSION`, `*FORMAT`)."""
+    return [
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, int)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id.rstrip("_").endswith(("VERSION", "FORMAT"))
+    ]
+
+
+def test_every_formats_version_is_declared_in_core_schema() -> None:
+    # One scheme, one home: an integer per stored or printed format, in core/schema.py.
+    strays = [
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).as_posix() != FORMATS
+        for name in format_numbers(ast.parse(path.read_text()))
+    ]
+    assert strays == []
+    declared = format_numbers(ast.parse((PACKAGE / FORMATS).read_text()))
+    assert {"JSON_SCHEMA_VERSION", "PROVENANCE_FORMAT", "REPORT_PARTS_FORMAT"} <= set(declared)
+    # And the scan can find one elsewhere.
+    assert format_numbers(ast.parse("_FORMAT = 2\nX_VERSION = 1\nNAME = 'v'\n")) == [
+        "_FORMAT",
+        "X_VERSION",
+    ]

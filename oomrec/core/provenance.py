@@ -15,15 +15,15 @@ from typing import NamedTuple
 from oomrec.core.errors import OomrecError
 from oomrec.core.regular import NotRead
 from oomrec.core.regular import read_regular as read_regular_bytes
-from oomrec.core.schema import split_row
+from oomrec.core.schema import PROVENANCE_FORMAT, split_row
 from oomrec.core.units import MAX_INT
 
 # Where the provenance file is: `<csv>` + this.
 SIDECAR_SUFFIX = ".oomrec.json"
 # Beside it while a sweep runs: `<csv>` + SIDECAR_SUFFIX + this, one JSON entry per line.
 JOURNAL_SUFFIX = ".journal"
-# The provenance file's own format (not a --json shape).
-SCHEMA_VERSION = 1
+# The provenance file's own format (not a --json shape): core/schema.py holds every format's.
+SCHEMA_VERSION = PROVENANCE_FORMAT
 
 
 @dataclass

@@ -20,9 +20,24 @@ HEADER = HEADER_15
 # The columns that hold a row's commit, the first with a value wins ([tool.oomrec]
 # commit_columns overrides them).
 DEFAULT_COMMIT_COLUMNS = ("mlxcel_commit", "commit")
-# The version of every `--json` shape (the verbs' and the report's); raised when a key changes
-# meaning or goes away. 2: the report's `cells` are runs of one outcome, `never_tried` ranges.
+# Every format oomrec writes, and its version: one scheme (an integer, raised when the format
+# changes so that a reader of the old one would misread it) and one home (here). The record and
+# the notes are the harness's line format, which has none: they are read by what each line
+# holds (core/records.py).
+#
+# Every `--json` shape (the verbs' and the report's), written as `schema_version`; raised when
+# a key changes meaning or goes away (a key added is no change). 2: the report's `cells` are
+# runs of one outcome, `never_tried` ranges.
 JSON_SCHEMA_VERSION = 2
+# The sweep's provenance file (`<csv>.oomrec.json`), written as `schema_version`. Keys added
+# later (peak_bytes, limit_bytes) are read as absent from older files, and left out by a reader
+# that does not know them.
+PROVENANCE_FORMAT = 1
+# The report's kept scan parts (pickled fold types), in each part's key with oomrec's version.
+# 3: a machine class holds its memory in bytes, not whole GiB.
+REPORT_PARTS_FORMAT = 3
+# The fix-trailer event cache in the git dir (staleness/eventcache.py), in its header line.
+EVENT_CACHE_FORMAT = 1
 
 
 class Token(StrEnum):

@@ -30,8 +30,9 @@ from oomrec import __version__
 from oomrec.core.atomic import replace_file
 from oomrec.core.provenance import SIDECAR_SUFFIX
 from oomrec.core.regular import NotRead, read_regular
+from oomrec.core.schema import REPORT_PARTS_FORMAT
 
-_MAGIC = b"oomrec report-cache v2\n"
+_MAGIC = b"oomrec report-cache\n"
 # Past this, a kept file is not worth its read (a corpus of millions of distinct cells).
 _MAX_BYTES = 64 << 20
 
@@ -89,15 +90,11 @@ def _signed(path: str) -> tuple[Signature, tuple[int, int] | None]:
     return signature, ((st.st_dev, st.st_ino) if st.st_ino else None)
 
 
-# The shape of what is kept, raised whenever a kept type changes between releases of one
-# version (2: a machine class holds its memory in bytes, not whole GiB).
-KEPT_FORMAT = 2
-
-
 def key_of(*made_under: object) -> bytes:
-    """The head a kept file starts with: oomrec's version, the kept format and what it was made
-    under."""
-    digest = hashlib.sha256(repr((__version__, KEPT_FORMAT, made_under)).encode()).hexdigest()
+    """The head a kept file starts with: oomrec's version, the kept format (core/schema.py)
+    and what it was made under."""
+    kept = (__version__, REPORT_PARTS_FORMAT, made_under)
+    digest = hashlib.sha256(repr(kept).encode()).hexdigest()
     return _MAGIC + digest.encode() + b"\n"
 
 

@@ -40,8 +40,6 @@ from oomrec.report.scancache import Signature, Signed
 
 # At most this many parts are kept: each costs a file read and a merge per report.
 MAX_PARTS = 8
-# What a part holds, in its key: a part of another format is of another question.
-_FORMAT = 2
 
 
 @dataclass(eq=False)
@@ -62,7 +60,9 @@ def scan(
 ) -> tuple[Scan, dict[str, FileAt]]:
     """The fold of `files` (in this order) and each read file by its source field: the clean
     parts kept in `folder`, and `fold` of the other files. Keeps the parts it was made of."""
-    head = scancache.key_of("part", _FORMAT, *asked)
+    # A part of another format (core/schema.REPORT_PARTS_FORMAT, in key_of) is of another
+    # question.
+    head = scancache.key_of("part", *asked)
     now = {path: signed.files[path] + signed.sidecar_of.get(path, ()) for path in files}
     kept = _load_all(folder, head)
     clean: list[tuple[str, Part]] = []

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 
 from oomrec.core.atomic import replace_file
 from oomrec.core.errors import OomrecError
+from oomrec.core.schema import EVENT_CACHE_FORMAT
 from oomrec.staleness.fixlog import Event, log_args, parse_log
 
 if TYPE_CHECKING:
     import git
 
-_HEADER = "oomrec events v1 "
+_HEADER = f"oomrec events v{EVENT_CACHE_FORMAT} "
 _END = "\x1eend "
 # Past this many tips the file starts over from the tips of the day.
 _MAX_TIPS = 20_000
