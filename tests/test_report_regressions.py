@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from oomrec.core.units import GIB
+from oomrec.report import regressions
 from tests.conftest import CliResult
 from tests.gitrepo import Repo
 from tests.test_report import csv_text, failed, ran
@@ -162,3 +163,19 @@ def test_record_stale_and_the_pull_hook_name_a_regression_the_pull_brought(
     assert (found["range"], found["first_seen"]) == (f"{a}..{b}", b)
     plain = cli("record", "stale")
     assert any(t.startswith("regression: m at 4096") for t in plain.stdout.splitlines())
+
+
+def test_past_the_bound_pairs_are_counted_not_asked(
+    cli: Cli, repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(regressions, "MAX_PAIRS", 1)
+    repo.commit("bench", {RAN_CSV: csv_text(ran("m", 4096, "d"), ran("n", 4096, "d"))})
+    repo.commit("m oom", {LATER_CSV: csv_text(failed("m", 4096, "2026-07-05", "SKIP:oom"))})
+    repo.commit(
+        "n oom",
+        {"benchmarks/cuda_gb10_2026-07-06.csv": csv_text(failed("n", 4096, "e", "SKIP:oom"))},
+    )
+    found = _regressions(cli)
+    assert [r["model"] for r in found] == ["m"]
+    text = cli("report").stdout
+    assert "regression: 1 more run/stop pairs were not asked of git" in text
