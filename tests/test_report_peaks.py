@@ -6,6 +6,7 @@ between two commits is a memory regression. Real sweeps of a runner that allocat
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -105,3 +106,43 @@ def test_a_peak_that_grew_past_the_threshold_is_a_regression(
         assert r["peak_after"] > 1.1 * r["peak_before"]
     # Under a threshold the growth does not reach, nothing is flagged.
     assert not [r for r in _peaks(cli, "--regression-threshold", "10")["regressions"]]
+
+
+def _entry(length: int, **extra: object) -> dict[str, object]:
+    row = f'a,./models/a,{length},32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,"Hi",{length}'
+    return {
+        "model": "a",
+        "length": length,
+        "token": "ok",
+        "row": row,
+        "commit": "unknown",
+        "runner": "r",
+        "hardware": "gb10",
+        "mem_bytes": None,
+        **extra,
+    }
+
+
+def test_hostile_provenance_gives_no_peak_and_no_hang(cli: Cli, repo: Repo) -> None:
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    rows = "".join(
+        f'a,./models/a,{n},32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,"Hi",{n}\n'
+        for n in (1, 2, 3, 4, 5, 6)
+    )
+    (folder / "swept.csv").write_text(HEADER_15 + "\n" + rows)
+    cells = [
+        _entry(1, peak_bytes=-5, limit_bytes=10),
+        _entry(2, peak_bytes=True, limit_bytes=10),
+        _entry(3, peak_bytes=2**70, limit_bytes=10),
+        _entry(4, peak_bytes="12", limit_bytes=10),
+        _entry(5, peak_bytes=7, limit_bytes=0),
+        # A key of a later format: the entry is still read, the key left out.
+        _entry(6, peak_bytes=7, limit_bytes=14, later_key={"x": 1}),
+    ]
+    (folder / "swept.csv.oomrec.json").write_text(json.dumps({"schema_version": 1, "cells": cells}))
+    # A FIFO where a second CSV's provenance would be: refused, never waited on.
+    (folder / "other.csv").write_text(HEADER_15 + "\n" + rows)
+    os.mkfifo(folder / "other.csv.oomrec.json")
+    data = _peaks(cli)
+    assert [(p["length"], p["peak_bytes"], p["headroom"]) for p in data["peaks"]] == [(6, 7, 0.5)]
