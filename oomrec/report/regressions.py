@@ -125,13 +125,8 @@ def find(
         best: tuple[Stop, Seen, int] | None = None
         for stop in sorted(by_cell[key], key=lambda s: (s.seen.date or "", s.seen.where)):
             for ran in runs:
-                a, b = _sha(ran.commit), _sha(stop.seen.commit)
-                if a is None or b is None or a == b:
-                    continue
-                if asked.pairs >= MAX_PAIRS and (a, b) not in asked.known:
-                    left += 1
-                    continue
-                count = asked.descends(a, b)
+                count, unasked = asked.between(ran.commit, stop.seen.commit)
+                left += unasked
                 if count is not None and (best is None or count < best[2]):
                     best = (stop, ran, count)
         if best is not None:
@@ -156,15 +151,10 @@ def _grown(
     left = 0
     for before in runs:
         for after in runs:
-            a, b = _sha(before.commit), _sha(after.commit)
-            if a is None or b is None or a == b:
-                continue
             if after.peak_bytes <= before.peak_bytes * (1 + threshold):
                 continue
-            if asked.pairs >= MAX_PAIRS and (a, b) not in asked.known:
-                left += 1
-                continue
-            count = asked.descends(a, b)
+            count, unasked = asked.between(before.commit, after.commit)
+            left += unasked
             if count is not None and (best is None or count < best[2]):
                 best = (before, after, count)
     if best is None:
@@ -205,9 +195,16 @@ class _Ancestry:
         self.root = root
         self.known: dict[tuple[str, str], int | None] = {}
 
-    @property
-    def pairs(self) -> int:
-        return len(self.known)
+    def between(self, before: str, after: str) -> tuple[int | None, int]:
+        """How many commits before..after holds when `after` descends from `before` (None when
+        it does not, git cannot say, or either is no plain commit); and 1 when the pair was
+        left unasked past MAX_PAIRS, else 0."""
+        a, b = _sha(before), _sha(after)
+        if a is None or b is None or a == b:
+            return None, 0
+        if len(self.known) >= MAX_PAIRS and (a, b) not in self.known:
+            return None, 1
+        return self.descends(a, b), 0
 
     def descends(self, a: str, b: str) -> int | None:
         """How many commits A..B holds when B descends from A (A an ancestor of B); None when
