@@ -307,7 +307,8 @@ class Report:
     # later B; and how many (A, B) pairs were left unasked past its bound.
     regressions: list[Regression] = field(default_factory=list)
     regressions_unasked: int = 0
-    # Each cell's peaks as its sweeps measured them (report/peaks.py), oldest first.
+    # Each cell's peaks as its sweeps measured them (report/peaks.py), in the order the
+    # provenance files list them; JSON shows the last.
     peaks: dict[CellKey, list[Peak]] = field(default_factory=dict)
 
     # Computed on first use: the plain report shows only the frontier, and over a million-line
