@@ -304,3 +304,27 @@ def test_the_page_says_in_words_what_colour_says(history: Path, cli: Cli, tmp_pa
     states = "|".join(STATES)
     for cell in re.findall(rf'<td class="(?:{states})"[^>]*>([^<]*)</td>', dom):
         assert cell.strip(), "a state shown by colour alone"
+
+
+def test_a_lifted_cross_is_drawn_under_the_runs_and_an_oom_in_play_over_them(
+    history: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """Issue 43: a cross out of play no longer hides a later success at its point; one in play
+    still shows over it (hiding an OOM is the worse error)."""
+    text = render(cli, tmp_path).read_text()
+    svgs = re.findall(r"<svg[^>]*>.*?</svg>", text, re.S)
+    lifted_seen = in_play_seen = False
+    for svg in svgs:
+        # Each element's position in the plot's drawing order.
+        order = [m.group(0) for m in re.finditer(r'<circle|<path class="cross[^"]*"', svg)]
+        circles = [i for i, tag in enumerate(order) if tag == "<circle"]
+        lifted = [i for i, tag in enumerate(order) if tag.endswith('cross lifted"')]
+        in_play = [i for i, tag in enumerate(order) if tag.endswith('"cross"')]
+        if circles and lifted:
+            lifted_seen = True
+            assert max(lifted) < min(circles), "a lifted cross is drawn over a run"
+        if circles and in_play:
+            in_play_seen = True
+            assert min(in_play) > max(circles), "a run is drawn over an OOM in play"
+    assert lifted_seen and in_play_seen
+    assert 'class="cross lifted"' in text and "stroke-dasharray: 2 2" in text

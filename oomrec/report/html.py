@@ -12,7 +12,7 @@ import errno
 import json
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date as Date
 from html import escape
 from pathlib import Path
@@ -549,6 +549,8 @@ def _timeline(
                 f'<text class="fixlabel" x="{lx:.1f}" y="{ly}" text-anchor="{anchor}">'
                 f"{escape(label)}{named}</text>"
             )
+    # Out of play under the runs: a lifted cross never hides a later success at its point.
+    yield from _crosses((j for j in ooms if not j.applies), colour, x, y)
     for machine, pts in series.items():
         stroke = colour.get(machine, "var(--m7)")
         coords = " ".join(f"{x(d):.1f},{y(n):.1f}" for d, _, n, _ in pts)
@@ -559,6 +561,28 @@ def _timeline(
                 f'<circle cx="{x(d):.1f}" cy="{y(n):.1f}" r="3.5" style="fill: {stroke}">'
                 f"<title>{escape(tip)}</title></circle>"
             )
+    # In play over the runs: hiding an OOM is the worse error.
+    yield from _crosses((j for j in ooms if j.applies), colour, x, y)
+    yield "</svg>"
+    shown = [
+        m for m in report.machines if m in series or any(j.evidence.machine == m for j in ooms)
+    ]
+    yield '<ul class="legend">'
+    for m in shown:
+        yield f'<li><span class="key" style="background: {colour[m]}"></span>{escape(m.id)}</li>'
+    yield "<li>&#x2715; out of memory (colour: its machine class; dashed: out of play)</li>"
+    if fixes:
+        yield '<li><span class="fixlabel">- - -</span> an OOM-Fix commit for this model</li>'
+    yield "</ul>"
+
+
+def _crosses(
+    ooms: Iterable[Judged],
+    colour: dict[Machine, str],
+    x: Callable[[str], float],
+    y: Callable[[int], float],
+) -> Iterator[str]:
+    """An OOM's cross: solid when in play, dashed when out of play."""
     for j in ooms:
         ev = j.evidence
         stroke = colour.get(ev.machine, "var(--oom)")
@@ -568,22 +592,13 @@ def _timeline(
             f"{ev.machine.id}, {ev.seen.date}: out of memory at {ev.length} tokens, {state}\n"
             f"{ev.seen.where}, commit {short_commit(ev.seen.commit)}"
         )
+        dash = "" if j.applies else "; stroke-dasharray: 2 2"
         yield (
-            f'<path d="M{ox - 5:.1f},{oy - 5:.1f}L{ox + 5:.1f},{oy + 5:.1f}'
+            f'<path class="cross{"" if j.applies else " lifted"}" '
+            f'd="M{ox - 5:.1f},{oy - 5:.1f}L{ox + 5:.1f},{oy + 5:.1f}'
             f'M{ox - 5:.1f},{oy + 5:.1f}L{ox + 5:.1f},{oy - 5:.1f}" '
-            f'style="stroke: {stroke}; stroke-width: 2.5"><title>{escape(tip)}</title></path>'
+            f'style="stroke: {stroke}; stroke-width: 2.5{dash}"><title>{escape(tip)}</title></path>'
         )
-    yield "</svg>"
-    shown = [
-        m for m in report.machines if m in series or any(j.evidence.machine == m for j in ooms)
-    ]
-    yield '<ul class="legend">'
-    for m in shown:
-        yield f'<li><span class="key" style="background: {colour[m]}"></span>{escape(m.id)}</li>'
-    yield "<li>&#x2715; out of memory (colour: its machine class)</li>"
-    if fixes:
-        yield '<li><span class="fixlabel">- - -</span> an OOM-Fix commit for this model</li>'
-    yield "</ul>"
 
 
 def _fix_label(fix: FixMarker) -> str:
