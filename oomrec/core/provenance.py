@@ -8,6 +8,7 @@ it for the commit and machine of a sweep's own rows, which the harness layout do
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -45,6 +46,25 @@ class Entry:
 
 def sidecar_path(csv_path: Path) -> Path:
     return csv_path.with_name(csv_path.name + SIDECAR_SUFFIX)
+
+
+class SidecarFinder:
+    """Whether a CSV has a provenance file beside it: one listing per folder, not a stat per
+    CSV, finds the few CSVs that have one (the report's scan and its peaks both ask)."""
+
+    def __init__(self) -> None:
+        self._listed: dict[str, set[str]] = {}
+
+    def has_one(self, csv_path: str) -> bool:
+        folder, name = os.path.split(csv_path)
+        listed = self._listed.get(folder)
+        if listed is None:
+            try:
+                listed = set(os.listdir(folder or "."))
+            except OSError:
+                listed = set()
+            self._listed[folder] = listed
+        return name + SIDECAR_SUFFIX in listed
 
 
 def journal_path(csv_path: Path) -> Path:

@@ -9,7 +9,6 @@ commits is a memory regression (report/regressions.py).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from oomrec.core.errors import OomrecError
 from oomrec.core.modelnames import model_name
-from oomrec.core.provenance import SIDECAR_SUFFIX, read_entry_list
+from oomrec.core.provenance import SidecarFinder, read_entry_list, sidecar_path
 from oomrec.core.schema import Token, split_row
 from oomrec.report.folded import CellKey, Machine, mem_of
 
@@ -51,18 +50,12 @@ def read_peaks(csv_paths: Iterable[str]) -> dict[CellKey, list[Peak]]:
     """The peaks of the cells that ran (a success row), per cell, from the provenance files of
     `csv_paths`; a file that cannot be read gives none (the report says nothing of peaks it
     cannot show)."""
-    listed: dict[str, set[str]] = {}
+    sidecars = SidecarFinder()
     out: dict[CellKey, list[Peak]] = {}
     for path in csv_paths:
-        folder, name = os.path.split(path)
-        if folder not in listed:
-            try:
-                listed[folder] = set(os.listdir(folder or "."))
-            except OSError:
-                listed[folder] = set()
-        if name + SIDECAR_SUFFIX not in listed[folder]:
+        if not sidecars.has_one(path):
             continue
-        sidecar = Path(path + SIDECAR_SUFFIX)
+        sidecar = sidecar_path(Path(path))
         try:
             entries = read_entry_list(sidecar)
         except OomrecError:

@@ -23,7 +23,7 @@ from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
 from oomrec.core.machine import file_host
 from oomrec.core.modelnames import last_part, model_name
-from oomrec.core.provenance import SIDECAR_SUFFIX, measured_on
+from oomrec.core.provenance import SidecarFinder, measured_on
 from oomrec.core.records import UNKNOWN_COMMIT, source_field, source_path
 from oomrec.core.rowfacts import Outcome, outcome_of
 from oomrec.core.schema import DEFAULT_COMMIT_COLUMNS, FAKE_OOM_PROMPT, Token, is_faked
@@ -401,17 +401,9 @@ def _with_provenance(
     import polars as pl
 
     entries: list[tuple[int, int, int, str, int | None]] = []
-    # A provenance file is `<csv>.oomrec.json` beside its CSV: one listing per folder, not a
-    # stat per CSV, finds the few CSVs that have one.
-    listed: dict[str, set[str]] = {}
+    sidecars = SidecarFinder()
     for i in frame.get_column(rowread.FILE).unique().to_list():
-        folder, name = os.path.split(read[i].path)
-        if folder not in listed:
-            try:
-                listed[folder] = set(os.listdir(folder))
-            except OSError:
-                listed[folder] = set()
-        if name + SIDECAR_SUFFIX not in listed[folder]:
+        if not sidecars.has_one(read[i].path):
             continue
         for (model, length), where in measured_on(Path(read[i].path)).items():
             if model not in models:
