@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oomrec.core.machine import file_host, row_machine
+from oomrec.core.machine import file_class, file_host, row_machine
 from oomrec.core.records import OomRecord, applies_on
 from oomrec.core.units import GIB, MIB
 from oomrec.report.folded import record_machine
@@ -63,6 +63,56 @@ def test_a_discrete_gpu_row_is_its_devices_size_in_the_report_and_the_import(
     assert imported.exit_code == 0, imported.stderr
     [record] = json.loads(imported.stdout)["records"]
     assert (record["hardware"], record["mem_bytes"]) == ("v100", 32 * GIB)
+
+
+GB10 = "NVIDIA_GB10_CUDA13.0_122GB"
+
+
+def test_a_row_without_hardware_takes_the_one_class_its_file_names() -> None:
+    assert file_class("gb10", ["", GB10, "NVIDIA_GB10_122GB"]) == ("gb10", 122 * GIB)
+    # Several classes, or none, say nothing of where a skip row ran: every size.
+    assert file_class("gb10", [GB10, "NVIDIA_GB10_CUDA13.0_96GB"]) == ("gb10", None)
+    assert file_class("gb10", ["", ""]) == ("gb10", None)
+    assert file_class(None, []) == (None, None)
+    # The rows' own tag, which a live host detects, over the file name's guess.
+    assert file_class("unknownhost", [V100]) == ("v100", 32 * GIB)
+    # A size of 0 is none.
+    assert file_class("x", ["Some_CPU_0GB"]) == file_class("x", ["Some_CPU"])
+    assert row_machine("", "gb10", ("gb10", 122 * GIB)) == ("gb10", 122 * GIB)
+    assert row_machine(V100, "gb10", ("gb10", 122 * GIB)) == ("v100", 32 * GIB)
+
+
+def test_one_machine_is_one_class_in_the_report_and_the_import(cli: Cli, repo: Repo) -> None:
+    """The harness's skip rows carry no hardware: they take their file's host, so one machine
+    is one class (not `gb10` beside `gb10 122GB`), in the report and in the record an import
+    makes. A file naming two classes leaves its skip rows at every size (the safe side)."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    (folder / "cuda_gb10_longprompt_2026-07-03.csv").write_text(
+        csv_text(
+            ran("m", 4096, "2026-07-03", hw=GB10),
+            failed("m", 8192, "2026-07-03", "SKIP:oom", hw=""),
+            failed("m", 16384, "2026-07-03", "SKIP:oom_backstop", hw=""),
+        )
+    )
+    (folder / "cuda_mixed_longprompt_2026-07-04.csv").write_text(
+        csv_text(
+            ran("n", 4096, "2026-07-04", hw="Intel_Xeon_mixed_64GB"),
+            ran("n", 4096, "2026-07-04", hw="Intel_Xeon_mixed_32GB"),
+            failed("n", 8192, "2026-07-04", "SKIP:oom", hw=""),
+        )
+    )
+    report = json.loads(cli("report", "--json", "--record", "no-record").stdout)
+    cells = {(c["model"], c["machine"]) for c in report["cells"]}
+    gb10 = {m for model, m in cells if model == "m"}
+    assert gb10 == {"gb10 122GB"}, cells
+    imported = cli("record", "import-csv", "--all-hardware", "--json")
+    assert imported.exit_code == 0, imported.stderr
+    records = {
+        r["model"]: (r["hardware"], r["mem_bytes"]) for r in json.loads(imported.stdout)["records"]
+    }
+    assert records["m"] == ("gb10", 122 * GIB)
+    assert records["n"][1] is None
 
 
 def test_evidence_covers_a_class_by_the_rule_a_record_applies_by() -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from oomrec.core import rowfacts, schema
 from oomrec.core.errors import OomrecError
-from oomrec.core.machine import file_host
+from oomrec.core.machine import file_class, file_host
 from oomrec.core.records import UNKNOWN_COMMIT, source_field, source_path
 from oomrec.core.rowfacts import Outcome
 from oomrec.core.schema import HEADER_14, HEADER_15
@@ -179,7 +179,13 @@ def oracle(folder: Path, commit_columns: tuple[str, ...]) -> Scan:
     out.files_read = len(read)
     root = str(folder.resolve())
     parts = [rowread.Lines(i, f.header, f.body, f.body_line) for i, f in enumerate(read)]
-    for row in rowread.read(parts, commit_columns).iter_rows(named=True):
+    rows = list(rowread.read(parts, commit_columns).iter_rows(named=True))
+    named: dict[int, list[str]] = {}
+    for row in rows:
+        if row[rowread.PROBLEM] is None:
+            named.setdefault(row[rowread.FILE], []).append(row["hardware"])
+    unnamed = [file_class(file_host(f.path), named.get(i, ())) for i, f in enumerate(read)]
+    for row in rows:
         out.rows += 1
         if row[rowread.PROBLEM] is not None:
             out.unreadable_rows += 1
@@ -196,7 +202,7 @@ def oracle(folder: Path, commit_columns: tuple[str, ...]) -> Scan:
             continue
         if outcome is Outcome.OOM and schema.is_faked(row["prompt"]):
             continue
-        machine = row_machine(row["hardware"], file_host(f.path))
+        machine = row_machine(row["hardware"], file_host(f.path), unnamed[row[rowread.FILE]])
         day = rowfacts.date_of(row["date"])
         commit = rowfacts.commit_of(row["commit"])[0] or UNKNOWN_COMMIT
         source = source_field(source_path(f.path, root, resolved=True))

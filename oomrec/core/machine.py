@@ -3,14 +3,17 @@ tag and the memory its accelerator can address.
 
 The row's `hardware` value names both (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GiB; a discrete
 GPU is its own size: `NVIDIA_Tesla_V100-PCIE-32GB_CUDA12.9_755GB` -> v100, 32 GiB). A row that
-leaves it empty (the harness's and oomrec's skip rows) takes the host from its file's name,
-`{backend}_{host}[_vlm|_longprompt]_{YYYY-MM-DD}[...].csv`, with no memory.
+leaves it empty (the harness's and oomrec's skip rows) ran where its file was written: it takes
+the one class the file's other rows name (`file_class`), else the host from the file's name,
+`{backend}_{host}[_vlm|_longprompt]_{YYYY-MM-DD}[...].csv`, with no memory (so it applies at
+every size: the safe side when the file does not say).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 from oomrec.core.hardware import memory_from_text, normalize
@@ -61,7 +64,28 @@ def file_host(path: str) -> str | None:
     return row_tag("_".join(host))
 
 
-def row_machine(hardware_text: str, host: str | None) -> tuple[str | None, int | None]:
+MachineClass = tuple[str | None, int | None]
+
+
+def row_machine(
+    hardware_text: str, host: str | None, unnamed: MachineClass | None = None
+) -> MachineClass:
     """A row's (tag, memory): the tag of its `hardware` value, else its file's `host`; the
-    memory that value names (none for an empty one)."""
+    memory that value names. A row that names no hardware is its file's `unnamed` class
+    (`file_class`), or the host with no memory when that is not known."""
+    if not hardware_text and unnamed is not None:
+        return unnamed
     return row_tag(hardware_text) or host, row_memory(hardware_text)
+
+
+def file_class(host: str | None, named: Iterable[str]) -> MachineClass:
+    """The class of a file's rows that name no hardware, from the `hardware` values its other
+    rows name: the one class they name (one machine, one class: the harness writes a file per
+    host and run), else the file's `host` with no memory. Several classes in one file, or
+    none, say nothing of where a skip row ran, so its evidence keeps every size."""
+    classes = set()
+    for text in named:
+        if text:
+            tag, mem = row_machine(text, host)
+            classes.add((tag, mem if mem else None))
+    return classes.pop() if len(classes) == 1 else (host, None)

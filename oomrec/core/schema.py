@@ -34,8 +34,9 @@ JSON_SCHEMA_VERSION = 2
 # that does not know them.
 PROVENANCE_FORMAT = 1
 # The report's kept scan parts (pickled fold types), in each part's key with oomrec's version.
-# 3: a machine class holds its memory in bytes, not whole GiB.
-REPORT_PARTS_FORMAT = 3
+# 3: a machine class holds its memory in bytes, not whole GiB. 4: a row without hardware
+# takes its file's class (core.machine.file_class).
+REPORT_PARTS_FORMAT = 4
 # The fix-trailer event cache in the git dir (staleness/eventcache.py), in its header line.
 EVENT_CACHE_FORMAT = 1
 

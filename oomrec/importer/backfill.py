@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from oomrec.core import rowfacts
 from oomrec.core.errors import OomrecError
-from oomrec.core.machine import file_host, row_machine
+from oomrec.core.machine import MachineClass, file_class, file_host, row_machine
 from oomrec.core.provenance import measured_on
 from oomrec.core.records import (
     UNKNOWN_COMMIT,
@@ -206,6 +206,7 @@ def import_csvs(
     report = ImportReport(hardware=hardware)
     report.parsed_with = engine
     _read_candidates(scanned, commit_names, engine)
+    unnamed = _unnamed_classes(scanned, commit_names, engine)
     root_str = str(root.resolve())
     drafts: list[_Draft] = []
     models = Path(os.path.normpath((models_dir or root / "models").resolve()))
@@ -232,7 +233,7 @@ def import_csvs(
         host = file_host(result.path)
         measured = measured_on(Path(result.path))
         for row in result.oom_rows:
-            draft = _draft(row, host, source, result)
+            draft = _draft(row, host, source, result, unnamed.get(result.path))
             if isinstance(draft, SkippedRow):
                 report.bad_rows.append(SkippedRow(shown, draft.lineno, draft.reason, draft.problem))
                 continue
@@ -318,6 +319,30 @@ def _read_candidates(
         found.bad_rows.append(csvscan.UnreadRow(lineno, reason, _unread(reason, found, lineno)))
 
 
+def _unnamed_classes(
+    scanned: Sequence[csvscan.ScannedFile], commit_columns: tuple[str, ...], engine: str
+) -> dict[str, MachineClass]:
+    """Per file with an OOM row that names no hardware (the harness's skip rows never do), the
+    class such a row takes: core.machine.file_class of the hardware its other rows name, read
+    by the one reader, as the report reads them. Only those files are read again, whole."""
+    wanted = [f for f in scanned if any(not r.cells[_ROLE["hardware"]] for r in f.oom_rows)]
+    if not wanted:
+        return {}
+    parts = []
+    for i, f in enumerate(wanted):
+        whole = csvscan.scan_file(f.path, keep_body=True)
+        if whole.skipped is None and whole.header == f.header:
+            parts.append(rowread.Lines(i, whole.header, whole.body, whole.body_line))
+    frame = rowread.read(parts, commit_columns, engine, wanted=("hardware",), ordered=False)
+    import polars as pl
+
+    named = frame.filter(pl.col(rowread.PROBLEM).is_null() & (pl.col("hardware") != ""))
+    values: dict[int, list[str]] = {}
+    for file, value in named.select(rowread.FILE, "hardware").unique().iter_rows():
+        values.setdefault(file, []).append(value)
+    return {f.path: file_class(file_host(f.path), values.get(i, ())) for i, f in enumerate(wanted)}
+
+
 def _unread(reason: str, file: csvscan.ScannedFile, lineno: int) -> str:
     """What a reason for an unreadable SKIP:oom line means, in detail."""
     if reason == ROW_FIELDS:
@@ -359,7 +384,11 @@ class _Draft(NamedTuple):
 
 
 def _draft(
-    row: csvscan.OomRow, host: str | None, source: str, file: csvscan.ScannedFile
+    row: csvscan.OomRow,
+    host: str | None,
+    source: str,
+    file: csvscan.ScannedFile,
+    unnamed: MachineClass | None = None,
 ) -> _Draft | SkippedRow:
     """The row (its cells by role, as csvread.rows reads them) as a draft record, or why it
     cannot be one. Each fact is rowfacts' decision, the report's too."""
@@ -385,7 +414,7 @@ def _draft(
     if note:
         notes += (note,)
     git_lines = file.git_lines
-    hardware, mem_bytes = row_machine(cells[_ROLE["hardware"]], host)
+    hardware, mem_bytes = row_machine(cells[_ROLE["hardware"]], host, unnamed)
     return _Draft(
         model=model,
         length=length.value,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from oomrec.core.machine import MachineClass
 from oomrec.core.machine import row_machine as machine_of
 from oomrec.core.records import OomRecord, mem_covers
 from oomrec.core.rowfacts import Outcome
@@ -63,10 +64,13 @@ def mem_of(mem_bytes: int | None) -> int | None:
 
 
 @lru_cache(maxsize=1024)
-def row_machine(hardware_value: str, host: str | None) -> Machine:
+def row_machine(
+    hardware_value: str, host: str | None, unnamed: MachineClass | None = None
+) -> Machine:
     """A CSV row's class as core.machine decides it for the import too: its `hardware` value
-    (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB), else the file name's host."""
-    tag, mem = machine_of(hardware_value, host)
+    (`NVIDIA_GB10_CUDA13.0_122GB` -> gb10, 122 GB), else its file's class (`unnamed`, from
+    core.machine.file_class), else the file name's host."""
+    tag, mem = machine_of(hardware_value, host, unnamed)
     return Machine(tag, mem_of(mem))
 
 

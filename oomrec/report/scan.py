@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from oomrec.core import rowfacts
 from oomrec.core.errors import OomrecError
 from oomrec.core.gcpause import no_cycle_collection
-from oomrec.core.machine import file_host
+from oomrec.core.machine import MachineClass, file_class, file_host
 from oomrec.core.modelnames import last_part, model_name
 from oomrec.core.provenance import SidecarFinder, measured_on
 from oomrec.core.records import UNKNOWN_COMMIT, source_field, source_path
@@ -279,31 +279,52 @@ class Codes(NamedTuple):
 
 def _machine_ids(frame: pl.DataFrame, hosts: list[str | None]) -> tuple[pl.Expr, list[Machine]]:
     """Each row's machine class as an index into the list returned: decided once per (file
-    host, hardware) by core.machine."""
+    host, file class, hardware) by core.machine, a row that names no hardware taking the one
+    class its file's other rows name (core.machine.file_class), as the import does."""
     import polars as pl
 
-    host_names = sorted({h or "" for h in hosts})
-    host_index = {h: i for i, h in enumerate(host_names)}
-    host_of = pl.lit(pl.Series([host_index[h or ""] for h in hosts], dtype=pl.UInt32)).gather(
-        pl.col(rowread.FILE)
-    )
     hardware = frame.get_column("hardware").unique().to_list()
+    width = len(hardware)
     hardware_of = pl.col("hardware").replace_strict(
-        hardware, list(range(len(hardware))), return_dtype=pl.UInt32
+        hardware, list(range(width)), return_dtype=pl.UInt32
     )
-    # One integer per (host, hardware): the pairs present are few, each decided once.
-    key = host_of.cast(pl.UInt64) * len(hardware) + hardware_of
-    pairs = frame.select(key.unique()).to_series().to_list()
+    # Per file, the hardware values its rows of the header name: one integer per pair.
+    pairs = (
+        frame.lazy()
+        .filter(pl.col(rowread.PROBLEM).is_null())
+        .select((pl.col(rowread.FILE).cast(pl.UInt64) * width + hardware_of).unique())
+        .collect()
+        .to_series()
+        .to_list()
+    )
+    named: dict[int, list[str]] = {}
+    for pair in pairs:
+        value = hardware[pair % width]
+        if value:
+            named.setdefault(pair // width, []).append(value)
+    # A file's context: its host and the class of its rows that name no hardware (few).
+    contexts: list[tuple[str | None, MachineClass]] = []
+    context_index: dict[tuple[str | None, MachineClass], int] = {}
+    of_file = []
+    for i, host in enumerate(hosts):
+        context = (host, file_class(host, named.get(i, ())))
+        of_file.append(context_index.setdefault(context, len(contexts)))
+        if of_file[-1] == len(contexts):
+            contexts.append(context)
+    context_of = pl.lit(pl.Series(of_file, dtype=pl.UInt32)).gather(pl.col(rowread.FILE))
+    # One integer per (context, hardware): the pairs present are few, each decided once.
+    key = context_of.cast(pl.UInt64) * width + hardware_of
+    keys = frame.select(key.unique()).to_series().to_list()
     machines: list[Machine] = []
     index: dict[Machine, int] = {}
     codes = []
-    for pair in pairs:
-        host, value = host_names[pair // len(hardware)], hardware[pair % len(hardware)]
-        machine = row_machine(value, host or None)
+    for pair in keys:
+        (host, unnamed), value = contexts[pair // width], hardware[pair % width]
+        machine = row_machine(value, host, unnamed)
         codes.append(index.setdefault(machine, len(machines)))
         if codes[-1] == len(machines):
             machines.append(machine)
-    return key.replace_strict(pairs, codes, return_dtype=pl.UInt32), machines
+    return key.replace_strict(keys, codes, return_dtype=pl.UInt32), machines
 
 
 def _commits(frame: pl.DataFrame) -> pl.Expr:
