@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
+from oomrec.core.schema import HEADER_15
 from oomrec.report import html as report_html
-from tests import report_corpus
+from tests import cdp, report_corpus
 from tests.conftest import CliResult
 from tests.gitrepo import IDENTITY
 from tests.test_report_states import STATES, _scheme
@@ -304,6 +305,61 @@ def test_the_page_says_in_words_what_colour_says(history: Path, cli: Cli, tmp_pa
     states = "|".join(STATES)
     for cell in re.findall(rf'<td class="(?:{states})"[^>]*>([^<]*)</td>', dom):
         assert cell.strip(), "a state shown by colour alone"
+
+
+def test_chromiums_accessibility_tree_names_every_table_plot_and_cell(
+    history: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """Issue 43: what a screen reader gets, read from Chromium's own accessibility tree (the
+    DevTools protocol's Accessibility.getFullAXTree, tests/cdp.py): every table and plot has a
+    name, every column header a name, every cell of a state a glyph or figure as its name and
+    what it means as its description (a cell never tried or a length without a peak too)."""
+    browser = _browser()
+    swept = history / "benchmarks" / "swept.csv"
+    rows = "".join(
+        f'sweep-m,./models/sweep-m,{n},32,1.0,2.0,3.0,4.0,2026-07-03,hw,0.3.3,release,32,"Hi",{n}\n'
+        for n in (1024, 2048)
+    )
+    swept.write_text(HEADER_15 + "\n" + rows)
+    cells = [
+        {
+            "model": "sweep-m",
+            "length": n,
+            "token": "ok",
+            "row": line,
+            "commit": "unknown",
+            "runner": "r",
+            "hardware": "gb10",
+            "mem_bytes": None,
+            "peak_bytes": peak,
+            "limit_bytes": 1000,
+        }
+        for n, line, peak in zip((1024, 2048), rows.splitlines(), (300, 960), strict=True)
+    ]
+    swept.with_name("swept.csv.oomrec.json").write_text(
+        json.dumps({"schema_version": 1, "cells": cells})
+    )
+    page = render(cli, tmp_path)
+    with cdp.Browser(browser, tmp_path / "ax-profile") as chromium:
+        nodes = chromium.accessibility_tree(page)
+    roles = {n["role"] for n in nodes}
+    assert {"table", "image", "columnheader", "cell", "heading"} <= roles, roles
+    tables = [n for n in nodes if n["role"] == "table"]
+    assert len(tables) >= 3 and all(n["name"] for n in tables), tables
+    assert any(n["name"].startswith("Headroom on ") for n in tables), tables
+    images = [n for n in nodes if n["role"] == "image"]
+    assert images and all(n["name"] for n in images), images
+    assert all(n["name"] for n in nodes if n["role"] == "columnheader")
+    glyphs = set(report_html.GLYPHS.values()) | {"-", "."}
+    stated = [n for n in nodes if n["role"] == "cell" and n["name"].strip() in glyphs]
+    assert stated, "no state cell in the tree"
+    for cell in stated:
+        assert cell["description"], f"a cell {cell['name']!r} says nothing of what it means"
+    figures = [n for n in nodes if n["role"] == "cell" and n["name"].endswith("%")]
+    assert {n["name"] for n in figures} == {"30%", "96%"}, figures
+    for cell in figures:
+        # The description says the figure the cell shows.
+        assert f"({cell['name']})" in cell["description"], cell
 
 
 def test_a_lifted_cross_is_drawn_under_the_runs_and_an_oom_in_play_over_them(

@@ -235,14 +235,19 @@ def _count(n: int, noun: str) -> str:
 
 def _matrix(report: Report) -> Iterator[str]:
     yield "<h2>Frontier: model x machine class</h2>"
-    yield '<table class="matrix"><thead><tr><th>model</th>'
+    # Each table is named (aria-label) for a screen reader's list of tables.
+    yield (
+        '<table class="matrix" aria-label="Frontier, model by machine class">'
+        "<thead><tr><th>model</th>"
+    )
     yield "".join(f"<th>{escape(m.id)}</th>" for m in report.machines) + "</tr></thead><tbody>"
     for model in report.models:
         cells = []
         for m in report.machines:
             f = report.frontier.get((model, m))
             if f is None:
-                cells.append('<td class="untried">-</td>')
+                tip = f"{model} on {m.id}: never tried"
+                cells.append(f'<td class="untried" title="{escape(tip)}">-</td>')
             else:
                 kind = (
                     "oom"
@@ -316,7 +321,11 @@ def _headroom(report: Report) -> Iterator[str]:
         models = by_class[machine]
         lengths = sorted({n for cells in models.values() for n in cells})
         yield f"<h3>{escape(machine.id)}</h3>"
-        yield '<div class="wrap"><table class="heat"><thead><tr><th>model</th>'
+        label = f"Headroom on {machine.id}, model by prompt length"
+        yield (
+            f'<div class="wrap"><table class="heat" aria-label="{escape(label)}">'
+            "<thead><tr><th>model</th>"
+        )
         yield "".join(f'<th class="len">{escape(short_length(n))}</th>' for n in lengths)
         yield "</tr></thead><tbody>"
         for model in sorted(models):
@@ -324,16 +333,17 @@ def _headroom(report: Report) -> Iterator[str]:
             for n in lengths:
                 peak = models[model].get(n)
                 if peak is None or peak.headroom is None:
-                    cells.append('<td class="untried">.</td>')
+                    tip = f"{model} at {n} on {machine.id}: no peak measured"
+                    cells.append(f'<td class="untried" title="{escape(tip)}">.</td>')
                     continue
                 share = peak.headroom
-                title = (
-                    f"{model} at {n} on {machine.id}: peak {show_bytes(peak.peak_bytes)} of "
-                    f"{show_bytes(peak.limit_bytes or 0)} ({share:.0%}), commit "
-                    f"{short_commit(peak.commit)}"
-                )
                 # Under 10% with a decimal: a small model on a big host is not shown as 0%.
                 shown = f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
+                title = (
+                    f"{model} at {n} on {machine.id}: peak {show_bytes(peak.peak_bytes)} of "
+                    f"{show_bytes(peak.limit_bytes or 0)} ({shown}), commit "
+                    f"{short_commit(peak.commit)}"
+                )
                 cells.append(f'<td class="{_band(share)}" title="{escape(title)}">{shown}</td>')
             yield f"<tr><th>{escape(model)}</th>{''.join(cells)}</tr>"
         yield "</tbody></table></div>"
@@ -361,7 +371,11 @@ def _grid(report: Report, machine: Machine) -> Iterator[str]:
     if not rows:
         return
     yield f"<h3>{escape(machine.id)}</h3>"
-    yield '<div class="wrap"><table class="heat"><thead><tr><th>model</th>'
+    label = f"Outcomes on {machine.id}, model by prompt length"
+    yield (
+        f'<div class="wrap"><table class="heat" aria-label="{escape(label)}">'
+        "<thead><tr><th>model</th>"
+    )
     yield "".join(
         f'<th class="len" title="{n} tokens">{short_length(n)}</th>'
         for n in report.lengths[machine]
@@ -393,9 +407,10 @@ def _runs(report: Report, machine: Machine) -> Iterator[str]:
     if not folded:
         return
     yield f"<h3>{escape(machine.id)}</h3>"
+    label = f"Outcomes on {machine.id}, runs of one outcome per model"
     yield (
-        f'<table class="runs"><thead><tr><th>model</th><th>{escape(RUNS_HEADER)}</th></tr>'
-        "</thead><tbody>"
+        f'<table class="runs" aria-label="{escape(label)}"><thead><tr><th>model</th>'
+        f"<th>{escape(RUNS_HEADER)}</th></tr></thead><tbody>"
     )
     for model, runs in folded:
         cells = []
