@@ -113,6 +113,12 @@ def find(
         if _sha(stop.seen.commit) is not None:
             by_cell.setdefault(stop.key, []).append(stop)
     asked = _Ancestry(root)
+    # Every commit a pair may name, asked of git in one call (runs, stops, peaks).
+    asked.learn(
+        [stop.seen.commit for held in by_cell.values() for stop in held]
+        + [ran.commit for key in by_cell if key in cells for ran in _runs(cells[key])]
+        + [peak.commit for held in (peaks or {}).values() for peak in held]
+    )
     found: list[Regression] = []
     left = 0
     for key in sorted(by_cell, key=lambda k: (k[0], k[1].id, k[2])):
@@ -189,11 +195,32 @@ def _sha(commit: str) -> str | None:
 
 
 class _Ancestry:
-    """git's answers on pairs of commits, each asked once."""
+    """git's answers on pairs of commits, each asked once; a commit git does not have (the
+    commit columns of CSVs copied from elsewhere) is found in one call for all and never asked
+    of in a pair."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.known: dict[tuple[str, str], int | None] = {}
+        # Each commit field asked of -> the commit git names by it (None: git has none).
+        self.commits: dict[str, str | None] = {}
+
+    def learn(self, commits: Iterable[str]) -> None:
+        """Which of `commits` git has, asked in one `cat-file --batch-check`."""
+        known = self.commits
+        new = sorted({h for c in commits if (h := _sha(c)) is not None and h not in known})
+        if not new:
+            return
+        done = gitrun.run(
+            ["-C", str(self.root), "cat-file", "--batch-check=%(objectname) %(objecttype)"],
+            input="".join(f"{h}\n" for h in new),
+            capture_output=True,
+            text=True,
+        )
+        lines = done.stdout.splitlines() if done.returncode == 0 else []
+        for asked, line in zip(new, lines + [""] * (len(new) - len(lines)), strict=False):
+            name, _, kind = line.partition(" ")
+            self.commits[asked] = name if kind == "commit" else None
 
     def between(self, before: str, after: str) -> tuple[int | None, int]:
         """How many commits before..after holds when `after` descends from `before` (None when
@@ -202,9 +229,14 @@ class _Ancestry:
         a, b = _sha(before), _sha(after)
         if a is None or b is None or a == b:
             return None, 0
-        if len(self.known) >= MAX_PAIRS and (a, b) not in self.known:
+        if a not in self.commits or b not in self.commits:
+            self.learn((a, b))
+        full_a, full_b = self.commits.get(a), self.commits.get(b)
+        if full_a is None or full_b is None or full_a == full_b:
+            return None, 0
+        if len(self.known) >= MAX_PAIRS and (full_a, full_b) not in self.known:
             return None, 1
-        return self.descends(a, b), 0
+        return self.descends(full_a, full_b), 0
 
     def descends(self, a: str, b: str) -> int | None:
         """How many commits A..B holds when B descends from A (A an ancestor of B); None when
@@ -214,22 +246,18 @@ class _Ancestry:
         return self.known[(a, b)]
 
     def _ask(self, a: str, b: str) -> int | None:
-        # `--end-of-options`: a commit field is never read as an option.
-        base = ["-C", str(self.root)]
-        done = gitrun.run(
-            [*base, "merge-base", "--is-ancestor", "--end-of-options", a, b],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            return None
+        # One call: `A...B --left-right` counts A's commits B lacks (none: A is B's ancestor)
+        # and B's that A lacks (A..B). `--end-of-options`: never read as an option.
+        argv = ["-C", str(self.root), "rev-list", "--count", "--left-right"]
         counted = gitrun.run(
-            [*base, "rev-list", "--count", "--end-of-options", f"{a}..{b}"],
+            [*argv, "--end-of-options", f"{a}...{b}"],
             capture_output=True,
             text=True,
         )
-        out = counted.stdout.strip()
-        return int(out) if counted.returncode == 0 and out.isdigit() else None
+        left, _, right = counted.stdout.strip().partition("\t")
+        if counted.returncode != 0 or not (left.isdigit() and right.isdigit()):
+            return None
+        return int(right) if int(left) == 0 else None
 
 
 def stops_of(

@@ -362,10 +362,25 @@ def _fold_last_parts(
     both are one model. A last part that two nested models of the file share stays as it is."""
     import polars as pl
 
+    # Only a file with a nested name, in its rows or its sweep's provenance, can fold one: the
+    # others (nearly every file) are not asked (a model name holds a `/` only if its cell does).
+    sidecars = SidecarFinder()
+    swept = {i: _swept(f.path) for i, f in enumerate(read) if sidecars.has_one(f.path)}
+    rows = frame.filter(pl.col(rowread.PROBLEM).is_null())
+    cells = [v for v in frame.get_column("model").unique().to_list() if v and "/" in v]
+    asked = {i for i, m in swept.items() if m}
+    if cells:
+        nested_in = rows.filter(pl.col("model").is_in(cells)).get_column(rowread.FILE)
+        asked |= set(nested_in.unique().to_list())
+    if not asked:
+        return query
     names: dict[int, set[str]] = {}
-    pairs = frame.filter(pl.col(rowread.PROBLEM).is_null()).select(rowread.FILE, "model").unique()
-    for file, value in pairs.iter_rows():
-        name = _model(value) if value is not None else None
+    decided: dict[str, str | None] = {}
+    pairs = rows.filter(pl.col(rowread.FILE).is_in(sorted(asked))).select(rowread.FILE, "model")
+    for file, value in pairs.unique().iter_rows():
+        if value is None:
+            continue
+        name = decided[value] if value in decided else decided.setdefault(value, _model(value))
         if name is not None:
             names.setdefault(file, set()).add(name)
     code = {name: i for i, name in enumerate(models)}
@@ -374,7 +389,7 @@ def _fold_last_parts(
         if not any("/" not in n for n in seen):
             continue
         nested: dict[str, list[str]] = {}
-        for name in seen | _swept(read[file].path):
+        for name in seen | swept.get(file, set()):
             if "/" in name:
                 nested.setdefault(last_part(name), []).append(name)
         for name in seen:
@@ -402,8 +417,6 @@ def _swept(csv_path: str) -> set[str]:
     from oomrec.core.provenance import read_entry_list, sidecar_path
 
     sidecar = sidecar_path(Path(csv_path))
-    if not sidecar.is_file():
-        return set()
     try:
         return {model_name(entry.model) for entry in read_entry_list(sidecar)}
     except OomrecError:
