@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from oomrec.core import nvidia
 from oomrec.sweep.cell import accel
 from oomrec.sweep.cell.guard import GpuLimit, GuardLimits
 from tests.conftest import CliResult
@@ -86,7 +87,7 @@ def test_a_share_is_of_each_devices_own_memory_and_both_limits_name_the_device()
     ("visible", "expected"),
     [
         (None, [0, 1, 2, 3]),
-        ("", []),
+        ("", [0, 1, 2, 3]),  # none left: judged and watched as all (the safe side)
         ("2,0", [2, 0]),
         ("1,7,2", [1]),  # CUDA stops at the first device it cannot use
         ("GPU-8a2c...", [0, 1, 2, 3]),  # by UUID: every device is watched (the safe side)
@@ -99,7 +100,7 @@ def test_the_devices_watched_are_those_cuda_may_use(
         monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     else:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-    assert accel._visible(4) == expected
+    assert nvidia.visible(4) == expected
 
 
 class _NvmlApi:

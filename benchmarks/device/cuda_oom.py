@@ -18,7 +18,8 @@ no framework is needed. In a throwaway git repository it runs two sweeps of one 
    CUDA runs out, and a fresh record is written at HEAD;
 4. a probe that fits (1 GiB) of a lifted record of model q: it runs and is archived as verified.
 It prints each verdict, the record lines, and how far past the limit the guard let the cell
-get; exit 0 when all came out as expected.
+get, and checks NVIDIA memory is read one way (the record's memory, NVML's total and
+nvidia-smi's agree to the byte); exit 0 when all came out as expected.
 
 Figures, 2026-12-04, one NVIDIA H200 (140.4 GiB, driver 580), PyTorch 2.11, no cgroup per cell
 (the memory controller is not delegated there), 4 GiB steps:
@@ -134,6 +135,28 @@ def probes(repo: Path, runner: str, big: int) -> bool:
     return ok and cell["probe"] and cell["verdict"] == "ok" and len(cell["verified"]) == 1
 
 
+def one_reading(record: Path, nvml_total: int) -> bool:
+    """NVIDIA memory read one way (core/nvidia.py): the record's memory is the guard's device
+    total (NVML), and nvidia-smi, the reading without the extra, gives the same (to a MiB)."""
+    from oomrec.core import nvidia
+
+    lines = record.read_text().splitlines() if record.exists() else []
+    recorded = int(lines[-1].split(",")[7]) if lines else None
+    done = subprocess.run(
+        ["nvidia-smi", "--query-gpu=index,name,memory.total", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    smi = nvidia.smi_devices(done.stdout)
+    smi_total = smi[0].total if smi else None
+    print(f"   one reading: record {recorded}, NVML {nvml_total}, nvidia-smi {smi_total}")
+    # nvidia-smi prints whole MiB: the same figure to within one.
+    return (
+        recorded == nvml_total and smi_total is not None and abs(smi_total - nvml_total) < 1 << 20
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step-gib", type=float, default=4.0)
@@ -166,6 +189,7 @@ def main() -> int:
         ok &= [v for _, v, _ in got] == ["ok", "SKIP:oom"]
         record = repo / "benchmarks" / ".oom-record"
         print("   record:", record.read_text().strip() if record.exists() else "(none)")
+        ok &= one_reading(record, device.total)
         near = int(total_gib * 0.9)
         start = time.monotonic()
         out = sweep(

@@ -13,6 +13,7 @@ import re
 import subprocess
 from functools import cache, lru_cache
 
+from oomrec.core import nvidia
 from oomrec.core.errors import OomrecError
 from oomrec.core.memscope import host_total
 from oomrec.core.units import GIB, MAX_INT, MIB
@@ -27,7 +28,6 @@ MAX_FALLBACK_LEN = 20
 MAX_INPUT_LEN = 256
 _PROBE_TIMEOUT_S = 5.0
 _NVIDIA_SMI = ("nvidia-smi", "--query-gpu=name", "--format=csv,noheader")
-_NVIDIA_MEM = ("nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits")
 _ROCMINFO = ("rocminfo",)
 _ROCM_VRAM = ("rocm-smi", "--showmeminfo", "vram", "--csv")
 _SYSCTL_BRAND = ("sysctl", "-n", "machdep.cpu.brand_string")
@@ -204,7 +204,7 @@ def detect_memory() -> int | None:
     """The memory this host's accelerator can address, in bytes; None when it cannot be told.
 
     `$OOMREC_MEM_BYTES` wins (bytes, or e.g. `96GiB`; `unknown` records no memory, so records
-    apply whatever the memory). Discrete CUDA/ROCm GPUs: device memory (`nvidia-smi`,
+    apply whatever the memory). Discrete CUDA/ROCm GPUs: device memory (core/nvidia's reading,
     `rocm-smi`); unified memory (GB10, Strix Halo, Apple) and CPUs: host RAM, or the limit of an
     enclosing memory cgroup where that is tighter (oomrec/core/memscope.py).
     """
@@ -227,12 +227,11 @@ def _probed_memory() -> int | None:
     if _system() == "Darwin":
         return _positive_int(_probe(_SYSCTL_MEM))
     if _system() == "Linux" and detect() not in _UNIFIED_TAGS:
-        if _probe(_NVIDIA_SMI):
-            out = _probe(_NVIDIA_MEM)
-            mib = _positive_int(out.splitlines()[0]) if out else None
-            if mib is not None:
-                return mib * MIB
-        elif _probe(_ROCMINFO):
+        gpus = nvidia.devices()
+        if gpus:
+            # The device a one-GPU cell runs on, read as the guard reads it (core/nvidia).
+            return gpus[0].total
+        if _probe(_ROCMINFO):
             vram = _rocm_vram()
             if vram is not None:
                 return vram
@@ -273,9 +272,9 @@ def detect() -> str:
         if brand:
             return normalize(brand) or _UNKNOWN_HOST
     if system == "Linux":
-        gpu = _probe(_NVIDIA_SMI)
-        if gpu:
-            return normalize("NVIDIA " + gpu.splitlines()[0]) or _UNKNOWN_HOST
+        gpus = nvidia.devices()
+        if gpus:
+            return normalize("NVIDIA " + gpus[0].name) or _UNKNOWN_HOST
         rocm = _probe(_ROCMINFO)
         if rocm:
             gfx = _GFX.search(rocm.lower())

@@ -15,43 +15,25 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from oomrec.core import nvidia
+from oomrec.core.nvidia import Device
 from oomrec.core.shown import show_bytes
-
-EXTRA_HINT = "pip install 'oomrec[nvidia]' (nvidia-ml-py) on a host with an NVIDIA driver"
-
-
-@dataclass(frozen=True, slots=True)
-class Device:
-    """One GPU the cell may use: NVML's index, its name and its memory."""
-
-    index: int
-    name: str
-    total: int
 
 
 class Nvml:
-    """NVML, initialised once per process (see `nvml()`), on the devices CUDA_VISIBLE_DEVICES
-    leaves to the cell (all where it is unset or names devices by UUID)."""
+    """NVML, initialised once per process (core/nvidia.nvml_module), on the devices
+    CUDA_VISIBLE_DEVICES leaves to the cell (core/nvidia.visible): their names and totals are
+    core/nvidia's one reading; this adds the live ones, each device's free memory and the
+    memory the cell's processes hold."""
 
     def __init__(self, module: Any) -> None:
         self._nv = module
-        module.nvmlInit()
-        self._handles: list[Any] = []
-        self.devices: list[Device] = []
-        count = module.nvmlDeviceGetCount()
-        for index in _visible(count):
-            handle = module.nvmlDeviceGetHandleByIndex(index)
-            name = module.nvmlDeviceGetName(handle)
-            if isinstance(name, bytes):
-                name = name.decode("utf-8", "replace")
-            total = int(module.nvmlDeviceGetMemoryInfo(handle).total)
-            self._handles.append(handle)
-            self.devices.append(Device(index, str(name), total))
+        found = nvidia.nvml_devices(module)
+        self.devices: list[Device] = [device for device, _ in found]
+        self._handles: list[Any] = [handle for _, handle in found]
 
     def free(self) -> list[int | None]:
         """Each device's free memory now, None where NVML cannot say."""
@@ -87,14 +69,13 @@ class Nvml:
 @functools.cache
 def nvml() -> Nvml | str:
     """NVML on this host, or why it cannot be used (one phrase)."""
+    module = nvidia.nvml_module()
+    if isinstance(module, str):
+        return module
     try:
-        import pynvml
-    except ImportError:
-        return f"nvidia-ml-py is not installed ({EXTRA_HINT})"
-    try:
-        found = Nvml(pynvml)
-    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return f"NVML cannot start here ({str(exc)[:80] or type(exc).__name__})"
+        found = Nvml(module)
+    except Exception as exc:  # an NVMLError of a device
+        return f"NVML cannot read this host's GPUs ({str(exc)[:80] or type(exc).__name__})"
     if not found.devices:
         return "NVML sees no NVIDIA GPU the cell may use (CUDA_VISIBLE_DEVICES?)"
     return found
@@ -109,20 +90,3 @@ def describe_gpus() -> str:
         "; ".join(f"GPU {d.index} {d.name} ({show_bytes(d.total)})" for d in found.devices)
         + " (NVML)"
     )
-
-
-def _visible(count: int) -> list[int]:
-    """The indices CUDA_VISIBLE_DEVICES allows (CUDA stops at the first entry it cannot use);
-    every device where it is unset or gives UUIDs (kept safe: all are watched)."""
-    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if raw is None:
-        return list(range(count))
-    indices: list[int] = []
-    for part in raw.split(","):
-        part = part.strip()
-        if not part.isdigit():
-            return list(range(count)) if part else indices
-        if int(part) >= count:
-            break
-        indices.append(int(part))
-    return indices

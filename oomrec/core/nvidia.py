@@ -1,0 +1,131 @@
+"""The NVIDIA GPUs this process may use, and each one's memory, read one way for every view:
+the record's machine class (core/hardware.detect, detect_memory), the guard's GPU limits and
+the sweep's header (sweep/cell/accel.py).
+
+Through NVML (`nvidia-ml-py`, the optional extra `oomrec[nvidia]`) where it starts, else through
+`nvidia-smi`, which reads NVML itself (its `memory.total` is NVML's total in MiB: 143771 MiB on
+an H200, 150754820096 bytes either way). Both are narrowed by CUDA_VISIBLE_DEVICES by one rule
+(`visible`), so the class a record gets is the memory of the device its cell ran on: on a host
+of an 80 GiB and a 40 GiB GPU, a cell given the 40 GiB one records 40 GiB, not the first
+device's 80 (which would keep the record off the 80 GiB host where the cell would also run out).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from oomrec.core.units import MAX_INT, MIB
+
+EXTRA_HINT = "pip install 'oomrec[nvidia]' (nvidia-ml-py) on a host with an NVIDIA driver"
+_SMI = (
+    "nvidia-smi",
+    "--query-gpu=index,name,memory.total",
+    "--format=csv,noheader,nounits",
+)
+_SMI_TIMEOUT_S = 5.0
+# A GPU's name is short; more of a line than this is not read.
+_MAX_LINE = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One GPU this process may use: its index (NVML's and nvidia-smi's), name and memory."""
+
+    index: int
+    name: str
+    total: int
+
+
+def visible(count: int) -> list[int]:
+    """The indices CUDA_VISIBLE_DEVICES allows of `count` devices, in its order (CUDA stops at
+    the first entry it cannot use). Every device where it is unset, names devices by UUID, or
+    leaves none: judged and watched as all of them, the safe side (a record of the first
+    device's class still applies, and the guard watches every device)."""
+    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+    every = list(range(count))
+    if raw is None:
+        return every
+    indices: list[int] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            if part:
+                return every
+            break
+        if int(part) >= count:
+            break
+        indices.append(int(part))
+    return indices or every
+
+
+@functools.cache
+def nvml_module() -> Any:
+    """pynvml, imported and initialised once per process; a str saying why it cannot be used."""
+    try:
+        import pynvml
+    except ImportError:
+        return f"nvidia-ml-py is not installed ({EXTRA_HINT})"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return f"NVML cannot start here ({str(exc)[:80] or type(exc).__name__})"
+    return pynvml
+
+
+def nvml_devices(module: Any) -> list[tuple[Device, Any]]:
+    """The visible devices through an initialised NVML `module`, each with its handle."""
+    out: list[tuple[Device, Any]] = []
+    for index in visible(module.nvmlDeviceGetCount()):
+        handle = module.nvmlDeviceGetHandleByIndex(index)
+        name = module.nvmlDeviceGetName(handle)
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        total = int(module.nvmlDeviceGetMemoryInfo(handle).total)
+        out.append((Device(index, str(name), total), handle))
+    return out
+
+
+def smi_devices(text: str) -> list[Device]:
+    """The visible devices in `nvidia-smi --query-gpu=index,name,memory.total` output (CSV,
+    no header, no units: `0, NVIDIA H200, 143771`); a line it cannot read is no device."""
+    found: dict[int, Device] = {}
+    for line in text.splitlines():
+        index, _, rest = line[:_MAX_LINE].partition(",")
+        name, _, mib = rest.rpartition(",")
+        index, name, mib = index.strip(), name.strip(), mib.strip()
+        if not (index.isascii() and index.isdigit() and mib.isascii() and mib.isdigit()):
+            continue
+        if name and 0 < int(mib) <= MAX_INT // MIB:
+            found.setdefault(int(index), Device(int(index), name, int(mib) * MIB))
+    count = max(found, default=-1) + 1
+    return [found[i] for i in visible(count) if i in found]
+
+
+@functools.cache
+def devices() -> tuple[Device, ...]:
+    """The GPUs this process may use, in CUDA's order (the first is where a one-GPU cell runs):
+    NVML's reading where it starts, else nvidia-smi's; none on a host without either. Cached:
+    asked once per process (nvidia-smi can take seconds)."""
+    module = nvml_module()
+    if not isinstance(module, str):
+        try:
+            return tuple(device for device, _ in nvml_devices(module))
+        except Exception:  # an NVMLError on one device: nvidia-smi may still say
+            pass
+    try:
+        done = subprocess.run(
+            _SMI, capture_output=True, text=True, timeout=_SMI_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return ()
+    return tuple(smi_devices(done.stdout)) if done.returncode == 0 else ()
+
+
+def forget() -> None:
+    """Forget what was read (a test that changes PATH or CUDA_VISIBLE_DEVICES in process)."""
+    devices.cache_clear()
+    nvml_module.cache_clear()
