@@ -142,3 +142,16 @@ def test_a_sweep_records_the_memory_of_the_device_its_cell_ran_on(
         "a100",
         40960 * MIB,
     )
+
+
+def test_an_nvidia_smi_that_fails_gives_no_device_and_the_hosts_memory(
+    two_gpus: None, tmp_path: Path
+) -> None:
+    """Devices printed by an nvidia-smi that then exits non-zero are not trusted: no GPU is
+    read, and the class falls back to this host's own (its CPU, its RAM)."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text('#!/bin/sh\necho "0, NVIDIA H100 80GB HBM3, 81559"\nexit 9\n')
+    _forget()
+    assert nvidia.devices() == ()
+    assert hardware.detect() not in {"h100", "a100"}
+    assert hardware.detect_memory() == hardware.host_total()
