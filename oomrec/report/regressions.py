@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -188,8 +189,10 @@ def _runs(cell: CellRows) -> list[Seen]:
     return [r for r in dict.fromkeys(runs) if r is not None and _sha(r.commit) is not None]
 
 
+@lru_cache(maxsize=1 << 16)
 def _sha(commit: str) -> str | None:
     # A `-dirty` sighting ran on uncommitted changes: no commit range can be said of it.
+    # Cached: a corpus names few commits, each asked of for every pair it is in.
     field = read_commit(commit)
     return None if field.dirty else field.hex
 
