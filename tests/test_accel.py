@@ -91,6 +91,7 @@ def test_a_share_is_of_each_devices_own_memory_and_both_limits_name_the_device()
         ("2,0", [2, 0]),
         ("1,7,2", [1]),  # CUDA stops at the first device it cannot use
         ("GPU-8a2c...", [0, 1, 2, 3]),  # by UUID: every device is watched (the safe side)
+        ("\u00b2", [0, 1, 2, 3]),  # a digit to str.isdigit, no index: as a UUID
     ],
 )
 def test_the_devices_watched_are_those_cuda_may_use(

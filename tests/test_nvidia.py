@@ -58,6 +58,7 @@ def two_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("OOMREC_HARDWARE", raising=False)
     monkeypatch.delenv("OOMREC_MEM_BYTES", raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
     # NVML cannot start here (no driver, or nvidia-ml-py absent): nvidia-smi gives the reading.
     _forget()
     if not isinstance(nvidia.nvml_module(), str):
@@ -99,24 +100,24 @@ def test_nvidia_smi_and_nvml_read_the_same_devices(
     api = _NvmlApi(procs=[[], []], graphics={})
     from_nvml = tuple(d for d, _ in nvidia.nvml_devices(api))
     assert [d.index for d in from_smi] == [d.index for d in from_nvml] == [1]
-    assert accel.Nvml(api).devices == list(from_nvml)
+    watched = [(d.index, d.name, d.total) for d in accel.Nvml(api).devices]
+    assert watched == [(d.index, d.name, d.total) for d in from_nvml]
     assert from_smi == (nvidia.Device(1, "NVIDIA A100-PCIE-40GB", 40960 * MIB),)
 
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "",
-        "garbage\n",
-        "0, NVIDIA H100, [N/A]\n",
-        "0, , 81559\n",
-        "x, NVIDIA H100, 81559\n",
-        f"0, NVIDIA H100, {10**30}\n",
-        "0, NVIDIA H100, " + "9" * 100_000 + "\n",
-    ],
+    ["", "garbage\n", "0, , 81559\n", "x, NVIDIA H100, 81559\n", "9" * 100_000 + ", H100, 1\n"],
 )
 def test_what_nvidia_smi_prints_that_is_no_device_is_none(text: str) -> None:
     assert nvidia.smi_devices(text) == []
+
+
+@pytest.mark.parametrize("memory", ["[N/A]", str(10**30), "9" * 100_000, "0", "-5", "\u00b2"])
+def test_a_memory_nvidia_smi_does_not_give_as_a_size_is_no_known_total(memory: str) -> None:
+    assert nvidia.smi_devices(f"0, NVIDIA H100, {memory}\n") == [
+        nvidia.Device(0, "NVIDIA H100", None)
+    ]
 
 
 def test_a_sweep_records_the_memory_of_the_device_its_cell_ran_on(
@@ -142,6 +143,15 @@ def test_a_sweep_records_the_memory_of_the_device_its_cell_ran_on(
         "a100",
         40960 * MIB,
     )
+    # GPUs of different memory, numbered by CUDA fastest first: the header says the device
+    # read may not be the cell's, and how to make it so; in PCI order it says nothing.
+    assert "warning: this host's GPUs differ in memory" in result.stderr
+    assert "export CUDA_DEVICE_ORDER=PCI_BUS_ID" in result.stderr
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    again = cli("sweep", "--runner", f"{sys.executable} {runner.template}",
+                "--models", "plain-8b", "--lengths", "512", "--ignore-record")  # fmt: skip
+    assert again.exit_code == 0, again.stderr
+    assert "GPUs differ in memory" not in again.stderr
 
 
 def test_an_nvidia_smi_that_fails_gives_no_device_and_the_hosts_memory(
@@ -155,3 +165,25 @@ def test_an_nvidia_smi_that_fails_gives_no_device_and_the_hosts_memory(
     assert nvidia.devices() == ()
     assert hardware.detect() not in {"h100", "a100"}
     assert hardware.detect_memory() == hardware.host_total()
+
+
+def test_a_gb10_whose_driver_gives_no_memory_total_is_still_a_gb10(
+    two_gpus: None, tmp_path: Path
+) -> None:
+    """A GB10's nvidia-smi prints `[N/A]` for its memory (NVML: NOT_SUPPORTED): the device still
+    names the host (its records apply), and its memory is the host's, as on any unified host."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text(
+        '#!/bin/sh\ncase "$1" in\n  --query-gpu=index,name,memory.total) '
+        'echo "0, NVIDIA GB10, [N/A]" ;;\n  *) echo "NVIDIA GB10" ;;\nesac\n'
+    )
+    _forget()
+    assert nvidia.devices() == (nvidia.Device(0, "NVIDIA GB10", None),)
+    assert hardware.detect() == "gb10"
+    assert hardware.detect_memory() == hardware.host_total()
+    api = _NvmlApi(procs=[[]], graphics={})
+    api.broken = True  # its memory query fails as NOT_SUPPORTED does
+    assert [d for d, _ in nvidia.nvml_devices(api)] == [nvidia.Device(0, "GPU-0", None)]
+    # The guard's GPU limits, in shares of a total there is none of, cannot act: refused.
+    with pytest.raises(ValueError, match="no memory total"):
+        accel.Nvml(api)

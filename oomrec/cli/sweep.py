@@ -173,6 +173,8 @@ def _memory_exclusions(lines: "Sequence[RecordLine]", config: "SweepConfig") -> 
 
 
 def _header(prepared: "Prepared", flag: str | None) -> list[str]:
+    from oomrec.core import nvidia
+    from oomrec.core.hardware import detect_backend
     from oomrec.core.memscope import cgroup_binds, describe_binding, host_ram
     from oomrec.store.locations import display_path
     from oomrec.sweep.cell.accel import describe_gpus
@@ -205,6 +207,10 @@ def _header(prepared: "Prepared", flag: str | None) -> list[str]:
         lines.append(f"  memory:  {describe_binding(host)}")
     if config.guard.gpu:
         lines.append(f"  gpu:     {describe_gpus()}")
+    if detect_backend() == "cuda":
+        order = nvidia.order_warning()
+        if order is not None:
+            lines.append(f"  warning: {order}")
     if config.shard is not None:
         i, n = config.shard
         took = ", ".join(config.models) or "none"

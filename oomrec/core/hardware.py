@@ -229,8 +229,10 @@ def _probed_memory() -> int | None:
     if _system() == "Linux" and detect() not in _UNIFIED_TAGS:
         gpus = nvidia.devices()
         if gpus:
-            # The device a one-GPU cell runs on, read as the guard reads it (core/nvidia).
-            return gpus[0].total
+            # The device a one-GPU cell runs on, read as the guard reads it (core/nvidia); one
+            # of no known total is sized as the host, as before.
+            total = gpus[0].total
+            return total if total is not None else host_total()
         if _probe(_ROCMINFO):
             vram = _rocm_vram()
             if vram is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +34,12 @@ _MAX_LINE = 256
 
 @dataclass(frozen=True, slots=True)
 class Device:
-    """One GPU this process may use: its index (NVML's and nvidia-smi's), name and memory."""
+    """One GPU this process may use: its index (NVML's and nvidia-smi's), name and memory; None
+    where the driver gives no total (a GB10, whose memory is the host's: `[N/A]`)."""
 
     index: int
     name: str
-    total: int
+    total: int | None
 
 
 def visible(count: int) -> list[int]:
@@ -52,7 +54,8 @@ def visible(count: int) -> list[int]:
     indices: list[int] = []
     for part in raw.split(","):
         part = part.strip()
-        if not part.isdigit():
+        # ASCII digits only: `²` is a digit to str.isdigit and no index to int().
+        if not (part.isascii() and part.isdigit()):
             if part:
                 return every
             break
@@ -76,44 +79,62 @@ def nvml_module() -> Any:
     return pynvml
 
 
-def nvml_devices(module: Any) -> list[tuple[Device, Any]]:
-    """The visible devices through an initialised NVML `module`, each with its handle."""
+def nvml_devices(module: Any, every: bool = False) -> list[tuple[Device, Any]]:
+    """The visible devices (`every`: all of them) through an initialised NVML `module`, each
+    with its handle."""
     out: list[tuple[Device, Any]] = []
-    for index in visible(module.nvmlDeviceGetCount()):
+    count = module.nvmlDeviceGetCount()
+    for index in range(count) if every else visible(count):
         handle = module.nvmlDeviceGetHandleByIndex(index)
         name = module.nvmlDeviceGetName(handle)
         if isinstance(name, bytes):
             name = name.decode("utf-8", "replace")
-        total = int(module.nvmlDeviceGetMemoryInfo(handle).total)
+        try:
+            total: int | None = int(module.nvmlDeviceGetMemoryInfo(handle).total)
+        except getattr(module, "NVMLError", Exception):
+            # NOT_SUPPORTED on a GB10 (unified memory): the device still names the host.
+            total = None
         out.append((Device(index, str(name), total), handle))
     return out
 
 
-def smi_devices(text: str) -> list[Device]:
-    """The visible devices in `nvidia-smi --query-gpu=index,name,memory.total` output (CSV,
-    no header, no units: `0, NVIDIA H200, 143771`); a line it cannot read is no device."""
+def smi_every(text: str) -> list[Device]:
+    """Every device in `nvidia-smi --query-gpu=index,name,memory.total` output (CSV, no
+    header, no units: `0, NVIDIA H200, 143771`; a GB10 prints `[N/A]` for its memory, a device
+    of no known total), by index; a line without an index or a name is no device."""
     found: dict[int, Device] = {}
     for line in text.splitlines():
         index, _, rest = line[:_MAX_LINE].partition(",")
         name, _, mib = rest.rpartition(",")
         index, name, mib = index.strip(), name.strip(), mib.strip()
-        if not (index.isascii() and index.isdigit() and mib.isascii() and mib.isdigit()):
+        if not (index.isascii() and index.isdigit() and len(index) < 6 and name):
             continue
-        if name and 0 < int(mib) <= MAX_INT // MIB:
-            found.setdefault(int(index), Device(int(index), name, int(mib) * MIB))
-    count = max(found, default=-1) + 1
-    return [found[i] for i in visible(count) if i in found]
+        size = int(mib) if mib.isascii() and mib.isdigit() and len(mib) < 20 else 0
+        total = size * MIB if 0 < size <= MAX_INT // MIB else None
+        found.setdefault(int(index), Device(int(index), name, total))
+    return [found[i] for i in sorted(found)]
+
+
+def smi_devices(text: str) -> list[Device]:
+    """The visible devices of that output, in CUDA_VISIBLE_DEVICES's order."""
+    return _visible_of(smi_every(text))
+
+
+def _visible_of(every: Sequence[Device]) -> list[Device]:
+    by_index = {device.index: device for device in every}
+    count = max(by_index, default=-1) + 1
+    return [by_index[i] for i in visible(count) if i in by_index]
 
 
 @functools.cache
-def devices() -> tuple[Device, ...]:
-    """The GPUs this process may use, in CUDA's order (the first is where a one-GPU cell runs):
-    NVML's reading where it starts, else nvidia-smi's; none on a host without either. Cached:
-    asked once per process (nvidia-smi can take seconds)."""
+def every_device() -> tuple[Device, ...]:
+    """Every NVIDIA GPU of this host, by index: NVML's reading where it starts, else
+    nvidia-smi's; none on a host without either. Cached: asked once per process (nvidia-smi
+    can take seconds)."""
     module = nvml_module()
     if not isinstance(module, str):
         try:
-            return tuple(device for device, _ in nvml_devices(module))
+            return tuple(device for device, _ in nvml_devices(module, every=True))
         except Exception:  # an NVMLError on one device: nvidia-smi may still say
             pass
     try:
@@ -122,10 +143,29 @@ def devices() -> tuple[Device, ...]:
         )
     except (OSError, subprocess.SubprocessError, ValueError):
         return ()
-    return tuple(smi_devices(done.stdout)) if done.returncode == 0 else ()
+    return tuple(smi_every(done.stdout)) if done.returncode == 0 else ()
+
+
+def devices() -> tuple[Device, ...]:
+    """The GPUs this process may use, in CUDA_VISIBLE_DEVICES's order (the first is where a
+    one-GPU cell runs)."""
+    return tuple(_visible_of(every_device()))
+
+
+def order_warning() -> str | None:
+    """Why the device read may not be the one a cell runs on, or None: CUDA numbers GPUs
+    fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, NVML and nvidia-smi by PCI bus, so on a
+    host of GPUs of different memory the numbers can name different devices."""
+    sizes = {device.total for device in every_device()}
+    if len(sizes) < 2 or os.environ.get("CUDA_DEVICE_ORDER", "").strip() == "PCI_BUS_ID":
+        return None
+    return (
+        "this host's GPUs differ in memory and CUDA may number them otherwise than NVML: the "
+        "GPU read may not be the cell's; export CUDA_DEVICE_ORDER=PCI_BUS_ID"
+    )
 
 
 def forget() -> None:
     """Forget what was read (a test that changes PATH or CUDA_VISIBLE_DEVICES in process)."""
-    devices.cache_clear()
+    every_device.cache_clear()
     nvml_module.cache_clear()

@@ -16,11 +16,20 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from oomrec.core import nvidia
-from oomrec.core.nvidia import Device
 from oomrec.core.shown import show_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A GPU the guard watches: core/nvidia's reading of it, its memory total known."""
+
+    index: int
+    name: str
+    total: int
 
 
 class Nvml:
@@ -32,7 +41,12 @@ class Nvml:
     def __init__(self, module: Any) -> None:
         self._nv = module
         found = nvidia.nvml_devices(module)
-        self.devices: list[Device] = [device for device, _ in found]
+        self.devices: list[Device] = []
+        for device, _ in found:
+            if device.total is None:
+                # A limit in shares of it could not act (a GB10: its memory is the host's).
+                raise ValueError(f"GPU {device.index} has no memory total")
+            self.devices.append(Device(device.index, device.name, device.total))
         self._handles: list[Any] = [handle for _, handle in found]
 
     def free(self) -> list[int | None]:
