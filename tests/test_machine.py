@@ -181,3 +181,20 @@ def test_the_report_reads_dates_and_lengths_as_the_import_does(cli: Cli, repo: R
     assert [(c["from"], c["to"], c["lengths"]) for c in data["cells"]] == [(512, 2048, 2)]
     dates = json.dumps(data)
     assert "2026-02-30" not in dates
+
+
+def test_a_size_of_zero_is_no_size_and_never_narrows_an_oom(cli: Cli, repo: Repo) -> None:
+    """`..._0GB` (or a hand-written 0) names no memory: the import records none, and a record
+    of 0 bytes applies at every size, as an unknown one does (before, it applied on no host
+    whose memory was known: its cell ran again)."""
+    folder = repo.path / "benchmarks"
+    folder.mkdir()
+    (folder / "cpu_x_2026-07-03.csv").write_text(
+        csv_text(failed("m", 2048, "2026-07-03", "SKIP:oom", hw="Some_CPU_0GB"))
+    )
+    imported = cli("record", "import-csv", "--all-hardware", "--json")
+    assert imported.exit_code == 0, imported.stderr
+    [record] = json.loads(imported.stdout)["records"]
+    assert record["mem_bytes"] is None
+    zero = OomRecord("m", 2048, "2026-07-03", "abc1234", None, "x.csv", "some_cpu", 0)
+    assert applies_on(zero, "some_cpu", 64 * GIB)

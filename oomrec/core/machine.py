@@ -42,8 +42,9 @@ def row_tag(text: str) -> str | None:
 
 @lru_cache(maxsize=256)
 def row_memory(text: str | None) -> int | None:
-    """The accelerator memory a `hardware` value names, in bytes; None when it names none."""
-    return memory_from_text(text[:MAX_HARDWARE_CHARS]) if text else None
+    """The accelerator memory a `hardware` value names, in bytes; None when it names none (or
+    0: `..._0GB` is no size a record could be scoped by)."""
+    return (memory_from_text(text[:MAX_HARDWARE_CHARS]) or None) if text else None
 
 
 @lru_cache(maxsize=1024)
@@ -86,6 +87,5 @@ def file_class(host: str | None, named: Iterable[str]) -> MachineClass:
     classes = set()
     for text in named:
         if text:
-            tag, mem = row_machine(text, host)
-            classes.add((tag, mem if mem else None))
+            classes.add(row_machine(text, host))
     return classes.pop() if len(classes) == 1 else (host, None)

@@ -188,9 +188,11 @@ def applicability(
 
 def mem_covers(recorded: int | None, host: int | None) -> bool:
     """Whether an OOM with `recorded` bytes speaks for a host with `host` bytes: either unknown
-    (when in doubt, an OOM applies), or the host has no more memory (within MEM_JITTER). The one
-    memory rule: applicability and the report's machine classes (report/folded) both call it."""
-    return recorded is None or host is None or host <= recorded * (1 + MEM_JITTER)
+    or 0 (when in doubt, an OOM applies), or the host has no more memory (within MEM_JITTER).
+    The one memory rule: applicability and the report's machine classes (report/folded) both
+    call it."""
+    # A recorded size of 0 (`..._0GB`, a hand-written 0) says nothing: unknown, so it applies.
+    return not recorded or host is None or host <= recorded * (1 + MEM_JITTER)
 
 
 def not_applying_because(
