@@ -53,7 +53,7 @@ class SidecarFinder:
     CSV, finds the few CSVs that have one (the report's scan and its peaks both ask)."""
 
     def __init__(self) -> None:
-        self._listed: dict[str, set[str]] = {}
+        self._listed: dict[str, set[str] | None] = {}
 
     def has_one(self, csv_path: str) -> bool:
         folder, name = os.path.split(csv_path)
@@ -62,8 +62,11 @@ class SidecarFinder:
             try:
                 listed = set(os.listdir(folder or "."))
             except OSError:
-                listed = set()
+                # A folder that can be searched but not listed (mode 0711): asked per file.
+                listed = None
             self._listed[folder] = listed
+        if listed is None:
+            return os.path.lexists(csv_path + SIDECAR_SUFFIX)
         return name + SIDECAR_SUFFIX in listed
 
 
