@@ -25,8 +25,9 @@ from oomrec.core.units import DEFAULT_REGRESSION_THRESHOLD
 from oomrec.report.folded import CellKey, CellRows, Machine, Seen
 from oomrec.report.peaks import Peak
 
-# At most this many (A, B) pairs are asked of git (two short commands each, ~5 ms): a corpus
-# with more cells that ran at one commit and stopped at another is told how many were left.
+# At most this many (A, B) pairs of commits git has are asked of it (one short command each,
+# ~3 ms): a corpus with more cells that ran at one commit and stopped at another is told how
+# many were left. Commits git does not have are found in one call and cost no pair.
 MAX_PAIRS = 200
 
 
