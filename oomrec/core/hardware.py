@@ -16,6 +16,8 @@ from functools import cache, lru_cache
 from oomrec.core import nvidia
 from oomrec.core.errors import OomrecError
 from oomrec.core.memscope import host_total
+from oomrec.core.probe import PROBE_TIMEOUT_S
+from oomrec.core.probe import probe as _probe
 from oomrec.core.units import GIB, MAX_INT, MIB
 
 HARDWARE_ENV = "OOMREC_HARDWARE"
@@ -26,7 +28,6 @@ MAX_FALLBACK_LEN = 20
 # Hardware names are short; what follows this many characters is not read, which bounds the
 # work on any input.
 MAX_INPUT_LEN = 256
-_PROBE_TIMEOUT_S = 5.0
 _NVIDIA_SMI = ("nvidia-smi", "--query-gpu=name", "--format=csv,noheader")
 _ROCMINFO = ("rocminfo",)
 _ROCM_VRAM = ("rocm-smi", "--showmeminfo", "vram", "--csv")
@@ -288,20 +289,6 @@ def detect() -> str:
     return normalize(_machine()) or _UNKNOWN_HOST
 
 
-@cache
-def _probe(argv: tuple[str, ...]) -> str | None:
-    # Cached: a sweep asks for both the tag (detect) and the backend (detect_backend), and each
-    # would otherwise run nvidia-smi / rocminfo again, up to a 5 s timeout apiece.
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    out = done.stdout.strip()
-    return out if done.returncode == 0 and out else None
-
-
 def _cpu_model_name() -> str | None:
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
@@ -375,7 +362,7 @@ def _exits_zero(argv: tuple[str, ...]) -> bool:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            timeout=_PROBE_TIMEOUT_S,
+            timeout=PROBE_TIMEOUT_S,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
@@ -392,7 +379,7 @@ def _first_line(argv: tuple[str, ...]) -> str:
             capture_output=True,
             text=True,
             errors="replace",
-            timeout=_PROBE_TIMEOUT_S,
+            timeout=PROBE_TIMEOUT_S,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oomrec.core.probe import probe
 from oomrec.core.units import MAX_INT, MIB
 
 EXTRA_HINT = "pip install 'oomrec[nvidia]' (nvidia-ml-py) on a host with an NVIDIA driver"
@@ -27,7 +27,6 @@ _SMI = (
     "--query-gpu=index,name,memory.total",
     "--format=csv,noheader,nounits",
 )
-_SMI_TIMEOUT_S = 5.0
 # A GPU's name is short; more of a line than this is not read.
 _MAX_LINE = 256
 
@@ -129,21 +128,14 @@ def _visible_of(every: Sequence[Device]) -> list[Device]:
 @functools.cache
 def every_device() -> tuple[Device, ...]:
     """Every NVIDIA GPU of this host, by index: NVML's reading where it starts, else
-    nvidia-smi's; none on a host without either. Cached: asked once per process (nvidia-smi
-    can take seconds)."""
+    nvidia-smi's (core/probe: once per process, bounded); none on a host without either."""
     module = nvml_module()
     if not isinstance(module, str):
         try:
             return tuple(device for device, _ in nvml_devices(module, every=True))
         except Exception:  # an NVMLError on one device: nvidia-smi may still say
             pass
-    try:
-        done = subprocess.run(
-            _SMI, capture_output=True, text=True, timeout=_SMI_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return ()
-    return tuple(smi_every(done.stdout)) if done.returncode == 0 else ()
+    return tuple(smi_every(probe(_SMI) or ""))
 
 
 def devices() -> tuple[Device, ...]:
@@ -169,3 +161,4 @@ def forget() -> None:
     """Forget what was read (a test that changes PATH or CUDA_VISIBLE_DEVICES in process)."""
     every_device.cache_clear()
     nvml_module.cache_clear()
+    probe.cache_clear()
