@@ -221,9 +221,10 @@ class _Ancestry:
             capture_output=True,
             text=True,
         )
+        # One line per commit asked, in order; a line missing (git failed) is no commit.
         lines = done.stdout.splitlines() if done.returncode == 0 else []
-        for asked, line in zip(new, lines + [""] * (len(new) - len(lines)), strict=False):
-            name, _, kind = line.partition(" ")
+        for i, asked in enumerate(new):
+            name, _, kind = (lines[i] if i < len(lines) else "").partition(" ")
             self.commits[asked] = name if kind == "commit" else None
 
     def between(self, before: str, after: str) -> tuple[int | None, int]:

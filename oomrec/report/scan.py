@@ -303,14 +303,10 @@ def _machine_ids(frame: pl.DataFrame, hosts: list[str | None]) -> tuple[pl.Expr,
         if value:
             named.setdefault(pair // width, []).append(value)
     # A file's context: its host and the class of its rows that name no hardware (few).
-    contexts: list[tuple[str | None, MachineClass]] = []
-    context_index: dict[tuple[str | None, MachineClass], int] = {}
-    of_file = []
-    for i, host in enumerate(hosts):
-        context = (host, file_class(host, named.get(i, ())))
-        of_file.append(context_index.setdefault(context, len(contexts)))
-        if of_file[-1] == len(contexts):
-            contexts.append(context)
+    per_file = [(host, file_class(host, named.get(i, ()))) for i, host in enumerate(hosts)]
+    contexts: list[tuple[str | None, MachineClass]] = list(dict.fromkeys(per_file))
+    context_index = {context: i for i, context in enumerate(contexts)}
+    of_file = [context_index[context] for context in per_file]
     context_of = pl.lit(pl.Series(of_file, dtype=pl.UInt32)).gather(pl.col(rowread.FILE))
     # One integer per (context, hardware): the pairs present are few, each decided once.
     key = context_of.cast(pl.UInt64) * width + hardware_of
@@ -380,7 +376,9 @@ def _fold_last_parts(
     for file, value in pairs.unique().iter_rows():
         if value is None:
             continue
-        name = decided[value] if value in decided else decided.setdefault(value, _model(value))
+        if value not in decided:
+            decided[value] = _model(value)
+        name = decided[value]
         if name is not None:
             names.setdefault(file, set()).add(name)
     code = {name: i for i, name in enumerate(models)}
